@@ -1,0 +1,312 @@
+// -----------------------------------------------------------------------------
+// File: rate.h
+// -----------------------------------------------------------------------------
+//
+// `mxlimit::Rate` says how fast one bucket may be used: `requests_per_unit`
+// requests per second, minute, hour or day, with up to `burst` of them at once.
+// `GcraState` is everything a bucket remembers: one 64-bit "theoretical arrival
+// time" (TAT) in nanoseconds of the caller's monotonic clock. The functions at
+// the bottom implement the Generic Cell Rate Algorithm (GCRA) over the two.
+//
+// Semantics (T = unit / requests_per_unit, the emission interval, in integer
+// nanoseconds rounded down; tau = burst * T):
+//
+//   * A fresh bucket lets `burst` requests through at once, then one per T.
+//   * A request of cost n passes at `now` iff max(TAT, now) + n*T - now <= tau;
+//     passing sets TAT to max(TAT, now) + n*T. Cost > 1 is all-or-nothing.
+//   * A denial changes nothing (see the clock note below for one exception)
+//     and reports `retry_after`: the exact wait after which the same request
+//     passes. One nanosecond earlier it is still denied.
+//   * A cost larger than the burst can never pass: the result says `never`
+//     instead of a bogus wait. A rate of 0 requests (`Rate::Blocked()`) denies
+//     everything with `never`; `Rate::Unlimited()` allows everything.
+//
+// Time. `now` is an argument, never read from a clock. A `now` earlier than an
+// earlier call grants nothing: the bucket keeps its TAT, so the client waits
+// longer, not shorter. A TAT more than tau ahead of `now` (only a clock that
+// stepped backwards can leave one) is pulled back to now + tau, the emptiest
+// legitimate state, so a retry time never exceeds tau. Times within 2^62 ns
+// (146 years) of the int64 maximum count as that ceiling, so the arithmetic
+// has headroom and never overflows.
+//
+// Example:
+//   absl::StatusOr<mxlimit::Rate> rate =
+//       mxlimit::Rate::Create(10, mxlimit::TimeUnit::kMinute, /*burst=*/3);
+//   mxlimit::GcraState bucket;
+//   mxlimit::GcraResult r = mxlimit::GcraCheck(*rate, bucket, now);
+//   if (!r.allowed) return TooManyRequests(r.retry_after);
+
+#ifndef MXLIMIT_RATE_H_
+#define MXLIMIT_RATE_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/time.h"
+
+namespace mxlimit {
+
+// The unit of a rate. Operators write `second`, `minute`, `hour`, `day`.
+enum class TimeUnit : uint8_t { kSecond, kMinute, kHour, kDay };
+
+constexpr int64_t UnitNanoseconds(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSecond:
+      return 1'000'000'000LL;
+    case TimeUnit::kMinute:
+      return 60LL * 1'000'000'000LL;
+    case TimeUnit::kHour:
+      return 3600LL * 1'000'000'000LL;
+    case TimeUnit::kDay:
+      return 86400LL * 1'000'000'000LL;
+  }
+  return 1'000'000'000LL;
+}
+
+constexpr std::string_view TimeUnitName(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSecond:
+      return "second";
+    case TimeUnit::kMinute:
+      return "minute";
+    case TimeUnit::kHour:
+      return "hour";
+    case TimeUnit::kDay:
+      return "day";
+  }
+  return "second";
+}
+
+// Parses `second`, `minute`, `hour` or `day`.
+inline std::optional<TimeUnit> ParseTimeUnit(std::string_view name) {
+  for (TimeUnit u : {TimeUnit::kSecond, TimeUnit::kMinute, TimeUnit::kHour,
+                     TimeUnit::kDay}) {
+    if (name == TimeUnitName(u)) return u;
+  }
+  return std::nullopt;
+}
+
+// -----------------------------------------------------------------------------
+// Rate
+// -----------------------------------------------------------------------------
+//
+// Immutable once built. Cheap to copy (a few integers); the per-key state is a
+// separate `GcraState`, so one `Rate` serves every bucket of a policy.
+class Rate {
+ public:
+  enum class Kind : uint8_t { kLimited, kUnlimited, kBlocked };
+
+  // Largest accepted `requests_per_unit`: one per nanosecond per second.
+  static constexpr int64_t kMaxRequestsPerUnit = 1'000'000'000;
+  // Largest accepted burst. Bursts are counts of requests held back at once.
+  static constexpr int64_t kMaxBurst = 1'000'000'000;
+  // Largest accepted tau (burst * T): about 73 years, so that TAT arithmetic
+  // has headroom on both sides of the int64 range.
+  static constexpr int64_t kMaxToleranceNs = int64_t{1} << 61;
+
+  // Builds a rate of `requests_per_unit` per `unit` with the given burst
+  // (default: `requests_per_unit`). `requests_per_unit == 0` gives
+  // `Blocked()`. Errors name the field, the value and what was expected.
+  static absl::StatusOr<Rate> Create(int64_t requests_per_unit, TimeUnit unit,
+                                     std::optional<int64_t> burst = {}) {
+    if (requests_per_unit < 0 || requests_per_unit > kMaxRequestsPerUnit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "requests_per_unit: got ", requests_per_unit,
+          ", expected an integer from 0 to ", kMaxRequestsPerUnit));
+    }
+    if (burst.has_value() && (*burst < 1 || *burst > kMaxBurst)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("burst: got ", *burst,
+                       ", expected an integer from 1 to ", kMaxBurst));
+    }
+    if (requests_per_unit == 0) return Blocked();
+    Rate r;
+    r.kind_ = Kind::kLimited;
+    r.unit_ = unit;
+    r.requests_per_unit_ = requests_per_unit;
+    r.burst_ = burst.value_or(requests_per_unit);
+    r.interval_ns_ = UnitNanoseconds(unit) / requests_per_unit;
+    if (r.burst_ > kMaxToleranceNs / r.interval_ns_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "burst: got ", r.burst_, " at ", requests_per_unit, " per ",
+          internal::ToAbsl(TimeUnitName(unit)),
+          ", expected burst * (unit / requests_per_unit) under 73 years"));
+    }
+    r.tolerance_ns_ = r.burst_ * r.interval_ns_;
+    return r;
+  }
+
+  static constexpr Rate Unlimited() {
+    Rate r;
+    r.kind_ = Kind::kUnlimited;
+    return r;
+  }
+  static constexpr Rate Blocked() {
+    Rate r;
+    r.kind_ = Kind::kBlocked;
+    return r;
+  }
+
+  constexpr Kind kind() const { return kind_; }
+  constexpr bool unlimited() const { return kind_ == Kind::kUnlimited; }
+  constexpr bool blocked() const { return kind_ == Kind::kBlocked; }
+  constexpr int64_t requests_per_unit() const { return requests_per_unit_; }
+  constexpr TimeUnit unit() const { return unit_; }
+  constexpr int64_t burst() const { return burst_; }
+  // T: nanoseconds between two requests at the steady rate.
+  constexpr int64_t interval_ns() const { return interval_ns_; }
+  // tau = burst * T: how far ahead of `now` a bucket's TAT may run.
+  constexpr int64_t tolerance_ns() const { return tolerance_ns_; }
+
+  // "10/minute burst 3", "unlimited", "blocked".
+  std::string ToString() const {
+    if (unlimited()) return "unlimited";
+    if (blocked()) return "blocked";
+    return absl::StrCat(requests_per_unit_, "/",
+                        internal::ToAbsl(TimeUnitName(unit_)),
+                        " burst ", burst_);
+  }
+
+  friend constexpr bool operator==(const Rate&, const Rate&) = default;
+
+ private:
+  constexpr Rate() = default;
+
+  Kind kind_ = Kind::kBlocked;
+  TimeUnit unit_ = TimeUnit::kSecond;
+  int64_t requests_per_unit_ = 0;
+  int64_t burst_ = 0;
+  int64_t interval_ns_ = 0;
+  int64_t tolerance_ns_ = 0;
+};
+
+// -----------------------------------------------------------------------------
+// GcraState and the algorithm
+// -----------------------------------------------------------------------------
+
+// The whole memory of one bucket. A default-constructed state is a full
+// (never used) bucket.
+struct GcraState {
+  static constexpr int64_t kFresh = std::numeric_limits<int64_t>::min();
+  int64_t tat = kFresh;
+};
+
+struct GcraResult {
+  bool allowed = false;
+  // Denied and no wait helps: cost > burst, or a blocked rate.
+  bool never = false;
+  // Exact wait until the same request passes; 0 when allowed or `never`.
+  std::chrono::nanoseconds retry_after{0};
+  // Requests of cost 1 that would pass right after this call.
+  // `kUnlimitedRemaining` for an unlimited rate.
+  int64_t remaining = 0;
+};
+
+inline constexpr int64_t kUnlimitedRemaining =
+    std::numeric_limits<int64_t>::max();
+
+namespace internal {
+
+// TAT arithmetic needs up to 2 * kMaxToleranceNs of headroom above `now`.
+// Times closer than that to the int64 maximum are treated as that ceiling:
+// time stands still there, which grants nothing.
+inline constexpr int64_t kLatestNow =
+    std::numeric_limits<int64_t>::max() - 2 * Rate::kMaxToleranceNs;
+
+constexpr int64_t ClampNow(MonotonicTime now) {
+  return std::min(now.nanoseconds(), kLatestNow);
+}
+
+// max(TAT, now), pulled back to now + tau if a backwards clock left it
+// further ahead. Returns how far ahead of `now` the result lies, in [0, tau].
+constexpr int64_t GcraAhead(const Rate& rate, const GcraState& state,
+                            int64_t now) {
+  if (state.tat <= now) return 0;  // Also covers kFresh.
+  // tat > now, so the unsigned difference is exact even across the range.
+  uint64_t ahead = static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
+  uint64_t tau = static_cast<uint64_t>(rate.tolerance_ns());
+  return static_cast<int64_t>(std::min(ahead, tau));
+}
+
+}  // namespace internal
+
+// Would a request of `cost` pass now? Changes nothing.
+constexpr GcraResult GcraPeek(const Rate& rate, const GcraState& state,
+                              MonotonicTime now, int64_t cost = 1) {
+  GcraResult r;
+  if (rate.unlimited()) {
+    r.allowed = true;
+    r.remaining = kUnlimitedRemaining;
+    return r;
+  }
+  if (rate.blocked() || cost > rate.burst()) {
+    r.never = true;
+    return r;
+  }
+  cost = std::max<int64_t>(cost, 0);
+  const int64_t t = rate.interval_ns();
+  const int64_t tau = rate.tolerance_ns();
+  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  // All terms are within [0, 2^62]: no overflow.
+  const int64_t wait = ahead + cost * t - tau;
+  if (wait > 0) {
+    r.retry_after = std::chrono::nanoseconds(wait);
+    return r;
+  }
+  r.allowed = true;
+  r.remaining = (tau - (ahead + cost * t)) / t;
+  return r;
+}
+
+// Checks and, when allowed, charges `cost` (all or nothing). Negative costs
+// count as 0; use `GcraCharge` to refund.
+constexpr GcraResult GcraCheck(const Rate& rate, GcraState& state,
+                               MonotonicTime now, int64_t cost = 1) {
+  GcraResult r = GcraPeek(rate, state, now, cost);
+  if (rate.unlimited() || rate.blocked()) return r;
+  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  if (r.allowed) {
+    state.tat = internal::ClampNow(now) + ahead +
+                std::max<int64_t>(cost, 0) * rate.interval_ns();
+  } else if (ahead > 0) {
+    // A no-op unless a backwards clock left TAT beyond now + tau: persist
+    // the pull-back so the reported retry time is honoured.
+    state.tat = internal::ClampNow(now) + ahead;
+  }
+  return r;
+}
+
+// Charges `cost` without checking: the bucket is drained by that much, down
+// to empty (never past it). A negative cost refunds, up to a full bucket.
+// Used for actions recorded after the fact, e.g. a failed login.
+constexpr void GcraCharge(const Rate& rate, GcraState& state, MonotonicTime now,
+                          int64_t cost) {
+  if (rate.unlimited() || rate.blocked() || cost == 0) return;
+  const int64_t t = rate.interval_ns();
+  const int64_t tau = rate.tolerance_ns();
+  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  const int64_t n = std::clamp<int64_t>(cost, -rate.burst(), rate.burst());
+  const int64_t next = std::clamp<int64_t>(ahead + n * t, 0, tau);
+  state.tat = internal::ClampNow(now) + next;
+}
+
+// True when the bucket is full again, so forgetting it loses nothing: a new
+// bucket would behave the same. Tables may reuse such entries first.
+constexpr bool GcraIsDrained(const Rate& rate, const GcraState& state,
+                             MonotonicTime now) {
+  return rate.unlimited() || rate.blocked() ||
+         internal::GcraAhead(rate, state, internal::ClampNow(now)) == 0;
+}
+
+}  // namespace mxlimit
+
+#endif  // MXLIMIT_RATE_H_

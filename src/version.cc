@@ -1,0 +1,7 @@
+#include "mxlimit/version.h"
+
+namespace mxlimit {
+
+std::string_view LinkedVersion() { return kVersion; }
+
+}  // namespace mxlimit

@@ -1,0 +1,21 @@
+# Installs the already-built mxlimit into a scratch prefix and builds a consumer
+# project against it with find_package(mxlimit). Run by ctest in script mode.
+set(prefix ${WORK_DIR}/prefix)
+set(consumer_build ${WORK_DIR}/consumer-build)
+file(REMOVE_RECURSE ${prefix} ${consumer_build})
+
+function(run_step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "packaging step failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+
+if(NOT CONFIG)
+  set(CONFIG Release)
+endif()
+run_step(${CMAKE_COMMAND} --install ${MXLIMIT_BINARY_DIR} --prefix ${prefix} --config ${CONFIG})
+run_step(${CMAKE_COMMAND} -S ${MXLIMIT_SOURCE_DIR}/tests/packaging/consumer -B ${consumer_build}
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+run_step(${CMAKE_COMMAND} --build ${consumer_build})
+run_step(${consumer_build}/consumer)
