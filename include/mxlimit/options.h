@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
 
@@ -40,6 +41,10 @@ struct ExemptOptions {
   // Requests by these Matrix user IDs are neither checked nor charged.
   std::vector<std::string> users;
 };
+
+// Checks capacities (1 to kMaxCapacity) and prefixes (IPv4 0-32, IPv6
+// 0-128). Messages name the field as the YAML file spells it.
+absl::Status ValidateTableOptions(const TableOptions& tables);
 
 // A whole limiter configuration, as a YAML file describes it.
 struct LimiterConfig {

@@ -1,0 +1,81 @@
+// -----------------------------------------------------------------------------
+// File: decision.h
+// -----------------------------------------------------------------------------
+//
+// `mxlimit::Decision` is what `Limiter::Check` answers for one request. A
+// denial is a normal result, not an error: the embedder turns it into a 429
+// `M_LIMIT_EXCEEDED` response (see matrix_response.h).
+//
+// Example:
+//   mxlimit::Decision d = limiter.Check(request, now);
+//   if (!d.allowed) {
+//     return TooManyRequests(mxlimit::RetryAfterHeaderValue(d), d.policy);
+//   }
+
+#ifndef MXLIMIT_DECISION_H_
+#define MXLIMIT_DECISION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "mxlimit/policy.h"
+#include "mxlimit/route.h"
+
+namespace mxlimit {
+
+// Which table a decision came from.
+enum class LimitScope : uint8_t { kNone, kIp, kUser };
+
+constexpr std::string_view LimitScopeName(LimitScope scope) {
+  switch (scope) {
+    case LimitScope::kIp:
+      return "ip";
+    case LimitScope::kUser:
+      return "user";
+    case LimitScope::kNone:
+      break;
+  }
+  return "none";
+}
+
+struct Decision {
+  bool allowed = true;
+  // Denied, and no wait helps: the cost exceeds the policy's burst, or the
+  // policy blocks the route outright (`requests_per_unit: 0`).
+  bool never = false;
+  // Exact wait until the same request would pass; 0 when allowed or `never`.
+  std::chrono::nanoseconds retry_after{0};
+  // Requests of cost 1 left right after this one, the smaller of the two
+  // scopes; `kUnlimitedRemaining` when no limited policy applied.
+  int64_t remaining = 0;
+
+  // The scope and policy that denied the request (`kNone`/empty if allowed).
+  // When both scopes deny, the one with the longer wait is reported.
+  LimitScope limited_by = LimitScope::kNone;
+  std::string_view policy;
+
+  // A shadow-mode policy would have denied this request. Shadow policies are
+  // counted and reported but never deny, so `allowed` stays true for them.
+  bool shadow_denied = false;
+  std::string_view shadow_policy;
+
+  // The request was exempt (flag, IP allowlist or exempt user): nothing was
+  // checked or charged.
+  bool exempt = false;
+
+  // The normalized route.
+  RouteId route_id = kFallbackRouteId;
+  std::string_view route_key = kFallbackRouteKey;
+
+  // The policies that applied per scope (kNoPolicy-like 0xFFFF when none).
+  PolicyId ip_policy = 0xFFFF;
+  PolicyId user_policy = 0xFFFF;
+};
+
+// NOTE: the string views in a Decision point into the Limiter (policy names,
+// route keys). They stay valid until the next `Limiter::Reload`.
+
+}  // namespace mxlimit
+
+#endif  // MXLIMIT_DECISION_H_

@@ -1,0 +1,163 @@
+// -----------------------------------------------------------------------------
+// File: limiter.h
+// -----------------------------------------------------------------------------
+//
+// `mxlimit::Limiter` decides whether one HTTP request may proceed. It owns the
+// route normalizer, the compiled policies and two bounded tables of buckets:
+// one keyed by client address (masked to a prefix: /32 for IPv4 and /64 for
+// IPv6 by default), one keyed by Matrix user ID. When a table is full, the
+// least recently used bucket is evicted to admit a new one, in O(1).
+//
+// For each request the limiter normalizes the route, resolves one policy per
+// scope (per-IP, per-user), and charges both buckets all-or-nothing: a
+// request denied in one table consumes nothing in the other.
+//
+// Thread safety: none. The core is single-threaded by contract: call every
+// method under the embedder's lock (or use one Limiter per shard). Nothing on
+// the `Check` path allocates or reads a clock.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> limiter =
+//       mxlimit::Limiter::Create(mxlimit::LimiterConfig{});
+//   mxlimit::Request req{.method = "PUT", .target = path, .client = addr,
+//                        .user_id = "@alice:example.org"};
+//   mxlimit::Decision d = (*limiter)->Check(req, now);
+//   if (!d.allowed) return TooManyRequests(d);
+
+#ifndef MXLIMIT_LIMITER_H_
+#define MXLIMIT_LIMITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mxlimit/decision.h"
+#include "mxlimit/internal/bucket_keys.h"
+#include "mxlimit/internal/bucket_table.h"
+#include "mxlimit/ip.h"
+#include "mxlimit/options.h"
+#include "mxlimit/policy_set.h"
+#include "mxlimit/route.h"
+#include "mxlimit/stats.h"
+#include "mxlimit/time.h"
+
+namespace mxlimit {
+
+// One HTTP request as the limiter sees it. Views only: nothing is copied.
+struct Request {
+  std::string_view method;
+  // The raw request target as received: path, optional ?query and #fragment,
+  // still percent-encoded.
+  std::string_view target;
+  // The client address (the socket peer, or a trusted X-Forwarded-For).
+  IpAddress client;
+  // The authenticated Matrix user ID; empty when anonymous.
+  std::string_view user_id;
+  // Set for requests the embedder trusts (application services, admins):
+  // neither checked nor charged.
+  bool exempt = false;
+  // How many requests this one counts as. Must be >= 0 for Check/Peek; a
+  // negative cost in Charge refunds.
+  int64_t cost = 1;
+};
+
+class Limiter {
+ public:
+  // Compiles the policies (operator ones plus, unless switched off, the
+  // built-ins) and allocates both tables at their full capacity. Errors name
+  // the policy or option at fault.
+  static absl::StatusOr<std::unique_ptr<Limiter>> Create(
+      const LimiterConfig& config);
+
+  // Neither copyable nor movable: table entries link into recency lists the
+  // engine owns, and decisions hand out views into its policies and routes.
+  Limiter(const Limiter&) = delete;
+  Limiter& operator=(const Limiter&) = delete;
+  Limiter(Limiter&&) = delete;
+  Limiter& operator=(Limiter&&) = delete;
+  ~Limiter();
+
+  // Check
+  //
+  // Decides and, when allowed, charges `request.cost` to the bucket of each
+  // scope that has a limited policy. All-or-nothing: if either scope denies,
+  // nothing is charged anywhere. Exempt requests return at once.
+  Decision Check(const Request& request, MonotonicTime now);
+  // Reads std::chrono::steady_clock.
+  Decision Check(const Request& request) {
+    return Check(request, MonotonicTime::FromSteadyClock());
+  }
+
+  // Peek
+  //
+  // What `Check` would answer, without charging, admitting or touching any
+  // bucket.
+  Decision Peek(const Request& request, MonotonicTime now) const;
+
+  // Charge
+  //
+  // Charges `request.cost` to both scopes' buckets without checking, e.g. a
+  // failed login recorded after the response. Buckets drain to empty, never
+  // past it; a negative cost refunds, up to a full bucket. Exempt requests
+  // and unlimited or blocked policies are not charged.
+  void Charge(const Request& request, MonotonicTime now);
+
+  // Reload
+  //
+  // Replaces the policies and exemptions for the next `Check`. Buckets of
+  // policies whose name, scope, rate and sharing are unchanged keep their
+  // state; the rest are dropped. A config that does not compile, or that
+  // changes the `tables` section (sizes and prefixes are fixed at start-up),
+  // is rejected and the old policies stay in force.
+  absl::Status Reload(const LimiterConfig& config);
+
+  // Stats
+  //
+  // A snapshot of table and per-policy counters: O(number of policies), no
+  // table walk. Call under the same lock as Check.
+  LimiterStats Stats() const;
+
+  const RouteNormalizer& normalizer() const { return normalizer_; }
+  const PolicySet& policies() const { return *policies_; }
+  const TableOptions& table_options() const { return tables_; }
+
+  // The bucket keys a request would charge, as text, for `mxlimit explain`.
+  // Allocates; not for the hot path.
+  std::vector<std::string> DescribeBuckets(const Request& request) const;
+
+ private:
+  // A scope's resolved bucket for one request.
+  struct ScopePlan;
+  struct Plan;
+
+  explicit Limiter(const TableOptions& tables);
+  absl::Status Install(const LimiterConfig& config);
+  bool IsExempt(const Request& request) const;
+  Plan MakePlan(const Request& request) const;
+  Decision Decide(const Request& request, const Plan& plan,
+                  const GcraState* ip_state, const GcraState* user_state,
+                  MonotonicTime now) const;
+
+  TableOptions tables_;
+  RouteNormalizer normalizer_;
+  std::unique_ptr<PolicySet> policies_;
+  // Bucket keys carry a "bucket token" per policy rather than its PolicyId,
+  // so that a reload which keeps a policy unchanged keeps its buckets even if
+  // the policy's position in the set moved. Indexed by PolicyId.
+  std::vector<uint16_t> bucket_token_;
+  std::vector<Cidr> exempt_ips_;
+  absl::flat_hash_set<std::string> exempt_users_;
+  std::vector<PolicyCounters> policy_counters_;
+  uint64_t exempt_requests_ = 0;
+  internal::BucketTable<internal::IpBucketKey> ip_table_;
+  internal::BucketTable<internal::UserBucketKey> user_table_;
+};
+
+}  // namespace mxlimit
+
+#endif  // MXLIMIT_LIMITER_H_

@@ -1,0 +1,75 @@
+// Proves the request path allocates nothing: this binary replaces the global
+// operator new with a counting one, so it lives apart from the other tests.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mxlimit/limiter.h"
+#include "tests/testing/limiter_fixtures.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace mxlimit {
+namespace {
+
+using ::mxlimit::testing::At;
+using ::mxlimit::testing::MakeRequest;
+
+TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
+  LimiterConfig config;  // the built-in policies
+  config.tables.ip_capacity = 64;
+  config.tables.user_capacity = 64;
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+
+  // Targets, addresses and users prepared up front; enough distinct clients
+  // to fill both tables and force evictions.
+  std::vector<std::string> targets = {
+      "/_matrix/client/v3/sync?since=s1&timeout=30000",
+      "/_matrix/client/r0/rooms/!abc%3Aexample.org/send/m.room.message/t1",
+      "/_matrix/client/v3/keys/claim",
+      "/_matrix/client/v3/keys/not-a-route",
+      "/_matrix/client/v3/login",
+      "/wp-admin/../../etc/passwd",
+      std::string(70'000, 'a'),
+  };
+  std::vector<std::string> users;
+  std::vector<std::string> ips;
+  for (int i = 0; i < 200; ++i) {
+    users.push_back("@user" + std::to_string(i) + ":example.org");
+    ips.push_back("2001:db8:" + std::to_string(i) + "::1");
+  }
+  users.push_back(std::string(65'536, 'u'));  // absurd user ID
+  std::vector<Request> requests;
+  for (size_t i = 0; i < 2000; ++i) {
+    requests.push_back(MakeRequest(i % 2 ? "PUT" : "GET",
+                                   targets[i % targets.size()],
+                                   ips[i % ips.size()], users[i % users.size()]));
+  }
+
+  const long before = g_allocations.load();
+  int64_t t = 0;
+  for (const Request& r : requests) {
+    (*limiter)->Check(r, At(t++));
+    (*limiter)->Peek(r, At(t));
+    (*limiter)->Charge(r, At(t));
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_EQ((*limiter)->Stats().ip_table.size, 64u);
+}
+
+}  // namespace
+}  // namespace mxlimit

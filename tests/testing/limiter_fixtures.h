@@ -1,0 +1,52 @@
+// Helpers shared by the limiter tests: policies and requests in one line each.
+#ifndef MXLIMIT_TESTS_TESTING_LIMITER_FIXTURES_H_
+#define MXLIMIT_TESTS_TESTING_LIMITER_FIXTURES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mxlimit/ip.h"
+#include "mxlimit/limiter.h"
+#include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
+
+namespace mxlimit::testing {
+
+inline constexpr int64_t kSecond = 1'000'000'000;
+
+inline MonotonicTime At(int64_t seconds) {
+  return MonotonicTime::FromNanoseconds(seconds * kSecond);
+}
+
+inline IpAddress Ip(std::string_view text) {
+  absl::StatusOr<IpAddress> ip = ParseIpAddress(text);
+  return ip.ok() ? *ip : IpAddress{};
+}
+
+// A limited policy: `n` per `unit`, burst `burst` (default n).
+inline Policy MakePolicy(std::string name, std::string match, Scope scope,
+                         int64_t n, TimeUnit unit,
+                         std::optional<int64_t> burst = {}) {
+  Policy p;
+  p.name = std::move(name);
+  p.match = std::move(match);
+  p.scope = scope;
+  p.rate = *Rate::Create(n, unit, burst);
+  return p;
+}
+
+inline Request MakeRequest(std::string_view method, std::string_view target,
+                           std::string_view ip, std::string_view user = {}) {
+  Request r;
+  r.method = method;
+  r.target = target;
+  r.client = Ip(ip);
+  r.user_id = user;
+  return r;
+}
+
+}  // namespace mxlimit::testing
+
+#endif  // MXLIMIT_TESTS_TESTING_LIMITER_FIXTURES_H_
