@@ -8,14 +8,24 @@
 // query-free path (e.g. "/_matrix/client/v3/keys/*"). Per scope (client
 // address, user) exactly one policy applies to a request.
 //
-// (The policy model is fixed by the foundation; the policies issue adds the
-// compiled `PolicySet`, resolution rules and the built-in defaults.)
+// This header holds the model (`Policy`), its validation and the documented
+// built-in defaults. `mxlimit/policy_set.h` compiles a list of policies into
+// the structure the limiter resolves requests against; docs/policies.md is the
+// reference for the resolution rules and the built-in table.
+//
+// Example:
+//   std::vector<mxlimit::Policy> mine = {...};  // e.g. from mxlimit::config
+//   std::vector<mxlimit::PolicyError> errors = mxlimit::ValidatePolicies(mine);
+//   for (const auto& e : errors) Report(mine[e.index].source_line, e.message);
 
 #ifndef MXLIMIT_POLICY_H_
 #define MXLIMIT_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mxlimit/rate.h"
@@ -27,6 +37,15 @@ enum class Scope : uint8_t { kIp, kUser };
 
 // Dense index of a policy inside one compiled policy set.
 using PolicyId = uint16_t;
+
+// "No policy applies" (a resolution for a scope with no candidate). Never a
+// valid index: a set holds at most `kMaxPolicies` policies.
+inline constexpr PolicyId kNoPolicy = 0xFFFF;
+inline constexpr size_t kMaxPolicies = kNoPolicy;  // ids 0..0xFFFE
+
+// Longest accepted `match` pattern, in bytes. Real Matrix paths are far
+// shorter; the bound keeps the literal-byte count and glob cost small.
+inline constexpr size_t kMaxPatternBytes = 2048;
 
 struct Policy {
   // Unique within a set; reports and metrics use it.
@@ -51,6 +70,51 @@ struct Policy {
   // when built in code.
   int source_line = 0;
 };
+
+// -----------------------------------------------------------------------------
+// Validation
+// -----------------------------------------------------------------------------
+
+// One problem with one policy of a list.
+struct PolicyError {
+  // Index of the offending policy in the validated list.
+  size_t index = 0;
+  // The field at fault: "name", "match", "methods" or "share_threshold".
+  std::string_view field;
+  // Names the policy, the field, the value and what was expected, e.g.
+  //   policy "media" (line 12): share_threshold: true on match "/a/b",
+  //   expected a pattern containing '*'
+  std::string message;
+};
+
+// Checks every policy and returns every problem (empty when all are valid):
+//   * `name` non-empty, at most 200 bytes, and unique in the list;
+//   * `match` non-empty, at most `kMaxPatternBytes`, starting with '/' or '*'
+//     (or exactly "<fallback>", the key every unknown path shares), with no
+//     control bytes, spaces, '?' or '#' (a query-free path never holds them);
+//   * `methods` each an upper-case HTTP method: GET HEAD POST PUT DELETE
+//     PATCH OPTIONS CONNECT TRACE;
+//   * `share_threshold: true` only on a pattern containing '*'.
+// `PolicySet::Compile` runs this on the operator list. The YAML loader may call
+// it directly to map each error's (index, field) to a file position.
+std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
+
+// True if `method` is one of the methods accepted in `Policy::methods`.
+bool IsKnownHttpMethod(std::string_view method);
+
+// -----------------------------------------------------------------------------
+// Built-in defaults
+// -----------------------------------------------------------------------------
+
+// The documented default policies (docs/policies.md, "Built-in policies"), in
+// table order, each with `builtin = true`. Built from one data table in
+// src/builtin_policies.cc, one row per policy. They resolve exactly like
+// operator policies; an operator policy with the same name replaces one.
+std::vector<Policy> BuiltinPolicies();
+
+// Where a built-in's numbers come from, e.g. "Synapse rc_message: per_second
+// 0.2 (= 12/minute), burst_count 10". Empty for a name that is not built in.
+std::string_view BuiltinPolicySource(std::string_view name);
 
 }  // namespace mxlimit
 

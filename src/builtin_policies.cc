@@ -1,0 +1,123 @@
+// The built-in default policies: one table, one row per policy.
+// docs/policies.md
+// ("Built-in policies") documents each row and where its numbers come from; a
+// test holds the document and this table to each other.
+//
+// Conversion of Synapse's `per_second` figures: the rate is written in the
+// smallest unit (second, minute, hour, day) in which per_second * unit is a
+// whole number; when none is, per day rounded down (never looser than the
+// source). E.g. 0.17/s = 612/hour exactly; 0.003/s = 259.2/day -> 259/day.
+// Synapse's `burst_count` is the GCRA burst as is: both let that many requests
+// through at once from a fresh bucket, then refill at the rate.
+
+#include <cassert>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
+
+namespace mxlimit {
+namespace {
+
+using U = TimeUnit;
+constexpr Scope kIp = Scope::kIp;
+constexpr Scope kUser = Scope::kUser;
+
+struct BuiltinRow {
+  std::string_view name;
+  Scope scope;
+  std::string_view methods;  // Comma-separated; empty = every method.
+  std::string_view match;
+  bool share_threshold;
+  int64_t requests_per_unit;
+  TimeUnit unit;
+  int64_t burst;
+  std::string_view source;
+};
+
+// clang-format off
+constexpr BuiltinRow kBuiltins[] = {
+  // name, scope, methods, match, share, rate, unit, burst, source
+  {"login-per-ip", kIp, "POST", "/_matrix/client/v3/login", false, 612, U::kHour, 3,
+   "Synapse rc_login.address: per_second 0.17 (= 612/hour), burst_count 3"},
+  {"registration-per-ip", kIp, "POST", "/_matrix/client/v3/register", false, 612, U::kHour, 3,
+   "Synapse rc_registration: per_second 0.17 (= 612/hour), burst_count 3"},
+  {"3pid-request-token-per-ip", kIp, "POST", "/_matrix/client/v3/*/requestToken", true, 259, U::kDay, 5,
+   "Synapse rc_3pid_validation: per_second 0.003 (= 259.2/day, rounded down), burst_count 5"},
+  {"message-send", kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/send/*", true, 12, U::kMinute, 10,
+   "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
+  {"state-send", kUser, "PUT", "/_matrix/client/v3/rooms/{roomId}/state/*", true, 12, U::kMinute, 10,
+   "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
+  {"redaction", kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/redact/*", true, 12, U::kMinute, 10,
+   "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
+  {"join-by-id-or-alias", kUser, "POST", "/_matrix/client/v3/join/*", true, 6, U::kMinute, 10,
+   "Synapse rc_joins.local: per_second 0.1 (= 6/minute), burst_count 10"},
+  {"join-room", kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/join", false, 6, U::kMinute, 10,
+   "Synapse rc_joins.local: per_second 0.1 (= 6/minute), burst_count 10"},
+  {"invite", kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/invite", false, 18, U::kMinute, 10,
+   "Synapse rc_invites.per_issuer: per_second 0.3 (= 18/minute), burst_count 10"},
+  {"room-creation", kUser, "POST", "/_matrix/client/v3/createRoom", false, 1382, U::kDay, 10,
+   "Synapse rc_room_creation: per_second 0.016 (= 1382.4/day, rounded down), burst_count 10"},
+  {"media-create", kUser, "POST", "/_matrix/media/v1/create", false, 10, U::kSecond, 50,
+   "Synapse rc_media_create: per_second 10 (= 10/second), burst_count 50"},
+  {"media-upload", kUser, "POST,PUT", "/_matrix/media/v3/upload*", true, 10, U::kSecond, 50,
+   "no Synapse request-count limit on uploads; mirrors rc_media_create (per_second 10, burst_count 50)"},
+  {"report", kUser, "POST", "/_matrix/client/v3/*/report*", true, 1, U::kSecond, 5,
+   "Synapse rc_reports: per_second 1 (= 1/second), burst_count 5"},
+  {"keys-per-user", kUser, "", "/_matrix/client/v3/keys/*", true, 120, U::kMinute, 120,
+   "mxlimit: 120/minute per user across /keys/ (no Synapse rc_ for keys)"},
+  {"keys-per-user-r0", kUser, "", "/_matrix/client/r0/keys/*", true, 120, U::kMinute, 120,
+   "mxlimit: as keys-per-user, for raw r0 paths the normalizer does not know"},
+  {"keys-per-user-unstable", kUser, "", "/_matrix/client/unstable/keys/*", true, 120, U::kMinute, 120,
+   "mxlimit: as keys-per-user, for raw unstable paths"},
+  {"catch-all-ip", kIp, "", "*", false, 6000, U::kMinute, 1000,
+   "mxlimit: generous per-address, per-route ceiling (shared addresses carry many clients)"},
+  {"catch-all-user", kUser, "", "*", false, 1200, U::kMinute, 200,
+   "mxlimit: generous per-user, per-route ceiling (several devices per user)"},
+};
+// clang-format on
+
+std::vector<std::string> SplitMethods(std::string_view methods) {
+  std::vector<std::string> out;
+  while (!methods.empty()) {
+    size_t comma = methods.find(',');
+    out.emplace_back(methods.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    methods.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Policy> BuiltinPolicies() {
+  std::vector<Policy> out;
+  out.reserve(std::size(kBuiltins));
+  for (const BuiltinRow& row : kBuiltins) {
+    absl::StatusOr<Rate> rate =
+        Rate::Create(row.requests_per_unit, row.unit, row.burst);
+    assert(rate.ok() && "built-in rate rows are valid by construction");
+    Policy p;
+    p.name = std::string(row.name);
+    p.match = std::string(row.match);
+    p.methods = SplitMethods(row.methods);
+    p.scope = row.scope;
+    p.rate = rate.ok() ? *rate : Rate::Unlimited();
+    p.share_threshold = row.share_threshold;
+    p.builtin = true;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string_view BuiltinPolicySource(std::string_view name) {
+  for (const BuiltinRow& row : kBuiltins) {
+    if (row.name == name) return row.source;
+  }
+  return {};
+}
+
+}  // namespace mxlimit

@@ -1,0 +1,206 @@
+// PolicySet::Explain: forms, verdicts and reasons; and a randomized
+// differential test holding Resolve's precomputed structures to Explain's
+// plain scan over every policy.
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mxlimit/policy_set.h"
+#include "tests/testing/policy_testing.h"
+
+namespace mxlimit {
+namespace {
+
+using ::mxlimit::testing::MakePolicy;
+using namespace ::mxlimit::testing;  // NOLINT: TestRoute enumerators.
+
+const PolicyMatch* FindMatch(const PolicySet& set,
+                             const std::vector<PolicyMatch>& matches,
+                             std::string_view name) {
+  for (const PolicyMatch& m : matches) {
+    if (set.policy(m.policy).name == name) return &m;
+  }
+  return nullptr;
+}
+
+TEST(PolicyExplainTest, ReportsFormVerdictAndReason) {
+  absl::StatusOr<PolicySet> set = PolicySet::Compile(
+      {
+          MakePolicy("send-template",
+                     "/_matrix/client/v3/rooms/{roomId}/send/*", Scope::kUser,
+                     true, {"PUT"}),
+          MakePolicy("raw-r0", "/_matrix/client/r0/*", Scope::kUser),
+          MakePolicy("post-only", "/_matrix/client/r0/rooms/*", Scope::kUser,
+                     false, {"POST"}),
+          MakePolicy("ip-exact",
+                     "/_matrix/client/r0/rooms/!a:b/send/m.room.message/t1"),
+      },
+      /*include_builtins=*/true, kRouteKeys);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const std::string_view path =
+      "/_matrix/client/r0/rooms/!a:b/send/m.room.message/t1";
+  std::vector<PolicyMatch> m = set->Explain("PUT", kSend, path, true);
+
+  const PolicyMatch* chosen = FindMatch(*set, m, "send-template");
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(chosen->form, MatchForm::kRouteKey);
+  EXPECT_EQ(chosen->verdict, MatchVerdict::kChosen);
+  EXPECT_EQ(chosen->bucket_route, kSharedBucketRoute);
+  // The built-in message-send has the same pattern: operator wins the tie.
+  EXPECT_EQ(set->policy(chosen->versus).name, "message-send");
+  EXPECT_EQ(chosen->reason, RankReason::kOperatorOverBuiltin);
+
+  const PolicyMatch* raw = FindMatch(*set, m, "raw-r0");
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->form, MatchForm::kRawPath);
+  EXPECT_EQ(raw->verdict, MatchVerdict::kOutranked);
+  EXPECT_EQ(raw->reason, RankReason::kMoreLiteralBytes);
+
+  const PolicyMatch* catch_all = FindMatch(*set, m, "catch-all-user");
+  ASSERT_NE(catch_all, nullptr);
+  EXPECT_EQ(catch_all->form, MatchForm::kBoth);
+
+  EXPECT_EQ(FindMatch(*set, m, "post-only")->verdict,
+            MatchVerdict::kMethodExcluded);
+
+  const PolicyMatch* exact = FindMatch(*set, m, "ip-exact");
+  ASSERT_NE(exact, nullptr);
+  EXPECT_EQ(exact->verdict, MatchVerdict::kChosen);
+  EXPECT_EQ(exact->reason, RankReason::kExact);
+  EXPECT_EQ(set->policy(exact->versus).name, "catch-all-ip");
+  EXPECT_EQ(exact->bucket_route, kSend);
+
+  // Ordered by scope, chosen first.
+  EXPECT_EQ(m.front().scope, Scope::kIp);
+  EXPECT_EQ(m.front().verdict, MatchVerdict::kChosen);
+  EXPECT_EQ(FindMatch(*set, m, "login-per-ip"), nullptr);  // Did not match.
+}
+
+TEST(PolicyExplainTest, UserPoliciesWithoutAUserAreMarked) {
+  absl::StatusOr<PolicySet> set = PolicySet::Compile(
+      {MakePolicy("only", "*", Scope::kUser)}, false, kRouteKeys);
+  ASSERT_TRUE(set.ok());
+  std::vector<PolicyMatch> m =
+      set->Explain("GET", kSync, "/_matrix/client/v3/sync", false);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].verdict, MatchVerdict::kNeedsUser);
+  EXPECT_EQ(MatchVerdictName(m[0].verdict), "needs a user");
+}
+
+// --- differential ------------------------------------------------------------
+
+// Random policies built from Matrix-shaped fragments, so that exact, prefix
+// and inner-'*' patterns overlap the test routes and raw paths often.
+class RandomPolicies {
+ public:
+  explicit RandomPolicies(uint32_t seed) : rng_(seed) {}
+
+  std::string Pattern() {
+    static constexpr std::string_view kTexts[] = {
+        "/_matrix/client/v3/keys/claim",
+        "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}",
+        "/_matrix/client/r0/rooms/!a:b/send/m.room.message/t1",
+        "/_matrix/client/v3/rooms/!a:b/messages",
+        "/_matrix/client/v1/media/download/x.org/abc",
+        "/_matrix/client/r0/keys/whatever",
+        "/_matrix/client/v3/sync",
+        "<fallback>",
+    };
+    std::string text(kTexts[Pick(std::size(kTexts))]);
+    switch (Pick(5)) {
+      case 0:  // Exact.
+        return text;
+      case 1:  // Prefix.
+        return text.substr(0, Pick(text.size() + 1)) + "*";
+      case 2: {  // Inner '*': replace a random span.
+        size_t a = Pick(text.size() + 1);
+        size_t b = a + Pick(text.size() - a + 1);
+        return text.substr(0, a) + "*" + text.substr(b);
+      }
+      case 3: {  // Two stars.
+        size_t a = Pick(text.size() + 1);
+        size_t b = a + Pick(text.size() - a + 1);
+        return text.substr(0, a) + "*" + text.substr(a, b - a) + "*" +
+               (Pick(2) ? text.substr(b) : "");
+      }
+      default:
+        return Pick(4) == 0 ? "*" : text.substr(0, Pick(text.size() + 1)) + "*";
+    }
+  }
+
+  std::vector<Policy> Policies(size_t n) {
+    std::vector<Policy> out;
+    for (size_t i = 0; i < n; ++i) {
+      Policy p = MakePolicy("p" + std::to_string(i), Pattern(),
+                            Pick(2) ? Scope::kIp : Scope::kUser);
+      p.share_threshold = p.match.find('*') != std::string::npos && Pick(2);
+      if (Pick(3) == 0) p.methods = {Pick(2) ? "GET" : "PUT"};
+      if (p.match[0] != '/' && p.match[0] != '*' && p.match != "<fallback>") {
+        p.match = "*";  // A truncated "<fallback>" is not a valid pattern.
+      }
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  size_t Pick(size_t n) {
+    return std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
+  struct Request {
+    std::string_view method;
+    RouteId route;
+    std::string_view path;
+  };
+  const Request requests[] = {
+      {"POST", kKeysClaim, "/_matrix/client/v3/keys/claim"},
+      {"POST", kKeysClaim, "/_matrix/client/r0/keys/claim"},
+      {"PUT", kSend, "/_matrix/client/r0/rooms/!a:b/send/m.room.message/t1"},
+      {"PUT", kSend, "/_matrix/client/v3/rooms/!c:d/send/m.room.message/t9"},
+      {"GET", kMessages, "/_matrix/client/v3/rooms/!a:b/messages"},
+      {"GET", kMediaDownload, "/_matrix/client/v1/media/download/x.org/abc"},
+      {"GET", kFallback, "/_matrix/client/r0/keys/whatever"},
+      {"GET", kFallback, "/wp-login.php"},
+      {"GET", kSync, "/_matrix/client/v3/sync"},
+      {"DELETE", kFallback, ""},
+  };
+  RandomPolicies random(20240605);
+  int compared = 0;
+  for (int round = 0; round < 300; ++round) {
+    absl::StatusOr<PolicySet> set = PolicySet::Compile(
+        random.Policies(1 + random.Pick(40)), random.Pick(2) == 0, kRouteKeys);
+    ASSERT_TRUE(set.ok()) << set.status();
+    for (const Request& req : requests) {
+      for (bool has_user : {false, true}) {
+        PolicySet::Resolution want;
+        for (const PolicyMatch& m :
+             set->Explain(req.method, req.route, req.path, has_user)) {
+          if (m.verdict != MatchVerdict::kChosen) continue;
+          if (m.scope == Scope::kIp) {
+            want.ip = m.policy;
+            want.ip_bucket_route = m.bucket_route;
+          } else {
+            want.user = m.policy;
+            want.user_bucket_route = m.bucket_route;
+          }
+        }
+        PolicySet::Resolution got =
+            set->Resolve(req.method, req.route, req.path, has_user);
+        ASSERT_EQ(got, want) << "round " << round << " " << req.method << " "
+                             << req.path << " user=" << has_user;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 300 * 10 * 2);
+}
+
+}  // namespace
+}  // namespace mxlimit

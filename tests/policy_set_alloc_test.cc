@@ -1,0 +1,117 @@
+// PolicySet::Resolve performs no heap allocation. This binary replaces the
+// global operator new to count calls, so it holds only this test.
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mxlimit/policy_set.h"
+#include "tests/testing/policy_testing.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+// GCC flags free() in a replaced operator delete as mismatched once it
+// inlines the pair; here new and delete are malloc and free by construction.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (size == 0) size = 1;
+  if (void* p = std::malloc(size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace mxlimit {
+namespace {
+
+using namespace ::mxlimit::testing;  // NOLINT: TestRoute enumerators.
+
+TEST(PolicySetAllocTest, CounterSeesAllocations) {
+  long before = g_allocations.load();
+  auto* v = new std::vector<int>(100);
+  delete v;
+  EXPECT_GT(g_allocations.load(), before);
+}
+
+TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
+  std::vector<Policy> mine;
+  // Every raw-side structure in play: exact, prefix, inner '*', both scopes.
+  mine.push_back(MakePolicy("exact", "/_matrix/client/v3/sync", Scope::kUser));
+  mine.push_back(
+      MakePolicy("prefix", "/_matrix/client/v1/media/*", Scope::kIp, true));
+  mine.push_back(
+      MakePolicy("inner", "/_matrix/client/*/rooms/*/messages", Scope::kUser));
+  for (int i = 0; i < 200; ++i) {
+    mine.push_back(MakePolicy(
+        "bulk" + std::to_string(i),
+        "/_matrix/client/v3/rooms/!room" + std::to_string(i) + ":example.org/*",
+        Scope::kUser));
+  }
+  absl::StatusOr<PolicySet> set =
+      PolicySet::Compile(std::move(mine), true, kRouteKeys);
+  ASSERT_TRUE(set.ok()) << set.status();
+
+  // Paths longer than any small-string buffer, so a stray std::string copy
+  // would show.
+  const std::string long_path =
+      "/_matrix/client/v3/rooms/!room17:example.org/send/m.room.message/" +
+      std::string(200, 't');
+  struct Request {
+    const char* method;
+    RouteId route;
+    std::string_view path;
+  } requests[] = {
+      {"PUT", kSend, long_path},
+      {"GET", kSync, "/_matrix/client/v3/sync"},
+      {"GET", kMediaDownload, "/_matrix/client/v1/media/download/x.org/abc"},
+      {"GET", kMessages, "/_matrix/client/r0/rooms/!a:b/messages"},
+      {"POST", kFallback, "/_matrix/client/r0/keys/whatever"},
+      {"BREW", 60000, "/nowhere"},
+  };
+
+  // Expected results, from Explain (which allocates), taken before counting.
+  std::vector<PolicySet::Resolution> expected;
+  for (const Request& r : requests) {
+    for (bool user : {false, true}) {
+      PolicySet::Resolution want;
+      for (const PolicyMatch& m :
+           set->Explain(r.method, r.route, r.path, user)) {
+        if (m.verdict != MatchVerdict::kChosen) continue;
+        (m.scope == Scope::kIp ? want.ip : want.user) = m.policy;
+        (m.scope == Scope::kIp ? want.ip_bucket_route
+                               : want.user_bucket_route) = m.bucket_route;
+      }
+      expected.push_back(want);
+    }
+  }
+
+  int mismatches = 0;
+  const long before = g_allocations.load();
+  for (int i = 0; i < 1000; ++i) {
+    size_t k = 0;
+    for (const Request& r : requests) {
+      for (bool user : {false, true}) {
+        mismatches +=
+            set->Resolve(r.method, r.route, r.path, user) != expected[k++];
+      }
+    }
+  }
+  const long after = g_allocations.load();
+  EXPECT_EQ(after - before, 0);
+  EXPECT_EQ(mismatches, 0);
+}
+
+}  // namespace
+}  // namespace mxlimit
