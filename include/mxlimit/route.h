@@ -14,13 +14,45 @@
 //       "PUT", "/_matrix/client/r0/rooms/!a%3Ab.c/send/m.room.message/t1");
 //   // r.key == "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}"
 //
-// (Declarations fixed by the foundation; the route-normalizer issue fills in
-// the table, the matcher and the documentation of every rule.)
+// The rules, in short (docs/routes.md has the full list of keys and aliases):
+//
+//   * A key is a template from the built-in table (src/route_table.inc)
+//     written as a path, e.g. `/_matrix/client/v3/rooms/{roomId}/state`. It
+//     never contains a byte of the request's variable segments.
+//   * The target is matched as received: the path before the first '?' or
+//     '#', split at '/', each segment still percent-encoded. Nothing is
+//     decoded, so `%2F` inside a room ID stays inside its segment. Literal
+//     segments must match byte for byte (`%73ync` is not `sync`).
+//   * A placeholder matches one segment of one or more bytes; only
+//     `{stateKey}` may be empty (`/state/{eventType}/` is the empty state
+//     key). Raw UTF-8, `+` and broken percent-encoding are just bytes.
+//   * Where a literal and a placeholder could both match, the literal wins
+//     (`/query/directory` over `/query/{queryType}`).
+//   * Version aliases coalesce: r0, api/v1 and unstable spellings of a
+//     client-server endpoint, r0 and v1 spellings of legacy media, and the
+//     unstable MSC spellings listed in the table get the stable key.
+//   * Extra request forms a homeserver serves as the same endpoint (send or
+//     redact without a txn ID, state without a state key, optional trailing
+//     slashes on some federation routes, legacy key-id forms) get that
+//     endpoint's key.
+//   * Everything else is the fallback: unknown paths, an empty or repeated
+//     '/' ("//"), a trailing '/' where the endpoint has none, a "." or ".."
+//     segment, a suffix after a known route (Synapse's unanchored regexes
+//     accept some; mxlimit does not, so a suffix cannot mint a key — it
+//     lands on the one fallback key, and raw-path policies still see it), a
+//     target that does not start with '/' (absolute-form, '*'), and any
+//     target whose path holds a C0 control byte, space or DEL.
+//
+// Thread safety: a constructed `RouteNormalizer` is immutable. Share one by
+// reference (or pointer) among any number of threads; `Normalize` takes no
+// lock and allocates nothing.
 
 #ifndef MXLIMIT_ROUTE_H_
 #define MXLIMIT_ROUTE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -47,6 +79,64 @@ constexpr std::string_view QueryFreePath(std::string_view target) {
   size_t end = target.find_first_of("?#");
   return end == std::string_view::npos ? target : target.substr(0, end);
 }
+
+namespace internal {
+class RouteTrie;
+}  // namespace internal
+
+// -----------------------------------------------------------------------------
+// RouteNormalizer
+// -----------------------------------------------------------------------------
+//
+// Built once from the built-in route table (a segment trie of a few thousand
+// nodes; building takes well under a millisecond, so every `Limiter` may own
+// one). Afterwards it is read-only.
+//
+// Neither copyable (nothing needs a second trie; share by reference) nor
+// movable: a `Route::key` points into the normalizer, and a moved-from
+// normalizer would be a trap on the hot path.
+class RouteNormalizer {
+ public:
+  RouteNormalizer();
+  ~RouteNormalizer();
+
+  RouteNormalizer(const RouteNormalizer&) = delete;
+  RouteNormalizer& operator=(const RouteNormalizer&) = delete;
+  RouteNormalizer(RouteNormalizer&&) = delete;
+  RouteNormalizer& operator=(RouteNormalizer&&) = delete;
+
+  // RouteNormalizer::Normalize()
+  //
+  // The route `target` is served as. `target` is the raw request target as
+  // received: path, optional `?query`, optional `#fragment` (both ignored).
+  // Unknown targets get `{kFallbackRouteId, kFallbackRouteKey, false}`.
+  //
+  // `method` does not change the key. The key is what a policy charges, and
+  // Matrix paths name endpoints without the method: GET and PUT on
+  // `/rooms/{roomId}/state/{eventType}/{stateKey}` are one resource, and
+  // policies pick methods themselves (`Policy::methods`). So HEAD is keyed as
+  // GET, and a method a route does not serve (answered 405 by the server)
+  // gets that route's key rather than minting a new one.
+  //
+  // PERFORMANCE: one pass over the path bytes plus one hash probe per
+  // segment; no allocation, no exception, whatever the input.
+  Route Normalize(std::string_view method,
+                  std::string_view target) const noexcept;
+
+  // Number of RouteIds, the fallback included: ids are 0..size()-1.
+  size_t size() const;
+
+  // The key of `id`; key(kFallbackRouteId) == kFallbackRouteKey. An id of
+  // size() or more (never returned by Normalize) also yields the fallback key.
+  std::string_view key(RouteId id) const;
+
+  // Every key indexed by RouteId, fallback first. For precomputing per-route
+  // policy candidates, `mxlimit normalize --list` and the docs.
+  std::span<const std::string_view> keys() const;
+
+ private:
+  std::unique_ptr<const internal::RouteTrie> trie_;
+};
 
 }  // namespace mxlimit
 

@@ -1,0 +1,163 @@
+// -----------------------------------------------------------------------------
+// File: internal/route_trie.h
+// -----------------------------------------------------------------------------
+//
+// NOTE: internal to mxlimit; embedders use `mxlimit::RouteNormalizer`
+// (mxlimit/route.h). Tests and benches use this header directly.
+//
+// `RouteTrie` is the matcher behind `RouteNormalizer`: a trie over path
+// segments built once from a route table (`RouteTableSpec`), then read-only.
+//
+// Building. Each template is split at '/'. A `{name}` segment becomes the
+// node's single placeholder edge, any other segment a literal edge. The route
+// table's prefix aliases and forms are expanded first (`ExpandRouteTable`), so
+// the trie holds every concrete request shape and each terminal node stores the
+// RouteId of the key it serves; an alias costs nodes, never lookup time.
+//
+// Matching (`Match`) is two steps with no allocation:
+//   1. One pass over the target's bytes up to the first '?' or '#': it finds
+//      the segment boundaries, rejects bytes no request-target may hold (C0
+//      controls, space, DEL), rejects dot segments ("." and ".."), and gives up
+//      as soon as the path has more segments than the longest template.
+//   2. A walk down the trie. At each node the segment is first looked up among
+//      the literal edges (one probe into a table shared by all nodes, keyed by
+//      parent node and a constant-time hash of the segment's length, first
+//      and last 8 bytes, confirmed by memcmp); if that branch does not end in a
+//      route, the placeholder edge is tried. Every node is visited at most
+//      once, so the walk is bounded by the path's segment count and the trie
+//      depth, never by the number of templates.
+//
+// Thread safety: a built `RouteTrie` is immutable; any number of threads may
+// call `Match` concurrently.
+
+#ifndef MXLIMIT_INTERNAL_ROUTE_TRIE_H_
+#define MXLIMIT_INTERNAL_ROUTE_TRIE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mxlimit/route.h"
+
+namespace mxlimit::internal {
+
+// One MXLIMIT_ROUTE_FORM line: `form` is served as the route `route_template`.
+struct RouteFormRow {
+  std::string_view form;
+  std::string_view route_template;
+};
+
+// One MXLIMIT_PREFIX_ALIAS line: whatever is served under `stable_prefix/` is
+// also served, with the same key, under `alias_prefix/`.
+struct PrefixAliasRow {
+  std::string_view alias_prefix;
+  std::string_view stable_prefix;
+};
+
+// A route table as data. The strings must outlive every trie built from it
+// (the keys point into `templates`); the built-in table is static.
+struct RouteTableSpec {
+  // Route keys; templates[i] gets RouteId i + 1.
+  std::span<const std::string_view> templates;
+  std::span<const RouteFormRow> forms;
+  std::span<const PrefixAliasRow> prefix_aliases;
+  // Placeholder names (without braces) that may match an empty segment.
+  std::span<const std::string_view> may_be_empty;
+};
+
+// The table compiled from src/route_table.inc.
+const RouteTableSpec& BuiltinRouteTable();
+
+// One concrete request shape the trie serves.
+struct ExpandedPattern {
+  enum class Origin : uint8_t { kTemplate, kForm, kPrefixAlias };
+  // A template-syntax path ("/_matrix/client/r0/rooms/{roomId}/state").
+  std::string pattern;
+  RouteId id = kFallbackRouteId;
+  Origin origin = Origin::kTemplate;
+};
+
+// Validates `spec` and expands its forms and prefix aliases into the list of
+// patterns the trie will hold, in table order. Two explicit lines (templates or
+// forms) with the same shape are an error; a prefix-alias expansion that hits
+// an explicit line yields to it; two expansions of the same shape with
+// different keys are an error. Placeholder names do not matter for the shape.
+absl::StatusOr<std::vector<ExpandedPattern>> ExpandRouteTable(
+    const RouteTableSpec& spec);
+
+class RouteTrie {
+ public:
+  // Longest template, in segments, that a trie accepts: `Match` keeps segment
+  // boundaries in a fixed array of this size.
+  static constexpr size_t kMaxSegments = 24;
+
+  // Builds the trie for `spec`; InvalidArgument names the offending line.
+  static absl::StatusOr<RouteTrie> Build(const RouteTableSpec& spec);
+
+  // The RouteId `target` is served as, or kFallbackRouteId. `target` is the
+  // raw request target; everything from the first '?' or '#' is ignored.
+  RouteId Match(std::string_view target) const noexcept;
+
+  // All keys indexed by RouteId; keys()[0] == kFallbackRouteKey.
+  std::span<const std::string_view> keys() const { return keys_; }
+
+  // Segments in the longest expanded pattern; longer paths are fallback.
+  size_t max_segments() const { return max_segments_; }
+  size_t node_count() const { return nodes_.size(); }
+  size_t literal_edge_count() const { return literal_edge_count_; }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  struct Node {
+    // The route served when the path ends at this node (0: none).
+    RouteId route = kFallbackRouteId;
+    bool has_literals = false;
+    bool placeholder_may_be_empty = false;
+    uint32_t placeholder = kNone;
+  };
+
+  // A slot of the open-addressing table of literal edges.
+  struct LiteralEdge {
+    uint64_t hash = 0;
+    uint32_t parent = kNone;  // kNone marks an empty slot.
+    uint32_t child = kNone;
+    uint32_t text_offset = 0;  // into literal_text_
+    uint32_t text_size = 0;
+  };
+
+  // A path segment as `Match` sees it.
+  struct Segment {
+    const char* data;
+    size_t size;
+    uint64_t hash;
+  };
+
+  RouteTrie() = default;
+
+  static uint64_t SegmentHash(const char* data, size_t size) noexcept;
+  static uint64_t EdgeHash(uint64_t segment_hash, uint32_t parent) noexcept;
+  size_t SlotIndex(uint64_t edge_hash) const noexcept {
+    return static_cast<size_t>(edge_hash >> slot_shift_);
+  }
+
+  uint32_t FindLiteral(uint32_t parent, const Segment& segment) const noexcept;
+  RouteId Descend(uint32_t node, const Segment* segments, size_t count,
+                  size_t depth) const noexcept;
+
+  std::vector<Node> nodes_;
+  std::vector<LiteralEdge> slots_;
+  std::string literal_text_;
+  std::vector<std::string_view> keys_;
+  size_t literal_edge_count_ = 0;
+  size_t max_segments_ = 0;
+  int slot_shift_ = 64;
+};
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_INTERNAL_ROUTE_TRIE_H_

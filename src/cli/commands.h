@@ -1,0 +1,39 @@
+// -----------------------------------------------------------------------------
+// File: cli/commands.h
+// -----------------------------------------------------------------------------
+//
+// The subcommands of the `mxlimit` tool. Each lives in its own
+// `<name>_command.cc` with an options struct and a `Run<Name>` function, and
+// exposes one `Register<Name>` here that adds the subcommand to the app and
+// arranges for its exit code to land in `exit_code` when it runs. main.cc
+// calls every Register function, then parses; a new subcommand is one new
+// file plus one line here and one in main.cc.
+//
+// Exit codes (shared by every subcommand): 0 success, 1 a finding (invalid
+// input, a denied request, a bad config), 2 a usage error.
+//
+// Example:
+//   CLI::App app{"...", "mxlimit"};
+//   int exit_code = mxlimit::cli::kExitOk;
+//   mxlimit::cli::RegisterNormalize(app, exit_code);
+
+#ifndef MXLIMIT_CLI_COMMANDS_H_
+#define MXLIMIT_CLI_COMMANDS_H_
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace mxlimit::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFinding = 1;
+inline constexpr int kExitUsage = 2;
+
+// `mxlimit normalize [TARGET...] | --list`: route keys for request targets
+// (arguments, or one `METHOD TARGET` / `TARGET` per stdin line).
+void RegisterNormalize(CLI::App& app, int& exit_code);
+
+}  // namespace mxlimit::cli
+
+#endif  // MXLIMIT_CLI_COMMANDS_H_

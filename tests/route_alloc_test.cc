@@ -1,0 +1,92 @@
+// Proves that RouteNormalizer::Normalize never allocates. This binary
+// replaces the global operator new with a counting one, so it is its own test
+// executable and the count does not disturb other tests.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "mxlimit/route.h"
+#include "tests/testing/route_test_support.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+
+void* CountedAlloc(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return CountedAlloc(size); }
+void* operator new[](std::size_t size) { return CountedAlloc(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace mxlimit {
+namespace {
+
+TEST(RouteAllocTest, CountingHookSeesAllocations) {
+  // The hook is live: otherwise the zero below would prove nothing.
+  long before = g_allocations.load();
+  auto* probe = new std::vector<int>(100);
+  delete probe;
+  EXPECT_GE(g_allocations.load() - before, 2);
+}
+
+TEST(RouteAllocTest, NormalizeDoesNotAllocate) {
+  const RouteNormalizer normalizer;
+  // Every target is built before counting starts.
+  std::vector<std::string> targets;
+  for (const auto& row : testing::ReadTsv("matrix-spec-routes.tsv")) {
+    for (const std::string& value : testing::IdentifierShapes()) {
+      std::string t = testing::Instantiate(row.at("path"), value);
+      targets.push_back(t);
+      targets.push_back(t + "?since=s1&filter=%7B%7D#frag");
+      const std::string v3 = "/_matrix/client/v3/";
+      if (t.rfind(v3, 0) == 0) {
+        targets.push_back("/_matrix/client/r0/" + t.substr(v3.size()));
+      }
+    }
+  }
+  targets.push_back(std::string(64 * 1024, 'a'));
+  targets.push_back("/_matrix/client/v3/rooms/" + std::string(64 * 1024, 'x') +
+                    "/send/m/t");
+  std::string many;
+  while (many.size() < 64 * 1024) many += "/s";
+  targets.push_back(many);
+  targets.push_back(std::string(4096, '\0'));
+  targets.push_back("");
+  targets.push_back("//");
+  targets.push_back("/_matrix/client/v3/./sync");
+  ASSERT_GT(targets.size(), 5000u);
+
+  size_t known = 0;
+  long before = g_allocations.load();
+  for (const std::string& t : targets) {
+    Route r = normalizer.Normalize("PUT", t);
+    known += r.known;
+    known += normalizer.key(r.id).size() > 0 ? 0 : 1;
+  }
+  long after = g_allocations.load();
+  EXPECT_EQ(after - before, 0) << "Normalize allocated";
+  EXPECT_GT(known, targets.size() / 4);  // the loop did real lookups
+}
+
+}  // namespace
+}  // namespace mxlimit

@@ -1,0 +1,249 @@
+// RouteNormalizer on hostile targets: encodings, empty and dot segments,
+// controls, huge paths; and a differential test against a naive matcher.
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mxlimit/internal/route_trie.h"
+#include "mxlimit/route.h"
+#include "tests/testing/route_test_support.h"
+
+namespace mxlimit {
+namespace {
+
+using ::mxlimit::testing::IdentifierShapes;
+using ::mxlimit::testing::Instantiate;
+using ::mxlimit::testing::ReadTsv;
+using ::mxlimit::testing::ReferenceMatcher;
+
+constexpr std::string_view kSend =
+    "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}";
+constexpr std::string_view kState =
+    "/_matrix/client/v3/rooms/{roomId}/state/{eventType}/{stateKey}";
+
+const RouteNormalizer& Normalizer() {
+  static const auto* normalizer = new RouteNormalizer();
+  return *normalizer;
+}
+
+std::string_view KeyOf(std::string_view target) {
+  return Normalizer().Normalize("GET", target).key;
+}
+
+TEST(RouteHostileTest, EncodedDelimitersStayInsideTheirSegment) {
+  for (std::string_view room :
+       {"%21a%2Fb%3Ac", "%21a%3Fb", "%21a%23b", "%21a%25b", "%21a%2F..%2F..",
+        "%2F", "%3F", "%23", "%2f%2f%2f"}) {
+    std::string target = "/_matrix/client/v3/rooms/" + std::string(room) +
+                         "/send/m.room.message/t%2F1";
+    EXPECT_EQ(KeyOf(target), kSend) << target;
+  }
+}
+
+TEST(RouteHostileTest, RawSlashInAnIdentifierShiftsSegments) {
+  // A raw '/' is a segment boundary: the homeserver would not serve this as
+  // send, and neither is it a key per identifier.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!a/b:c/send/m.room.message/t1"),
+            kFallbackRouteKey);
+  // ...unless the shifted path is another endpoint, which it then is.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/profile/@a/displayname"),
+            "/_matrix/client/v3/profile/{userId}/{keyName}");
+}
+
+TEST(RouteHostileTest, EmptyStateKeyIsAllowedOtherEmptySegmentsAreNot) {
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!r/state/m.room.name/"), kState);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!r/state/m.room.name/?x=1"),
+            kState);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!r/state/m.room.name"), kState);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!r/state//"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms//state/m.room.name/"),
+            kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms//send/m.room.message/t1"),
+            kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/!r/send/m.room.message/"),
+            kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/profile/"), kFallbackRouteKey);
+}
+
+TEST(RouteHostileTest, RepeatedSlashesAreFallback) {
+  for (std::string_view target :
+       {"//_matrix/client/v3/sync", "/_matrix//client/v3/sync",
+        "/_matrix/client//v3/sync", "/_matrix/client/v3//sync",
+        "/_matrix/client/v3/sync//", "/_matrix/client/v3/rooms/!r//messages",
+        "//", "///"}) {
+    EXPECT_EQ(KeyOf(target), kFallbackRouteKey) << target;
+  }
+}
+
+TEST(RouteHostileTest, DotSegmentsAreFallback) {
+  for (std::string_view target :
+       {"/_matrix/client/v3/./sync", "/_matrix/client/v3/../v3/sync",
+        "/_matrix/client/v3/rooms/../sync",
+        "/_matrix/client/v3/rooms/./messages",
+        "/_matrix/client/v3/rooms/!r/messages/.", "/./_matrix/client/v3/sync",
+        "/_matrix/client/v3/rooms/../send/m.room.message/t1",
+        "/_matrix/client/v3/rooms/!r/state/m.room.name/.."}) {
+    EXPECT_EQ(KeyOf(target), kFallbackRouteKey) << target;
+  }
+  // Dots inside a segment are ordinary bytes.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/.../send/.m/..t"), kSend);
+}
+
+TEST(RouteHostileTest, TrailingSlashOnlyWhereTheEndpointHasOne) {
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sync/"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/pushrules"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/pushrules/"),
+            "/_matrix/client/v3/pushrules/");
+  EXPECT_EQ(KeyOf("/_matrix/static/client/login"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/static/client/login/?x"),
+            "/_matrix/static/client/login/");
+}
+
+TEST(RouteHostileTest, SuffixesAfterAKnownRouteAreFallback) {
+  // Synapse's unanchored regexes serve these; mxlimit keys them all on the
+  // one fallback, so no suffix mints a key.
+  for (std::string_view target :
+       {"/_matrix/client/v3/presence/@a:b/status/x",
+        "/_matrix/client/v3/presence/@a:b/status/y/z",
+        "/_matrix/client/v3/delete_devicesX", "/_matrix/client/v3/sync/extra",
+        "/_matrix/client/v3/user/@a:b/filter/1/2",
+        "/_matrix/media/v1/create/more"}) {
+    EXPECT_EQ(KeyOf(target), kFallbackRouteKey) << target;
+  }
+}
+
+TEST(RouteHostileTest, ControlBytesSpaceAndDelAreFallback) {
+  for (char c : {'\0', '\x01', '\t', '\n', '\r', '\x1f', ' ', '\x7f'}) {
+    std::string in_literal = "/_matrix/client/v3/sy";
+    in_literal.push_back(c);
+    in_literal += "nc";
+    EXPECT_EQ(KeyOf(in_literal), kFallbackRouteKey) << int(c);
+    std::string in_identifier = "/_matrix/client/v3/rooms/!a";
+    in_identifier.push_back(c);
+    in_identifier += "b/messages";
+    EXPECT_EQ(KeyOf(in_identifier), kFallbackRouteKey) << int(c);
+    // In the query, they do not matter: the path is what is matched.
+    std::string in_query = "/_matrix/client/v3/sync?q=";
+    in_query.push_back(c);
+    EXPECT_EQ(KeyOf(in_query), "/_matrix/client/v3/sync") << int(c);
+  }
+}
+
+TEST(RouteHostileTest, NonOriginFormTargetsAreFallback) {
+  for (std::string_view target :
+       {"", "*", "?", "#", "_matrix/client/v3/sync",
+        "https://hs.example/_matrix/client/v3/sync", "hs.example:443", "/",
+        "/?x", "\\_matrix\\client\\v3\\sync"}) {
+    EXPECT_EQ(KeyOf(target), kFallbackRouteKey) << target;
+  }
+}
+
+TEST(RouteHostileTest, LiteralsMatchOnlyAsReceived) {
+  // Matching is on the encoded path; an encoded literal is a different
+  // segment, and nothing is decoded twice.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%73ync"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/SYNC"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3%2Fsync"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/%2521r/messages"),
+            "/_matrix/client/v3/rooms/{roomId}/messages");
+}
+
+TEST(RouteHostileTest, HugeTargetsAreBoundedAndSafe) {
+  // 64 KiB in one identifier: still the endpoint.
+  std::string huge_id(64 * 1024, 'a');
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/" + huge_id + "/send/m/t"), kSend);
+  // 64 KiB of segments: more than any template has.
+  std::string many;
+  while (many.size() < 64 * 1024) many += "/_matrix";
+  EXPECT_EQ(KeyOf(many), kFallbackRouteKey);
+  // 64 KiB of slashes, of percent signs, of UTF-8, of NULs.
+  EXPECT_EQ(KeyOf(std::string(64 * 1024, '/')), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/" + std::string(64 * 1024, '%')), kFallbackRouteKey);
+  std::string utf8;
+  while (utf8.size() < 64 * 1024) utf8 += "\xE2\x82\xAC";
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/" + utf8 + "/messages"),
+            "/_matrix/client/v3/rooms/{roomId}/messages");
+  EXPECT_EQ(KeyOf(std::string(64 * 1024, '\0')), kFallbackRouteKey);
+  // A long query after a short path.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sync?filter=" + std::string(65536, 'f')),
+            "/_matrix/client/v3/sync");
+}
+
+TEST(RouteHostileTest, KeysNeverContainIdentifierBytes) {
+  // Whatever the identifier, the key is one of the table's keys: it is the
+  // table's own string, not a copy of request bytes.
+  const std::string marker = "ZZmarkerZZ";
+  for (const auto& row : ReadTsv("matrix-spec-routes.tsv")) {
+    for (const std::string& value : IdentifierShapes()) {
+      std::string target = Instantiate(row.at("path"), marker + value);
+      Route r = Normalizer().Normalize(row.at("method"), target);
+      EXPECT_EQ(r.key.find(marker), std::string_view::npos) << target;
+      EXPECT_EQ(r.key.data(), Normalizer().key(r.id).data());
+    }
+  }
+}
+
+// Targets built from every expanded pattern and then broken in every way the
+// issue lists; the trie and the naive reference must agree on each.
+TEST(RouteHostileTest, AgreesWithReferenceMatcherOnMutatedTargets) {
+  const internal::RouteTableSpec& table = internal::BuiltinRouteTable();
+  ReferenceMatcher reference(table);
+  ASSERT_GT(reference.pattern_count(), 500u);
+  absl::StatusOr<std::vector<internal::ExpandedPattern>> expanded =
+      internal::ExpandRouteTable(table);
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+
+  std::mt19937_64 rng(42);
+  const std::vector<std::string> inserts = {
+      "/",   "//",       "/./",      "/../",
+      "%2F", "?",        "#",        std::string(1, '\0'),
+      " ",   "\x7f",     "\xC3\xA9", "+",
+      "%",   "x",        "/x",       "/",
+      "{}",  "/{roomId}"};
+  size_t compared = 0;
+  size_t known = 0;
+  for (const internal::ExpandedPattern& pattern : *expanded) {
+    for (const std::string& value :
+         {std::string("v"), std::string("%21r%3Ahs"), std::string("")}) {
+      const std::string base = Instantiate(pattern.pattern, value);
+      std::vector<std::string> targets = {base, base + "/", base + "/x",
+                                          base + "?q",
+                                          base.substr(0, base.size() / 2)};
+      for (int m = 0; m < 8; ++m) {
+        std::string t = base;
+        size_t at = rng() % (t.size() + 1);
+        switch (rng() % 3) {
+          case 0:
+            t.insert(at, inserts[rng() % inserts.size()]);
+            break;
+          case 1:
+            if (at < t.size()) t.erase(at, 1 + rng() % 4);
+            break;
+          default:
+            if (at < t.size()) t[at] = static_cast<char>(rng() % 256);
+            break;
+        }
+        targets.push_back(std::move(t));
+      }
+      for (const std::string& t : targets) {
+        RouteId expected = reference.Match(t);
+        Route got = Normalizer().Normalize("GET", t);
+        ASSERT_EQ(got.id, expected)
+            << "target: " << t << "\ntrie: " << got.key
+            << "\nreference: " << Normalizer().key(expected);
+        ++compared;
+        known += got.known;
+      }
+    }
+  }
+  EXPECT_GT(compared, 10'000u);
+  // Both outcomes are well represented, so the comparison means something.
+  EXPECT_GT(known, compared / 10);
+  EXPECT_LT(known, compared * 4 / 5);
+}
+
+}  // namespace
+}  // namespace mxlimit
