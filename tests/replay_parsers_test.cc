@@ -1,3 +1,4 @@
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,8 +46,12 @@ std::string SynapseLine(
   return s;
 }
 
+// Parses a copy that outlives the call, so the record's views stay valid
+// while the test inspects them (the parsers point into the caller's line).
 ParseResult Synapse(std::string_view line, LogRecord* r) {
-  return ParseSynapseLine(line, r);
+  static std::deque<std::string> kept;
+  kept.emplace_back(line);
+  return ParseSynapseLine(kept.back(), r);
 }
 
 // ---------------------------------------------------------------------------

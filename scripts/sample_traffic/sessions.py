@@ -257,4 +257,3 @@ def _admin(sim, p):
         sim.add(t + 8_000 + i * rnd.randint(1_000, 4_000), rnd.randint(4, 40),
                 "GET", path, ip, "%s|%s" % (admin, target_user), ua, "admin",
                 target_user, size=rnd.randint(90, 4_000))
-

@@ -16,6 +16,10 @@
 //     buffered, and `head` holds its first bytes for error messages. It is
 //     still one line, counted and numbered like the others.
 //
+// NOTE: `fread` waits for a full chunk (or the end) before lines come out, so
+// on a slow pipe (`tail -f log | mxlimit replay -`) output lags by up to one
+// chunk. Replay is a batch tool; pass a smaller `chunk_bytes` if that matters.
+//
 // Example:
 //   mxlimit::replay::LineReader reader(stdin);
 //   mxlimit::replay::Line line;
