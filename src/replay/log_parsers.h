@@ -1,0 +1,146 @@
+// -----------------------------------------------------------------------------
+// File: replay/log_parsers.h
+// -----------------------------------------------------------------------------
+//
+// One parser per access-log format `mxlimit replay` reads, and format
+// auto-detection. A parser takes one line (without its '\n'; a trailing '\r'
+// is tolerated) and fills a `LogRecord` whose views point into that line.
+//
+// All parsers are allocation-free, never throw, and reject what is not a
+// request: a rejected line leaves `*out` untouched and returns the reason.
+// They check the shape of every field they return (method token, target form,
+// address characters, user ID syntax and length), so garbage and binary junk
+// are rejected instead of minting odd bucket keys.
+//
+// Example:
+//   std::string_view lines[] = {first, second, third};
+//   LogFormat format = DetectFormat(lines);
+//   LogRecord record;
+//   if (ParseLogLine(format, line, &record) == ParseResult::kOk) {
+//     limiter.Check(...record...);
+//   }
+
+#ifndef MXLIMIT_REPLAY_LOG_PARSERS_H_
+#define MXLIMIT_REPLAY_LOG_PARSERS_H_
+
+#include <array>
+#include <span>
+#include <string_view>
+
+#include "src/replay/log_record.h"
+
+namespace mxlimit::replay {
+
+// -----------------------------------------------------------------------------
+// ParseTsvLine
+// -----------------------------------------------------------------------------
+//
+// mxlimit's own format: `TIME_MS METHOD TARGET IP USER`, fields separated by
+// runs of spaces and/or tabs; leading and trailing blanks are ignored.
+//   - TIME_MS: a non-negative decimal integer (at most 18 digits), taken as is.
+//   - USER: "-" for anonymous, otherwise a Matrix user ID (`@local:server`,
+//     visible ASCII, at most 255 bytes).
+//   - Exactly five fields: a sixth field makes the line malformed, because a
+//     silently ignored column usually means the producer wrote another format.
+ParseResult ParseTsvLine(std::string_view line, LogRecord* out);
+
+// -----------------------------------------------------------------------------
+// ParseSynapseLine
+// -----------------------------------------------------------------------------
+//
+// A "Processed request" line of Synapse's request log (loggers
+// `synapse.access.http.<tag>` and `synapse.access.https.<tag>`), written with
+// Synapse's default line format:
+//
+//   2026-11-30 10:00:00,250 - synapse.access.http.8008 - 473 - INFO -
+//   PUT-1042 - 203.0.113.9 - 8008 - {@alice:example.org} Processed request:
+//   0.250sec/0.000sec (0.010sec, 0.000sec) (0.001sec/0.004sec/2) 62B 200
+//   "PUT /_matrix/client/v3/... HTTP/1.1" "Element/1.11.80" [0 dbevts]
+//
+// Accepted variants: "PUT-1042 - addr" and "PUT-1042- addr" around the
+// request id; the "(ru) (db)" and "ru=(…) db=(…)" timing layouts; a status
+// with a trailing '!' (client went away); any user agent and tail.
+//
+// Time: the timestamp is when the request *finished*, in the server's local
+// zone. `time_ms` = that timestamp read as if it were UTC, in ms since the
+// Unix epoch, minus the processing time (the first number after "Processed
+// request:"), i.e. the arrival time. Reading local time as UTC is harmless
+// because only differences matter; across a DST change the arrival times jump
+// by an hour (forward: a pause; back: time going backwards, which the limiter
+// treats as granting nothing).
+//
+// Requester (the braces):
+//   - "{None}": anonymous, `user` empty.
+//   - "{@u:s}": `user` = "@u:s".
+//   - "{@a:s|@u:s}": the first user authenticated and acts for the second
+//     (an admin puppeting, an appservice sending as one of its users).
+//     `user` = "@u:s" (the acted-for user) and `acting_user` = "@a:s". The
+//     acted-for user is charged because the request is that user's action
+//     (the message appears from them), it is the identity Synapse's own rate
+//     limiter charges, and charging the authenticated one would make every
+//     puppet of a bridge share one bucket.
+//   - "{other.server}" (no '@'): a federation request. Federation requests
+//     are server-to-server, so there is no user to charge: `user` is empty
+//     (per-IP policies still apply, by the remote server's address) and
+//     `origin_server` holds the name.
+//
+// Not requests (kNotRequest): other loggers, traceback lines, "Received
+// request" debug lines (they would count each request twice), anything that
+// does not start with a Synapse timestamp.
+ParseResult ParseSynapseLine(std::string_view line, LogRecord* out);
+
+// -----------------------------------------------------------------------------
+// ParseNginxLine
+// -----------------------------------------------------------------------------
+//
+// nginx's "combined" format:
+//   $remote_addr - $remote_user [$time_local] "$request" $status
+//   $body_bytes_sent "$http_referer" "$http_user_agent"
+// Fields after $body_bytes_sent are not checked, so "combined" extended with
+// more trailing fields parses too.
+//
+// Time: `30/Nov/2026:10:00:00 +0100`, converted to UTC using the offset, in
+// ms since the Unix epoch (one-second resolution; nginx logs when the request
+// finished and has no processing time in "combined", so that is the time).
+// `$remote_user` is HTTP basic auth, not a Matrix user: `user` is always
+// empty. A request field that is not "METHOD TARGET HTTP/x" ("-", TLS bytes
+// sent to a plain port, no protocol) is kBadRequestLine.
+ParseResult ParseNginxLine(std::string_view line, LogRecord* out);
+
+// Calls the parser for `format`.
+ParseResult ParseLogLine(LogFormat format, std::string_view line,
+                         LogRecord* out);
+
+// -----------------------------------------------------------------------------
+// DetectFormat
+// -----------------------------------------------------------------------------
+//
+// Guesses the format of a log from its first lines (pass e.g. the first 100
+// non-empty lines; more lines give a surer vote). Every line is offered to
+// every parser; the format whose parser accepts the most lines wins, ties going
+// to Synapse, then nginx, then tsv (the more specific format first).
+//
+// When no parser accepts any line, the default is Synapse if any line carries
+// Synapse's log prefix ("YYYY-MM-DD HH:MM:SS,mmm - logger - "): a
+// homeserver.log often starts with many startup lines before its first
+// request. Otherwise the default is tsv, whose per-line errors are the
+// simplest to read. `FormatDetection::recognized` tells the two cases apart so
+// the CLI can warn.
+struct FormatDetection {
+  LogFormat format = LogFormat::kTsv;
+  // Whether at least one line parsed in the chosen format.
+  bool recognized = false;
+  // Accepted lines per format, indexed by `static_cast<int>(LogFormat)`.
+  std::array<int, 3> votes{};
+};
+
+FormatDetection DetectFormatWithVotes(
+    std::span<const std::string_view> first_lines);
+
+inline LogFormat DetectFormat(std::span<const std::string_view> first_lines) {
+  return DetectFormatWithVotes(first_lines).format;
+}
+
+}  // namespace mxlimit::replay
+
+#endif  // MXLIMIT_REPLAY_LOG_PARSERS_H_

@@ -1,0 +1,55 @@
+// mxlimit's own replay format: TIME_MS METHOD TARGET IP USER.
+
+#include <string_view>
+
+#include "src/replay/log_parsers.h"
+#include "src/replay/text_scan.h"
+
+namespace mxlimit::replay {
+
+using internal::Scanner;
+
+ParseResult ParseTsvLine(std::string_view line, LogRecord* out) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  Scanner s(line);
+  s.SkipBlanks();
+  if (s.done()) return ParseResult::kEmpty;
+
+  std::string_view fields[5];
+  int n = 0;
+  while (!s.done()) {
+    if (n == 5) return ParseResult::kMalformed;  // a sixth field
+    fields[n++] = s.TakeField();
+    s.SkipBlanks();
+  }
+  if (n < 5) {
+    // A lone word or two is rarely a truncated tsv row; it is something else.
+    return n < 3 ? ParseResult::kNotRequest : ParseResult::kMalformed;
+  }
+
+  LogRecord r;
+  Scanner time(fields[0]);
+  int64_t ms = 0;
+  if (!time.Digits(18, &ms) || !time.done()) {
+    return ParseResult::kBadTimestamp;
+  }
+  r.time_ms = ms;
+  r.method = fields[1];
+  r.target = fields[2];
+  if (!internal::IsHttpMethod(r.method) ||
+      !internal::IsRequestTarget(r.target)) {
+    return ParseResult::kBadRequestLine;
+  }
+  r.client_ip = fields[3];
+  if (!internal::LooksLikeIpAddress(r.client_ip)) {
+    return ParseResult::kBadClientAddress;
+  }
+  if (fields[4] != "-") {
+    if (!internal::IsMatrixUserId(fields[4])) return ParseResult::kBadUser;
+    r.user = fields[4];
+  }
+  *out = r;
+  return ParseResult::kOk;
+}
+
+}  // namespace mxlimit::replay

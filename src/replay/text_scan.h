@@ -1,0 +1,294 @@
+// -----------------------------------------------------------------------------
+// File: replay/text_scan.h
+// -----------------------------------------------------------------------------
+//
+// Internal to the log parsers: a forward-only cursor over one line, the field
+// shape checks the parsers share, and calendar arithmetic. Everything is
+// inline, allocation-free and bounds-checked: a helper that does not find what
+// it expects returns false and leaves the cursor where it was.
+
+#ifndef MXLIMIT_REPLAY_TEXT_SCAN_H_
+#define MXLIMIT_REPLAY_TEXT_SCAN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace mxlimit::replay::internal {
+
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsHexDigit(char c) {
+  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+inline bool IsAlpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+// Printable ASCII without space: what a URI, a user ID or a token may hold.
+inline bool IsVisible(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return u > 0x20 && u < 0x7f;
+}
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// RFC 9110 `tchar`.
+inline bool IsTokenChar(char c) {
+  if (IsDigit(c) || IsAlpha(c)) return true;
+  switch (c) {
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+// An HTTP method: a token of 1..32 characters.
+inline bool IsHttpMethod(std::string_view s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (char c : s) {
+    if (!IsTokenChar(c)) return false;
+  }
+  return true;
+}
+
+// A request target as a server receives it: origin form ("/…"), absolute
+// form ("http://…", "https://…", scanners and proxy probes send those), or
+// "*" (OPTIONS *); visible ASCII only (raw bytes >= 0x80 and controls are
+// junk in every format we read, since servers log them escaped).
+inline bool IsRequestTarget(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!IsVisible(c)) return false;
+  }
+  if (s[0] == '/') return true;
+  if (s == "*") return true;
+  auto starts_ci = [&](std::string_view prefix) {
+    if (s.size() <= prefix.size()) return false;
+    for (size_t i = 0; i < prefix.size(); ++i) {
+      char c = s[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != prefix[i]) return false;
+    }
+    return true;
+  };
+  return starts_ci("http://") || starts_ci("https://");
+}
+
+// "HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/2", "HTTP/3".
+inline bool IsHttpProtocol(std::string_view s) {
+  if (s.size() < 6 || s.substr(0, 5) != "HTTP/" || !IsDigit(s[5])) {
+    return false;
+  }
+  if (s.size() == 6) return true;
+  return s.size() == 8 && s[6] == '.' && IsDigit(s[7]);
+}
+
+// Shape check only: hex digits, '.' and ':' (at least one separator), an
+// optional "%zone" suffix, at most 45 characters before the zone (the longest
+// IPv6 text with an IPv4 tail). `mxlimit::ParseIpAddress` validates properly.
+inline bool LooksLikeIpAddress(std::string_view s) {
+  size_t zone = s.find('%');
+  std::string_view addr = s.substr(0, zone);
+  if (addr.size() < 2 || addr.size() > 45) return false;
+  bool separator = false;
+  for (char c : addr) {
+    if (c == '.' || c == ':') {
+      separator = true;
+    } else if (!IsHexDigit(c)) {
+      return false;
+    }
+  }
+  if (!separator) return false;
+  if (zone != std::string_view::npos) {
+    std::string_view name = s.substr(zone + 1);
+    if (name.empty() || name.size() > 32) return false;
+    for (char c : name) {
+      if (!IsTokenChar(c)) return false;
+    }
+  }
+  return true;
+}
+
+// The spec's limit on a user ID, sigil and server name included.
+inline constexpr size_t kMaxUserIdBytes = 255;
+
+// "@localpart:server": visible ASCII, a non-empty localpart and server name,
+// at most 255 bytes. Historical localparts (any visible ASCII) are accepted.
+inline bool IsMatrixUserId(std::string_view s) {
+  if (s.size() < 4 || s.size() > kMaxUserIdBytes || s[0] != '@') return false;
+  size_t colon = s.find(':');
+  if (colon == std::string_view::npos || colon < 2 || colon + 1 >= s.size()) {
+    return false;
+  }
+  for (char c : s) {
+    if (!IsVisible(c)) return false;
+  }
+  return true;
+}
+
+// A server name: DNS name or IP literal with an optional port; letters,
+// digits, ".-:[]", at most 255 bytes.
+inline bool IsServerName(std::string_view s) {
+  if (s.empty() || s.size() > 255) return false;
+  for (char c : s) {
+    if (!(IsDigit(c) || IsAlpha(c) || c == '.' || c == '-' || c == ':' ||
+          c == '[' || c == ']')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (Howard
+// Hinnant's days_from_civil).
+inline int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+inline bool IsValidDate(int y, int m, int d) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30,
+                                  31, 31, 30, 31, 30, 31};
+  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  int max_day = kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+  return d <= max_day;
+}
+
+// Milliseconds since the epoch of a civil UTC time; the caller has validated
+// the fields (second 60, a leap second, is accepted and folds onto :00+1).
+inline int64_t CivilToEpochMs(int y, int mo, int d, int h, int mi, int s,
+                              int ms) {
+  int64_t days = DaysFromCivil(y, mo, d);
+  return ((days * 24 + h) * 60 + mi) * 60'000 + int64_t{s} * 1000 + ms;
+}
+
+// A forward-only cursor over one line.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+
+  bool done() const { return pos_ >= text_.size(); }
+  std::string_view rest() const { return text_.substr(pos_); }
+  char peek() const { return done() ? '\0' : text_[pos_]; }
+
+  // Consumes `lit` if the input continues with it.
+  bool Consume(std::string_view lit) {
+    if (text_.size() - pos_ < lit.size() ||
+        text_.compare(pos_, lit.size(), lit) != 0) {
+      return false;
+    }
+    pos_ += lit.size();
+    return true;
+  }
+
+  // Everything up to the first `delim`; consumes both. False (nothing
+  // consumed) if `delim` does not occur.
+  bool TakeUntil(std::string_view delim, std::string_view* field) {
+    size_t at = text_.find(delim, pos_);
+    if (at == std::string_view::npos) return false;
+    *field = text_.substr(pos_, at - pos_);
+    pos_ = at + delim.size();
+    return true;
+  }
+
+  // Up to the next blank (space or tab) or the end; consumes the field only.
+  std::string_view TakeField() {
+    size_t start = pos_;
+    while (pos_ < text_.size() && !IsBlank(text_[pos_])) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+
+  // Skips spaces and tabs; returns how many.
+  size_t SkipBlanks() {
+    size_t start = pos_;
+    while (pos_ < text_.size() && IsBlank(text_[pos_])) ++pos_;
+    return pos_ - start;
+  }
+
+  // Exactly `n` decimal digits.
+  bool FixedDigits(int n, int* value) {
+    if (text_.size() - pos_ < static_cast<size_t>(n)) return false;
+    int v = 0;
+    for (int i = 0; i < n; ++i) {
+      char c = text_[pos_ + i];
+      if (!IsDigit(c)) return false;
+      v = v * 10 + (c - '0');
+    }
+    *value = v;
+    pos_ += n;
+    return true;
+  }
+
+  // 1..max_digits decimal digits (max_digits <= 18, so no overflow).
+  bool Digits(int max_digits, int64_t* value) {
+    size_t start = pos_;
+    int64_t v = 0;
+    while (pos_ < text_.size() && IsDigit(text_[pos_])) {
+      if (static_cast<int>(pos_ - start) == max_digits) {
+        pos_ = start;
+        return false;
+      }
+      v = v * 10 + (text_[pos_] - '0');
+      ++pos_;
+    }
+    if (pos_ == start) return false;
+    *value = v;
+    return true;
+  }
+
+  // "12.345" seconds (fraction optional, any length) as rounded ms.
+  bool SecondsAsMs(int64_t* ms) {
+    size_t start = pos_;
+    int64_t whole = 0;
+    if (!Digits(9, &whole)) return false;
+    int64_t frac = 0;
+    if (Consume(".")) {
+      int n = 0;
+      bool round_up = false;
+      while (!done() && IsDigit(peek())) {
+        int digit = peek() - '0';
+        if (n < 3) {
+          frac = frac * 10 + digit;
+        } else if (n == 3) {
+          round_up = digit >= 5;
+        }
+        ++n;
+        ++pos_;
+      }
+      if (n == 0) {
+        pos_ = start;
+        return false;
+      }
+      for (int i = n; i < 3; ++i) frac *= 10;
+      if (round_up) ++frac;
+    }
+    *ms = whole * 1000 + frac;
+    return true;
+  }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace mxlimit::replay::internal
+
+#endif  // MXLIMIT_REPLAY_TEXT_SCAN_H_
