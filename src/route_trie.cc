@@ -423,23 +423,29 @@ RouteId RouteTrie::Match(std::string_view target) const noexcept {
   }
   Segment segments[kMaxSegments];
   size_t count = 0;
-  const char* data = target.data();
-  const size_t size = target.size();
-  size_t start = 1;
-  for (size_t i = 1;; ++i) {
-    const uint8_t cls =
-        i < size ? kByteClass[static_cast<unsigned char>(data[i])] : kPathEnd;
-    if (cls == kPlain) continue;
-    if (cls == kInvalid) return kFallbackRouteId;
-    // A segment ends at i. One more than the longest template cannot match.
-    if (count == max_segments_) return kFallbackRouteId;
-    const char* segment = data + start;
-    const size_t length = i - start;
-    if (IsDotSegment(segment, length)) return kFallbackRouteId;
-    segments[count++] = {segment, length, SegmentHash(segment, length)};
+  // Records the segment [begin, end); false when the target cannot match.
+  auto add_segment = [&](const char* begin, const char* end) {
+    // One more segment than the longest template can never match.
+    if (count == max_segments_) return false;
+    const auto length = static_cast<size_t>(end - begin);
+    if (IsDotSegment(begin, length)) return false;
+    segments[count++] = {begin, length, SegmentHash(begin, length)};
+    return true;
+  };
+  const char* p = target.data() + 1;
+  const char* const end = target.data() + target.size();
+  const char* segment = p;
+  for (; p != end; ++p) {
+    const uint8_t cls = kByteClass[static_cast<unsigned char>(*p)];
+    if (cls == kPlain) [[likely]] {
+      continue;
+    }
     if (cls == kPathEnd) break;
-    start = i + 1;
+    if (cls == kInvalid) return kFallbackRouteId;
+    if (!add_segment(segment, p)) return kFallbackRouteId;
+    segment = p + 1;
   }
+  if (!add_segment(segment, p)) return kFallbackRouteId;
   return Descend(0, segments, count, 0);
 }
 

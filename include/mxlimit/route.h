@@ -88,9 +88,9 @@ class RouteTrie;
 // RouteNormalizer
 // -----------------------------------------------------------------------------
 //
-// Built once from the built-in route table (a segment trie of a few thousand
-// nodes; building takes well under a millisecond, so every `Limiter` may own
-// one). Afterwards it is read-only.
+// Built once from the built-in route table: a segment trie of about a
+// thousand nodes, built in about half a millisecond, so every `Limiter` may
+// own one. Afterwards it is read-only.
 //
 // Neither copyable (nothing needs a second trie; share by reference) nor
 // movable: a `Route::key` points into the normalizer, and a moved-from
