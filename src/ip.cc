@@ -7,8 +7,10 @@
 #include "mxlimit/ip.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -208,6 +210,27 @@ void KeepBits(IpAddress& ip, int bits) {
   for (int i = full; i < 16; ++i) ip.bytes[i] = 0;
 }
 
+// The 8 bytes at `p` as a big-endian number, so bit order is address order.
+uint64_t LoadBigEndian64(const uint8_t* p) {
+#if defined(__GNUC__)
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::little) {
+    v = __builtin_bswap64(v);
+  }
+  return v;
+#else
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+#endif
+}
+
+// A 64-bit mask of the top `bits` (0-64) bits.
+uint64_t HighBitsMask(int bits) {
+  return bits == 0 ? 0 : ~uint64_t{0} << (64 - bits);
+}
+
 // Appends `v` in decimal to `out`.
 void AppendDecimal(std::string& out, int v) {
   char digits[4];
@@ -291,17 +314,23 @@ IpAddress MaskAddress(const IpAddress& ip, int v4_prefix, int v6_prefix) {
 }
 
 bool Cidr::Contains(const IpAddress& ip) const {
-  if (v4 && !ip.is_v4()) return false;
-  int bits =
-      v4 ? 96 + std::clamp(prefix_len, 0, 32) : std::clamp(prefix_len, 0, 128);
-  int full = bits / 8;
-  for (int i = 0; i < full; ++i) {
-    if (ip.bytes[i] != base.bytes[i]) return false;
+  // Two 64-bit compares under a mask: this runs once per exempt network on
+  // every request.
+  const uint64_t ip_high = LoadBigEndian64(&ip.bytes[0]);
+  const uint64_t ip_low = LoadBigEndian64(&ip.bytes[8]);
+  const uint64_t base_low = LoadBigEndian64(&base.bytes[8]);
+  if (v4) {
+    // The address must be v4-mapped whatever `base` holds above its low 32
+    // bits; then the prefix counts within those 32 bits.
+    const int bits = std::clamp(prefix_len, 0, 32);
+    const uint64_t mask = HighBitsMask(bits) >> 32;
+    return ip_high == 0 && (ip_low >> 32) == 0xffff &&
+           ((ip_low ^ base_low) & mask) == 0;
   }
-  int rest = bits % 8;
-  if (rest == 0) return true;
-  uint8_t mask = static_cast<uint8_t>(0xff << (8 - rest));
-  return (ip.bytes[full] & mask) == (base.bytes[full] & mask);
+  const int bits = std::clamp(prefix_len, 0, 128);
+  const uint64_t base_high = LoadBigEndian64(&base.bytes[0]);
+  return ((ip_high ^ base_high) & HighBitsMask(std::min(bits, 64))) == 0 &&
+         ((ip_low ^ base_low) & HighBitsMask(std::max(bits - 64, 0))) == 0;
 }
 
 absl::StatusOr<Cidr> ParseCidr(std::string_view text) {

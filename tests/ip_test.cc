@@ -317,6 +317,10 @@ TEST(CidrContainsTest, HandBuiltCidrIgnoresHostBits) {
   EXPECT_TRUE(net.Contains(Ip("10.200.0.1")));
   EXPECT_FALSE(net.Contains(Ip("11.0.0.1")));
   EXPECT_THAT(FormatCidr(net), Not(HasSubstr("::")));
+  // A base that is not v4-mapped still only ever contains IPv4 addresses.
+  net.base = Ip("::10.9.9.9");
+  EXPECT_TRUE(net.Contains(Ip("10.200.0.1")));
+  EXPECT_FALSE(net.Contains(Ip("::10.200.0.1")));
 }
 
 // glibc's inet_pton is the reference: it takes the same forms (it too

@@ -177,41 +177,31 @@ void ReadExempt(const Field& field, ExemptOptions& exempt,
   static constexpr std::string_view kKeys[] = {"ips", "users"};
   MapFields map(field.value, field.path, kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = map.Find("ips")) {
-    std::vector<YAML::Node> items = ReadList(
-        *f, "a list of networks, e.g. [\"10.0.0.0/8\", \"::1\"]", errors);
-    for (size_t i = 0; i < items.size(); ++i) {
-      std::string path = absl::StrCat(f->path, "[", i, "]");
-      std::optional<std::string> text =
-          ReadString(items[i], items[i].Mark(), path,
-                     "a network such as \"10.0.0.0/8\"", errors);
-      if (!text.has_value()) continue;
-      absl::StatusOr<Cidr> cidr = ParseCidr(*text);
+    for (ListString& item : ReadStringList(
+             *f, "a list of networks, e.g. [\"10.0.0.0/8\", \"::1\"]",
+             "a network such as \"10.0.0.0/8\"", errors)) {
+      absl::StatusOr<Cidr> cidr = ParseCidr(item.text);
       if (!cidr.ok()) {
-        errors.Add(items[i].Mark(),
-                   absl::StrCat(path, ": ", cidr.status().message()));
+        errors.Add(item.mark,
+                   absl::StrCat(item.path, ": ", cidr.status().message()));
         continue;
       }
       exempt.ips.push_back(*cidr);
     }
   }
   if (const Field* f = map.Find("users")) {
-    std::vector<YAML::Node> items = ReadList(
-        *f, "a list of user IDs, e.g. [\"@bridge:example.org\"]", errors);
-    for (size_t i = 0; i < items.size(); ++i) {
-      std::string path = absl::StrCat(f->path, "[", i, "]");
-      std::optional<std::string> text =
-          ReadString(items[i], items[i].Mark(), path,
-                     "a user ID such as \"@bridge:example.org\"", errors);
-      if (!text.has_value()) continue;
-      if (std::optional<std::string_view> problem = UserIdProblem(*text)) {
-        errors.Add(items[i].Mark(),
-                   absl::StrCat(path, ": got ", QuoteForError(*text),
+    for (ListString& item : ReadStringList(
+             *f, "a list of user IDs, e.g. [\"@bridge:example.org\"]",
+             "a user ID such as \"@bridge:example.org\"", errors)) {
+      if (std::optional<std::string_view> problem = UserIdProblem(item.text)) {
+        errors.Add(item.mark,
+                   absl::StrCat(item.path, ": got ", QuoteForError(item.text),
                                 ", expected a Matrix user ID such as "
                                 "\"@bridge:example.org\" (",
                                 ToAbsl(*problem), ")"));
         continue;
       }
-      exempt.users.push_back(*std::move(text));
+      exempt.users.push_back(std::move(item.text));
     }
   }
 }

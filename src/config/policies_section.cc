@@ -144,24 +144,20 @@ class PolicyReader {
                                           "to match every method)"));
       return;
     }
-    std::vector<YAML::Node> items =
-        ReadList(*f, "a list of HTTP methods, e.g. [GET, POST]", errors_);
-    for (size_t i = 0; i < items.size(); ++i) {
-      std::string path = absl::StrCat(f->path, "[", i, "]");
-      std::optional<std::string> method = ReadString(
-          items[i], items[i].Mark(), path, "an HTTP method", errors_);
-      if (!method.has_value()) continue;
-      std::string upper = absl::AsciiStrToUpper(*method);
+    for (const ListString& item :
+         ReadStringList(*f, "a list of HTTP methods, e.g. [GET, POST]",
+                        "an HTTP method", errors_)) {
+      std::string upper = absl::AsciiStrToUpper(item.text);
       if (std::find(std::begin(kMethods), std::end(kMethods), upper) ==
           std::end(kMethods)) {
         std::string message =
-            absl::StrCat(path, ": got ", QuoteForError(*method),
+            absl::StrCat(item.path, ": got ", QuoteForError(item.text),
                          ", expected an HTTP method (GET, HEAD, POST, PUT, "
                          "DELETE, OPTIONS, PATCH, CONNECT or TRACE)");
         if (auto near = NearestWord(upper, kMethods)) {
           absl::StrAppend(&message, "; did you mean ", ToAbsl(*near), "?");
         }
-        errors_.Add(items[i].Mark(), std::move(message));
+        errors_.Add(item.mark, std::move(message));
         continue;
       }
       // A repeated method changes nothing; keep one.

@@ -182,6 +182,24 @@ std::vector<YAML::Node> ReadList(const Field& field, std::string_view expected,
   return items;
 }
 
+std::vector<ListString> ReadStringList(const Field& field,
+                                       std::string_view list_expected,
+                                       std::string_view item_expected,
+                                       ConfigErrors& errors) {
+  std::vector<ListString> strings;
+  std::vector<YAML::Node> items = ReadList(field, list_expected, errors);
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string path = absl::StrCat(field.path, "[", i, "]");
+    std::optional<std::string> text =
+        ReadString(items[i], items[i].Mark(), path, item_expected, errors);
+    if (text.has_value()) {
+      strings.push_back(
+          ListString{std::move(path), items[i].Mark(), *std::move(text)});
+    }
+  }
+  return strings;
+}
+
 std::optional<std::string> ReadString(const YAML::Node& node,
                                       const YAML::Mark& mark,
                                       std::string_view path,

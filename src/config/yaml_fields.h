@@ -86,6 +86,21 @@ std::string DescribeValue(const YAML::Node& node);
 std::vector<YAML::Node> ReadList(const Field& field, std::string_view expected,
                                  ConfigErrors& errors);
 
+// One string of a list read by ReadStringList.
+struct ListString {
+  std::string path;  // e.g. "exempt.ips[2]"
+  YAML::Mark mark;
+  std::string text;
+};
+
+// The strings of a list of strings. Elements that are not strings are
+// reported (as not being `item_expected`) and left out; a value that is not a
+// list is reported as not being `list_expected`.
+std::vector<ListString> ReadStringList(const Field& field,
+                                       std::string_view list_expected,
+                                       std::string_view item_expected,
+                                       ConfigErrors& errors);
+
 // A scalar's text. Any scalar qualifies (YAML's `60` is also the string "60");
 // maps, lists and empty values are errors.
 std::optional<std::string> ReadString(const YAML::Node& node,
