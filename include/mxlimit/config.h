@@ -43,7 +43,7 @@
 namespace mxlimit {
 
 // Largest accepted config text. Real files are a few KiB. The cap exists
-// because yaml-cpp's document tree costs up to ~240 bytes of memory per byte of
+// because yaml-cpp's document tree costs up to ~250 bytes of memory per byte of
 // pathological input (e.g. "[1,1,1,...]"), so a 1 MiB file already bounds the
 // parse at a few hundred MiB at worst; larger inputs (a log file passed by
 // mistake, say) are refused before parsing.
