@@ -6,10 +6,29 @@
 // (::ffff:a.b.c.d), so one code path serves both families. Parsing never
 // allocates on success and returns a clear error on garbage.
 //
+// Accepted text (everything else is an `InvalidArgument` error whose message
+// quotes the input, escaped and cut to 64 bytes):
+//
+//   * IPv4: exactly four decimal octets 0-255. An octet with a leading zero
+//     ("010") is rejected: inet_aton() reads it as octal (8), other parsers as
+//     decimal (10), so accepting it would let an allowlist and the socket layer
+//     disagree about which host is meant.
+//   * IPv6: every RFC 4291 text form: eight groups of 1-4 hex digits (either
+//     case), one "::" standing for one or more zero groups, an IPv4 dotted quad
+//     as the last 32 bits ("::ffff:192.0.2.1", "64:ff9b::192.0.2.1").
+//   * "[...]" around an IPv6 address (as in URLs and "Host:" headers); IPv4 in
+//     brackets is rejected.
+//   * A "%zone" suffix on IPv6 ("fe80::1%eth0"), dropped: a zone names the
+//     local interface, not the client. Zones are 1-32 bytes of [A-Za-z0-9._~-].
+//   * No surrounding spaces, no ports, at most 100 bytes in all.
+//
+// Because IPv4 is stored v4-mapped, "192.0.2.1" and "::ffff:192.0.2.1" are the
+// same address: both print as "192.0.2.1" and both have `is_v4()`.
+//
 // Example:
-//   absl::StatusOr<mxlimit::IpAddress> ip = mxlimit::ParseIpAddress("[2001:db8::1]");
-//   absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr("10.0.0.0/8");
-//   bool inside = net->Contains(*ip);
+//   absl::StatusOr<mxlimit::IpAddress> ip =
+//   mxlimit::ParseIpAddress("[2001:db8::1]"); absl::StatusOr<mxlimit::Cidr> net
+//   = mxlimit::ParseCidr("10.0.0.0/8"); bool inside = net->Contains(*ip);
 
 #ifndef MXLIMIT_IP_H_
 #define MXLIMIT_IP_H_
@@ -32,6 +51,14 @@ struct IpAddress {
   friend bool operator==(const IpAddress&, const IpAddress&) = default;
 };
 
+// Inline: the limiter asks this for every request it masks.
+inline bool IpAddress::is_v4() const {
+  for (int i = 0; i < 10; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  return bytes[10] == 0xff && bytes[11] == 0xff;
+}
+
 // Parses IPv4 dotted quads, IPv6 (all RFC 4291 text forms, embedded IPv4
 // tails included), "[v6]" brackets, and a "%zone" suffix (dropped). Leading and
 // trailing spaces are not accepted. Allocates only to build an error.
@@ -42,20 +69,42 @@ std::string FormatIpAddress(const IpAddress& ip);
 
 // Keeps the first `v4_prefix` bits of an IPv4 address (counted within its 32
 // bits) or the first `v6_prefix` bits of an IPv6 address, zeroing the rest.
+// A v4-mapped address keeps its ::ffff: part, so it stays `is_v4()`.
+// Prefixes outside 0-32 / 0-128 are clamped into range (the YAML loader
+// rejects them earlier; this is the safe treatment for code-built options).
 IpAddress MaskAddress(const IpAddress& ip, int v4_prefix, int v6_prefix);
 
 // A network: address and prefix length. IPv4 networks are stored v4-mapped with
 // the prefix counted in IPv4 bits (0-32); IPv6 prefixes are 0-128.
+//
+// An IPv4 network contains only v4-mapped addresses. An IPv6 network compares
+// all 128 bits, so one that covers ::ffff:0:0/96 (e.g. "::/0") also contains
+// IPv4 clients, exactly as a dual-stack socket would report them.
 struct Cidr {
   IpAddress base;
   int prefix_len = 0;
   bool v4 = false;
 
+  // True when the first `prefix_len` bits of `ip` equal those of `base` (bits
+  // of `base` beyond the prefix are ignored, so hand-built values work too).
   bool Contains(const IpAddress& ip) const;
+
+  friend bool operator==(const Cidr&, const Cidr&) = default;
 };
 
-// Parses "10.0.0.0/8", "2001:db8::/32", or a bare address (a host route).
+// Parses "10.0.0.0/8", "2001:db8::/32", or a bare address (a host route: /32
+// or /128). The address part is anything `ParseIpAddress` accepts except a
+// zone; the prefix is plain decimal (no sign, no leading zero) within 0-32 for
+// IPv4 and 0-128 for IPv6.
+//
+// Host bits set ("10.1.2.3/8") are accepted and cleared: operators write that
+// meaning the network, and a `StatusOr` cannot carry a warning. The result is
+// then 10.0.0.0/8. IPv6 text for a v4-mapped network ("::ffff:10.0.0.0/104")
+// gives the same `Cidr` as its IPv4 spelling ("10.0.0.0/8").
 absl::StatusOr<Cidr> ParseCidr(std::string_view text);
+
+// "10.0.0.0/8", "2001:db8::/32": the network address and the prefix length.
+std::string FormatCidr(const Cidr& cidr);
 
 }  // namespace mxlimit
 

@@ -1,0 +1,277 @@
+// mxlimit/config.h: the top level of the file, `tables:`, `exempt:`, and
+// reading files. Policies are in policies_section.cc.
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "mxlimit/config.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/quote.h"
+#include "mxlimit/ip.h"
+#include "src/config/sections.h"
+#include "src/config/yaml_fields.h"
+
+namespace mxlimit {
+namespace config_internal {
+namespace {
+
+using internal::QuoteForError;
+using internal::ToAbsl;
+
+void ReadCapacity(const MapFields& map, size_t& capacity,
+                  ConfigErrors& errors) {
+  if (const Field* f = map.Find("capacity")) {
+    std::optional<int64_t> v = ReadIntegerInRange(
+        *f, 1, static_cast<int64_t>(TableOptions::kMaxCapacity), errors);
+    if (v.has_value()) capacity = static_cast<size_t>(*v);
+  }
+}
+
+void ReadPrefix(const MapFields& map, std::string_view key, int max,
+                int& prefix, ConfigErrors& errors) {
+  if (const Field* f = map.Find(key)) {
+    std::optional<int64_t> v = ReadIntegerInRange(*f, 0, max, errors);
+    if (v.has_value()) prefix = static_cast<int>(*v);
+  }
+}
+
+bool IsHostnameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+// The server name of a user ID: a DNS name, an IPv4 address or a bracketed
+// IPv6 literal, then an optional ":port".
+std::optional<std::string_view> ServerNameProblem(std::string_view server) {
+  if (server.empty()) return "empty server name after ':'";
+  std::string_view host = server;
+  std::string_view port;
+  if (server.front() == '[') {
+    size_t close = server.find(']');
+    if (close == std::string_view::npos) return "'[' without ']'";
+    host = server.substr(0, close + 1);
+    if (host.find(':') == std::string_view::npos ||
+        !ParseIpAddress(host).ok()) {
+      return "the bracketed server name is not an IPv6 address";
+    }
+    std::string_view rest = server.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return "unexpected text after ']'";
+      port = rest.substr(1);
+      if (port.empty()) return "empty port after ':'";
+    }
+  } else {
+    size_t colon = server.find(':');
+    if (colon != std::string_view::npos) {
+      host = server.substr(0, colon);
+      port = server.substr(colon + 1);
+      if (port.empty()) return "empty port after ':'";
+    }
+    if (host.empty()) return "empty server name";
+    for (char c : host) {
+      if (!IsHostnameChar(c)) {
+        return "the server name may hold only letters, digits, '.' and '-'";
+      }
+    }
+  }
+  if (!port.empty()) {
+    if (port.size() > 5) return "the port is not a number from 1 to 65535";
+    int value = 0;
+    for (char c : port) {
+      if (c < '0' || c > '9') return "the port is not a number from 1 to 65535";
+      value = value * 10 + (c - '0');
+    }
+    if (value < 1 || value > 65535) {
+      return "the port is not a number from 1 to 65535";
+    }
+  }
+  return std::nullopt;
+}
+
+void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
+                  ConfigErrors& errors) {
+  static constexpr std::string_view kKeys[] = {"builtin_policies", "tables",
+                                               "exempt", "policies"};
+  MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
+  if (const Field* f = top.Find("builtin_policies")) {
+    std::optional<bool> v = ReadBool(*f, errors);
+    if (v.has_value()) config.builtin_policies = *v;
+  }
+  if (const Field* f = top.Find("tables")) {
+    ReadTables(*f, config.tables, errors);
+  }
+  if (const Field* f = top.Find("exempt")) {
+    ReadExempt(*f, config.exempt, errors);
+  }
+  if (const Field* f = top.Find("policies")) {
+    ReadPolicies(*f, config.policies, errors);
+  }
+}
+
+// Parses the text and reads it into `config`; every problem goes to `errors`.
+// Catches everything yaml-cpp throws.
+void ParseInto(std::string_view text, LimiterConfig& config,
+               ConfigErrors& errors) {
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.empty()) return;  // Empty, or only comments: the defaults.
+    // A second document would be silently ignored by a reader that takes the
+    // first; an empty trailing one ("---" at the end) is harmless.
+    for (size_t i = 1; i < documents.size(); ++i) {
+      if (!documents[i].IsNull() || documents[0].IsNull()) {
+        errors.Add(documents[i].Mark(),
+                   "a config file holds one YAML document; another one starts "
+                   "here (remove the '---' separator)");
+        return;
+      }
+    }
+    ReadTopLevel(documents[0], config, errors);
+  } catch (const YAML::Exception& e) {
+    // ParserException (syntax) carries the position yaml-cpp stopped at.
+    // yaml-cpp's message may quote raw input bytes; escape them so each
+    // error stays on its line.
+    errors.Add(e.mark,
+               absl::StrCat("YAML syntax error: ", absl::CHexEscape(e.msg)));
+  } catch (const std::bad_alloc&) {
+    errors.Add(YAML::Mark::null_mark(), "out of memory while parsing");
+  } catch (const std::exception& e) {
+    errors.Add(YAML::Mark::null_mark(),
+               absl::StrCat("cannot parse: ", absl::CHexEscape(e.what())));
+  }
+}
+
+}  // namespace
+
+void ReadTables(const Field& field, TableOptions& tables,
+                ConfigErrors& errors) {
+  static constexpr std::string_view kKeys[] = {"ip", "user"};
+  static constexpr std::string_view kIpKeys[] = {"capacity", "ipv4_prefix",
+                                                 "ipv6_prefix"};
+  static constexpr std::string_view kUserKeys[] = {"capacity"};
+  MapFields map(field.value, field.path, kKeys, /*null_is_empty=*/true, errors);
+  if (const Field* f = map.Find("ip")) {
+    MapFields ip(f->value, f->path, kIpKeys, /*null_is_empty=*/true, errors);
+    ReadCapacity(ip, tables.ip_capacity, errors);
+    ReadPrefix(ip, "ipv4_prefix", 32, tables.ipv4_prefix, errors);
+    ReadPrefix(ip, "ipv6_prefix", 128, tables.ipv6_prefix, errors);
+  }
+  if (const Field* f = map.Find("user")) {
+    MapFields user(f->value, f->path, kUserKeys, /*null_is_empty=*/true,
+                   errors);
+    ReadCapacity(user, tables.user_capacity, errors);
+  }
+}
+
+void ReadExempt(const Field& field, ExemptOptions& exempt,
+                ConfigErrors& errors) {
+  static constexpr std::string_view kKeys[] = {"ips", "users"};
+  MapFields map(field.value, field.path, kKeys, /*null_is_empty=*/true, errors);
+  if (const Field* f = map.Find("ips")) {
+    for (ListString& item : ReadStringList(
+             *f, "a list of networks, e.g. [\"10.0.0.0/8\", \"::1\"]",
+             "a network such as \"10.0.0.0/8\"", errors)) {
+      absl::StatusOr<Cidr> cidr = ParseCidr(item.text);
+      if (!cidr.ok()) {
+        errors.Add(item.mark,
+                   absl::StrCat(item.path, ": ", cidr.status().message()));
+        continue;
+      }
+      exempt.ips.push_back(*cidr);
+    }
+  }
+  if (const Field* f = map.Find("users")) {
+    for (ListString& item : ReadStringList(
+             *f, "a list of user IDs, e.g. [\"@bridge:example.org\"]",
+             "a user ID such as \"@bridge:example.org\"", errors)) {
+      if (std::optional<std::string_view> problem = UserIdProblem(item.text)) {
+        errors.Add(item.mark,
+                   absl::StrCat(item.path, ": got ", QuoteForError(item.text),
+                                ", expected a Matrix user ID such as "
+                                "\"@bridge:example.org\" (",
+                                ToAbsl(*problem), ")"));
+        continue;
+      }
+      exempt.users.push_back(std::move(item.text));
+    }
+  }
+}
+
+std::optional<std::string_view> UserIdProblem(std::string_view user_id) {
+  if (user_id.empty() || user_id.front() != '@') return "no leading '@'";
+  // The spec caps a whole user ID at 255 bytes.
+  if (user_id.size() > 255) return "longer than 255 bytes";
+  size_t colon = user_id.find(':');
+  if (colon == std::string_view::npos) return "no ':server' part";
+  std::string_view localpart = user_id.substr(1, colon - 1);
+  if (localpart.empty()) return "empty localpart";
+  for (char c : localpart) {
+    // Historical localparts may use any printable ASCII except ':'.
+    if (c < 0x21 || c > 0x7e) {
+      return "the localpart may hold only printable ASCII without spaces";
+    }
+  }
+  return ServerNameProblem(user_id.substr(colon + 1));
+}
+
+}  // namespace config_internal
+
+absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
+                                          std::string_view file_name) {
+  if (file_name.empty()) file_name = "<config>";
+  if (yaml_text.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        internal::ToAbsl(file_name), ": the config is ", yaml_text.size(),
+        " bytes, over the limit of ", kMaxConfigBytes,
+        " bytes (1 MiB); is this the right file?"));
+  }
+  LimiterConfig config;
+  config_internal::ConfigErrors errors;
+  config_internal::ParseInto(yaml_text, config, errors);
+  if (!errors.empty()) {
+    return absl::InvalidArgumentError(errors.Render(file_name));
+  }
+  return config;
+}
+
+absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path) {
+  auto file_error = [&path](int error_number, std::string_view what) {
+    return absl::ErrnoToStatus(
+        error_number, absl::StrCat(path, ": ", internal::ToAbsl(what)));
+  };
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return file_error(errno, "cannot open");
+  // Read at most one byte past the cap: enough to know the file is too big
+  // without reading all of it. Works for pipes and /dev/stdin, too.
+  std::string text;
+  char buffer[64 * 1024];
+  int read_errno = 0;
+  while (text.size() <= kMaxConfigBytes) {
+    size_t want = std::min(sizeof(buffer), kMaxConfigBytes + 1 - text.size());
+    size_t got = std::fread(buffer, 1, want, file);
+    text.append(buffer, got);
+    if (got < want) {
+      if (std::ferror(file)) read_errno = errno;
+      break;
+    }
+  }
+  std::fclose(file);
+  if (read_errno != 0) return file_error(read_errno, "cannot read");
+  if (text.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the file is over the limit of ", kMaxConfigBytes,
+                     " bytes (1 MiB); is this the right file?"));
+  }
+  return ParseConfig(text, path);
+}
+
+}  // namespace mxlimit

@@ -1,0 +1,362 @@
+// The `policies:` section of the config file: a list of policy maps.
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/quote.h"
+#include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
+#include "src/config/sections.h"
+#include "src/config/yaml_fields.h"
+
+namespace mxlimit::config_internal {
+namespace {
+
+using internal::QuoteForError;
+using internal::ToAbsl;
+
+constexpr size_t kMaxNameBytes = 100;
+constexpr size_t kMaxMatchBytes = 1024;
+
+constexpr std::string_view kPolicyKeys[] = {
+    "name",  "match",     "methods",     "scope",          "rate_limit",
+    "burst", "unlimited", "shadow_mode", "share_threshold"};
+constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
+constexpr std::string_view kScopes[] = {"ip", "user"};
+constexpr std::string_view kUnits[] = {"second", "minute", "hour", "day"};
+constexpr std::string_view kMethods[] = {"GET",   "HEAD",    "POST",
+                                         "PUT",   "DELETE",  "OPTIONS",
+                                         "PATCH", "CONNECT", "TRACE"};
+
+// The dotted path of `field`'s parent ("policies[0].rate_limit"), so that
+// Rate::Create's "burst: got 0, ..." reads as a full path.
+std::string_view ParentPath(const Field& field) {
+  std::string_view path = field.path;
+  return path.substr(0, path.size() - field.name.size());
+}
+
+// Names end up in metrics labels and tab-separated CLI output, so they are
+// kept to characters that need no quoting anywhere.
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
+std::optional<std::string_view> MatchProblem(std::string_view match) {
+  if (match.empty() || (match.front() != '/' && match != "*")) {
+    return "expected a path pattern starting with '/', or \"*\"";
+  }
+  if (match.size() > kMaxMatchBytes) {
+    return "expected a path pattern of at most 1024 bytes";
+  }
+  for (char c : match) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return "expected a path pattern without spaces or control characters";
+    }
+    if (c == '?' || c == '#') {
+      return "expected a pattern for the query-free path (drop the '?' or "
+             "'#' part)";
+    }
+  }
+  return std::nullopt;
+}
+
+// One policy's fields, read in the order an error list reads best.
+class PolicyReader {
+ public:
+  PolicyReader(const YAML::Node& node, std::string path, ConfigErrors& errors)
+      : node_(node),
+        path_(std::move(path)),
+        errors_(errors),
+        fields_(node, path_, kPolicyKeys, /*null_is_empty=*/false, errors) {}
+
+  // Fills `policy`; returns false when the node is not a map at all.
+  bool Read(Policy& policy) {
+    if (!node_.IsMap()) return false;  // MapFields reported it.
+    policy.source_line = node_.Mark().line + 1;
+    policy.builtin = false;
+    ReadName(policy);
+    ReadMatch(policy);
+    ReadMethods(policy);
+    ReadScope(policy);
+    ReadFlags(policy);
+    ReadRate(policy);
+    return true;
+  }
+
+  const Field* name_field() const { return fields_.Find("name"); }
+
+ private:
+  void Missing(std::string_view key) {
+    errors_.Add(node_.Mark(), absl::StrCat(path_, ": missing required key \"",
+                                           ToAbsl(key), "\""));
+  }
+
+  void ReadName(Policy& policy) {
+    const Field* f = fields_.Find("name");
+    if (f == nullptr) return Missing("name");
+    std::optional<std::string> name = ReadString(*f, "a policy name", errors_);
+    if (!name.has_value()) return;
+    if (name->empty() || name->size() > kMaxNameBytes ||
+        !std::all_of(name->begin(), name->end(), IsNameChar)) {
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path, ": got ", QuoteForError(*name),
+                               ", expected 1 to 100 letters, digits, '.', "
+                               "'_', ':' or '-'"));
+      return;
+    }
+    policy.name = *std::move(name);
+  }
+
+  void ReadMatch(Policy& policy) {
+    const Field* f = fields_.Find("match");
+    if (f == nullptr) return Missing("match");
+    std::optional<std::string> match =
+        ReadString(*f, "a path pattern such as \"/_matrix/client/*\"", errors_);
+    if (!match.has_value()) return;
+    if (std::optional<std::string_view> problem = MatchProblem(*match)) {
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path, ": got ", QuoteForError(*match), ", ",
+                               ToAbsl(*problem)));
+      return;
+    }
+    policy.match = *std::move(match);
+  }
+
+  void ReadMethods(Policy& policy) {
+    const Field* f = fields_.Find("methods");
+    if (f == nullptr) return;
+    if (f->value.IsSequence() && f->value.size() == 0) {
+      errors_.Add(f->mark(), absl::StrCat(f->path,
+                                          ": got an empty list, expected at "
+                                          "least one method (leave methods out "
+                                          "to match every method)"));
+      return;
+    }
+    for (const ListString& item :
+         ReadStringList(*f, "a list of HTTP methods, e.g. [GET, POST]",
+                        "an HTTP method", errors_)) {
+      std::string upper = absl::AsciiStrToUpper(item.text);
+      if (std::find(std::begin(kMethods), std::end(kMethods), upper) ==
+          std::end(kMethods)) {
+        std::string message =
+            absl::StrCat(item.path, ": got ", QuoteForError(item.text),
+                         ", expected an HTTP method (GET, HEAD, POST, PUT, "
+                         "DELETE, OPTIONS, PATCH, CONNECT or TRACE)");
+        if (auto near = NearestWord(upper, kMethods)) {
+          absl::StrAppend(&message, "; did you mean ", ToAbsl(*near), "?");
+        }
+        errors_.Add(item.mark, std::move(message));
+        continue;
+      }
+      // A repeated method changes nothing; keep one.
+      if (std::find(policy.methods.begin(), policy.methods.end(), upper) ==
+          policy.methods.end()) {
+        policy.methods.push_back(std::move(upper));
+      }
+    }
+  }
+
+  void ReadScope(Policy& policy) {
+    const Field* f = fields_.Find("scope");
+    if (f == nullptr) return;  // Default: per client address.
+    std::optional<std::string> scope = ReadString(*f, "ip or user", errors_);
+    if (!scope.has_value()) return;
+    if (*scope == "ip") {
+      policy.scope = Scope::kIp;
+    } else if (*scope == "user") {
+      policy.scope = Scope::kUser;
+    } else {
+      std::string message = absl::StrCat(
+          f->path, ": got ", DescribeValue(f->value), ", expected ip or user");
+      if (auto near = NearestWord(*scope, kScopes)) {
+        absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+      }
+      errors_.Add(f->mark(), std::move(message));
+    }
+  }
+
+  void ReadFlags(Policy& policy) {
+    if (const Field* f = fields_.Find("shadow_mode")) {
+      policy.shadow_mode = ReadBool(*f, errors_).value_or(false);
+    }
+    const Field* f = fields_.Find("share_threshold");
+    if (f == nullptr) return;
+    std::optional<bool> share = ReadBool(*f, errors_);
+    if (!share.has_value()) return;
+    // Only `true` is checked: `false` is the default and means nothing on an
+    // exact pattern, so stating it is harmless.
+    const Field* match = fields_.Find("match");
+    if (*share && match != nullptr && match->value.IsScalar() &&
+        match->value.Scalar().find('*') == std::string::npos) {
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path, ": got true, but match ",
+                               QuoteForError(match->value.Scalar()), " (line ",
+                               match->key.Mark().line + 1,
+                               ") has no '*'; sharing needs a wildcard "
+                               "pattern"));
+      return;
+    }
+    policy.share_threshold = *share;
+  }
+
+  void ReadRate(Policy& policy) {
+    const Field* rate_field = fields_.Find("rate_limit");
+    const Field* unlimited_field = fields_.Find("unlimited");
+    const Field* outer_burst = fields_.Find("burst");
+    bool unlimited = false;
+    if (unlimited_field != nullptr) {
+      std::optional<bool> v = ReadBool(*unlimited_field, errors_);
+      if (!v.has_value()) return;
+      unlimited = *v;
+    }
+    if (unlimited) {
+      if (rate_field != nullptr) {
+        errors_.Add(unlimited_field->mark(),
+                    absl::StrCat(unlimited_field->path,
+                                 ": got true, but rate_limit is also given "
+                                 "(line ",
+                                 rate_field->key.Mark().line + 1,
+                                 "); a policy is either unlimited or has a "
+                                 "rate, not both"));
+      } else if (outer_burst != nullptr) {
+        errors_.Add(outer_burst->key.Mark(),
+                    absl::StrCat(outer_burst->path,
+                                 ": an unlimited policy has no burst; remove "
+                                 "it or replace unlimited with a rate_limit"));
+      }
+      policy.rate = Rate::Unlimited();
+      return;
+    }
+    if (rate_field == nullptr) {
+      if (outer_burst != nullptr) {
+        errors_.Add(outer_burst->key.Mark(),
+                    absl::StrCat(outer_burst->path,
+                                 ": burst needs a rate_limit in the same "
+                                 "policy"));
+      }
+      errors_.Add(node_.Mark(),
+                  absl::StrCat(path_,
+                               ": needs either rate_limit: {unit: ..., "
+                               "requests_per_unit: ...} or unlimited: true"));
+      return;
+    }
+    MapFields rate_map(rate_field->value, rate_field->path, kRateKeys,
+                       /*null_is_empty=*/false, errors_);
+    if (!rate_field->value.IsMap()) return;
+    const Field* unit_field = rate_map.Find("unit");
+    const Field* count_field = rate_map.Find("requests_per_unit");
+    const Field* burst_field = rate_map.Find("burst");
+    if (burst_field != nullptr && outer_burst != nullptr) {
+      errors_.Add(outer_burst->key.Mark(),
+                  absl::StrCat(outer_burst->path,
+                               ": burst is also given in rate_limit (line ",
+                               burst_field->key.Mark().line + 1,
+                               "); keep one of them"));
+      return;
+    }
+    if (burst_field == nullptr) burst_field = outer_burst;
+    auto missing = [&](std::string_view key) {
+      errors_.Add(rate_field->value.Mark(),
+                  absl::StrCat(rate_field->path, ": missing required key \"",
+                               ToAbsl(key), "\""));
+    };
+    std::optional<TimeUnit> unit;
+    if (unit_field == nullptr) {
+      missing("unit");
+    } else if (std::optional<std::string> name = ReadString(
+                   *unit_field, "second, minute, hour or day", errors_)) {
+      unit = ParseTimeUnit(*name);
+      if (!unit.has_value()) {
+        std::string message = absl::StrCat(
+            unit_field->path, ": got ", DescribeValue(unit_field->value),
+            ", expected second, minute, hour or day");
+        if (auto near = NearestWord(*name, kUnits)) {
+          absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+        }
+        errors_.Add(unit_field->mark(), std::move(message));
+      }
+    }
+    const std::string count_expected =
+        absl::StrCat("an integer from 0 to ", Rate::kMaxRequestsPerUnit);
+    std::optional<int64_t> count;
+    if (count_field == nullptr) {
+      missing("requests_per_unit");
+    } else {
+      count = ReadInteger(*count_field, count_expected, errors_);
+    }
+    std::optional<int64_t> burst;
+    if (burst_field != nullptr) {
+      burst = ReadInteger(
+          *burst_field, absl::StrCat("an integer from 1 to ", Rate::kMaxBurst),
+          errors_);
+      if (!burst.has_value()) return;
+    }
+    if (!unit.has_value() || !count.has_value()) return;
+    // Rate::Create words the range errors; check the count alone first so
+    // each error points at the field it is about.
+    absl::StatusOr<Rate> rate = Rate::Create(*count, *unit);
+    if (!rate.ok()) {
+      errors_.Add(count_field->mark(),
+                  absl::StrCat(ToAbsl(ParentPath(*count_field)),
+                               rate.status().message()));
+      return;
+    }
+    if (burst.has_value()) {
+      rate = Rate::Create(*count, *unit, burst);
+      if (!rate.ok()) {
+        errors_.Add(burst_field->mark(),
+                    absl::StrCat(ToAbsl(ParentPath(*burst_field)),
+                                 rate.status().message()));
+        return;
+      }
+    }
+    policy.rate = *rate;
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  ConfigErrors& errors_;
+  MapFields fields_;
+};
+
+}  // namespace
+
+void ReadPolicies(const Field& field, std::vector<Policy>& policies,
+                  ConfigErrors& errors) {
+  std::vector<YAML::Node> items =
+      ReadList(field, "a list of policies (each \"- name: ...\")", errors);
+  // Name -> line of its first definition, for duplicate reports.
+  absl::flat_hash_map<std::string, int> first_line;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Policy policy;
+    PolicyReader reader(items[i], absl::StrCat(field.path, "[", i, "]"),
+                        errors);
+    if (!reader.Read(policy)) continue;
+    if (!policy.name.empty()) {
+      const Field* name = reader.name_field();
+      int line = name->key.Mark().line + 1;
+      auto [it, inserted] = first_line.try_emplace(policy.name, line);
+      if (!inserted) {
+        errors.Add(name->mark(),
+                   absl::StrCat(name->path, ": duplicate policy name ",
+                                QuoteForError(policy.name),
+                                "; the first is at line ", it->second));
+      }
+    }
+    policies.push_back(std::move(policy));
+  }
+}
+
+}  // namespace mxlimit::config_internal
