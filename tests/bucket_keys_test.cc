@@ -1,0 +1,204 @@
+#include "mxlimit/internal/bucket_keys.h"
+
+#include <string>
+
+#include "absl/hash/hash.h"
+#include "absl/hash/hash_testing.h"
+#include "gtest/gtest.h"
+#include "mxlimit/internal/bucket_table.h"
+#include "mxlimit/internal/siphash.h"
+
+namespace mxlimit::internal {
+namespace {
+
+using Kind = UserBucketKey::Kind;
+
+constexpr SipKey kSecret{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+
+IpAddress Addr(std::initializer_list<uint8_t> head) {
+  IpAddress a;
+  size_t i = 0;
+  for (uint8_t b : head) a.bytes[i++] = b;
+  return a;
+}
+
+TEST(IpBucketKeyTest, EqualOnlyWhenAddressPolicyAndRouteAllMatch) {
+  const IpAddress a = Addr({0x20, 0x01, 0x0d, 0xb8});
+  const IpAddress b = Addr({0x20, 0x01, 0x0d, 0xb9});
+  const IpBucketKey k = IpBucketKey::Make(a, 1, 2);
+  EXPECT_EQ(k, IpBucketKey::Make(a, 1, 2));
+  EXPECT_NE(k, IpBucketKey::Make(b, 1, 2));
+  EXPECT_NE(k, IpBucketKey::Make(a, 2, 2));
+  EXPECT_NE(k, IpBucketKey::Make(a, 1, 3));
+  EXPECT_NE(k, IpBucketKey::Make(a, 2, 1));  // Fields do not swap.
+  EXPECT_EQ(k.address, a.bytes);
+}
+
+TEST(IpBucketKeyTest, HashIsConsistentWithEquality) {
+  std::vector<IpBucketKey> keys;
+  for (uint8_t x : {0, 1, 255}) {
+    for (PolicyId p : {0, 1, 0xFFFF}) {
+      for (RouteId r : {RouteId{0}, RouteId{7}, kAnyRouteId}) {
+        IpAddress a = Addr({0x20, 0x01});
+        a.bytes[15] = x;
+        keys.push_back(IpBucketKey::Make(a, p, r));
+      }
+    }
+  }
+  EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(keys));
+}
+
+TEST(UserIdShapeTest, AcceptsMatrixUserIds) {
+  EXPECT_TRUE(IsWellFormedUserId("@alice:example.org"));
+  EXPECT_TRUE(IsWellFormedUserId("@a:b"));
+  EXPECT_TRUE(IsWellFormedUserId("@bob:example.org:8448"));
+  EXPECT_TRUE(IsWellFormedUserId("@carol:[2001:db8::1]:8448"));
+  EXPECT_TRUE(IsWellFormedUserId("@_discord_1234567890:t2bot.io"));
+  EXPECT_TRUE(IsWellFormedUserId("@" + std::string(250, 'x') + ":a.b"));
+}
+
+TEST(UserIdShapeTest, RejectsMalformedIds) {
+  EXPECT_FALSE(IsWellFormedUserId(""));
+  EXPECT_FALSE(IsWellFormedUserId("@"));
+  EXPECT_FALSE(IsWellFormedUserId("alice:example.org"));    // No sigil.
+  EXPECT_FALSE(IsWellFormedUserId("!room:example.org"));    // Wrong sigil.
+  EXPECT_FALSE(IsWellFormedUserId("@alice"));               // No server.
+  EXPECT_FALSE(IsWellFormedUserId("@:example.org"));        // No localpart.
+  EXPECT_FALSE(IsWellFormedUserId("@alice:"));              // Empty server.
+  EXPECT_FALSE(IsWellFormedUserId("@al ice:example.org"));  // Space.
+  EXPECT_FALSE(IsWellFormedUserId(std::string("@al\0ce:x.org", 12)));
+  EXPECT_FALSE(IsWellFormedUserId("@alice:example.org\n"));
+  EXPECT_FALSE(IsWellFormedUserId("@alice\x7f:example.org"));
+  // 256 bytes: one over the spec's limit.
+  EXPECT_FALSE(IsWellFormedUserId("@" + std::string(251, 'x') + ":a.b"));
+}
+
+TEST(UserBucketKeyTest, ShortIdsAreStoredVerbatim) {
+  const UserBucketKey k =
+      UserBucketKey::Make("@alice:example.org", 3, 4, kSecret);
+  EXPECT_EQ(k.kind, Kind::kInline);
+  EXPECT_EQ(k.inline_user_id(), "@alice:example.org");
+  EXPECT_EQ(k.policy, 3);
+  EXPECT_EQ(k.route, 4);
+  // The identity is exact, so the secret plays no part.
+  EXPECT_EQ(k, UserBucketKey::Make("@alice:example.org", 3, 4, SipKey{}));
+  EXPECT_NE(k, UserBucketKey::Make("@alice:example.com", 3, 4, kSecret));
+  EXPECT_NE(k, UserBucketKey::Make("@alice:example.org", 3, 5, kSecret));
+  EXPECT_NE(k, UserBucketKey::Make("@alice:example.org", 2, 4, kSecret));
+}
+
+TEST(UserBucketKeyTest, InlineBoundaryIsFortyBytes) {
+  const std::string id40 = "@" + std::string(34, 'a') + ":x.io";
+  const std::string id41 = "@" + std::string(35, 'a') + ":x.io";
+  ASSERT_EQ(id40.size(), 40u);
+  EXPECT_EQ(UserBucketKey::Make(id40, 0, 0, kSecret).kind, Kind::kInline);
+  EXPECT_EQ(UserBucketKey::Make(id41, 0, 0, kSecret).kind, Kind::kDigest);
+  // A prefix of a stored ID is another user.
+  EXPECT_NE(UserBucketKey::Make(id40, 0, 0, kSecret),
+            UserBucketKey::Make(id40.substr(0, 39), 0, 0, kSecret));
+}
+
+TEST(UserBucketKeyTest, LongIdsAreDistinguishedByKeyedDigest) {
+  const std::string base = "@" + std::string(200, 'b') + ":example.org";
+  std::string other = base;
+  other[100] = 'c';  // Differs in one middle byte.
+  const UserBucketKey a = UserBucketKey::Make(base, 1, 1, kSecret);
+  EXPECT_EQ(a.kind, Kind::kDigest);
+  EXPECT_TRUE(a.inline_user_id().empty());
+  EXPECT_EQ(a, UserBucketKey::Make(base, 1, 1, kSecret));
+  EXPECT_NE(a, UserBucketKey::Make(other, 1, 1, kSecret));
+  EXPECT_NE(a, UserBucketKey::Make(base, 1, 2, kSecret));
+  // Under another secret the digest (hence the key) differs: keys of one
+  // table must all use that table's secret.
+  EXPECT_NE(a, UserBucketKey::Make(base, 1, 1, SipKey{1, 2}));
+  // An inline ID never equals a digest, whatever the bytes.
+  UserBucketKey forged = a;
+  forged.kind = Kind::kInline;
+  EXPECT_NE(a, forged);
+}
+
+TEST(UserBucketKeyTest, MalformedAndOversizedIdsShareOneOverflowKey) {
+  const std::string huge(100'000, '@');
+  const std::string too_long = "@" + std::string(300, 'z') + ":example.org";
+  const UserBucketKey overflow =
+      UserBucketKey::Make("not a user id", 5, 6, kSecret);
+  EXPECT_EQ(overflow.kind, Kind::kOverflow);
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("@alice"),
+        std::string_view("@alice:\x01"), std::string_view(huge),
+        std::string_view(too_long)}) {
+    EXPECT_EQ(UserBucketKey::Make(bad, 5, 6, kSecret), overflow) << bad.size();
+  }
+  // One per policy and route, not one for everything.
+  EXPECT_NE(UserBucketKey::Make("bad", 5, 7, kSecret), overflow);
+  EXPECT_NE(UserBucketKey::Make("bad", 4, 6, kSecret), overflow);
+  // And never equal to a real user's key.
+  EXPECT_NE(UserBucketKey::Make("@a:b", 5, 6, kSecret), overflow);
+}
+
+TEST(UserBucketKeyTest, HashIsConsistentWithEquality) {
+  const std::string long_id = "@" + std::string(100, 'q') + ":example.org";
+  std::vector<UserBucketKey> keys = {
+      UserBucketKey::Make("@alice:example.org", 0, 0, kSecret),
+      UserBucketKey::Make("@alice:example.org", 0, 1, kSecret),
+      UserBucketKey::Make("@bob:example.org", 0, 0, kSecret),
+      UserBucketKey::Make(long_id, 0, 0, kSecret),
+      UserBucketKey::Make(long_id, 1, 0, kSecret),
+      UserBucketKey::Make("garbage", 0, 0, kSecret),
+      UserBucketKey::Make("garbage", 0, kAnyRouteId, kSecret),
+  };
+  EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(keys));
+}
+
+TEST(UserBucketKeyTest, WorksAsTableKeyWithFixedMemory) {
+  BucketTable<UserBucketKey> t(8);
+  const std::string long_id = "@" + std::string(100, 'q') + ":example.org";
+  t.FindOrAdmit(UserBucketKey::Make("@alice:example.org", 0, 0, kSecret))->tat =
+      1;
+  t.FindOrAdmit(UserBucketKey::Make(long_id, 0, 0, kSecret))->tat = 2;
+  t.FindOrAdmit(UserBucketKey::Make("junk", 0, 0, kSecret))->tat = 3;
+  t.FindOrAdmit(UserBucketKey::Make("more junk", 0, 0, kSecret))->tat += 1;
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(
+      t.Peek(UserBucketKey::Make("@alice:example.org", 0, 0, kSecret))->tat, 1);
+  EXPECT_EQ(t.Peek(UserBucketKey::Make(long_id, 0, 0, kSecret))->tat, 2);
+  EXPECT_EQ(t.Peek(UserBucketKey::Make("x", 0, 0, kSecret))->tat, 4);
+}
+
+// Reference vectors of SipHash-2-4-128 (key 00..0f, message 00..len-1),
+// published with the reference implementation.
+TEST(SipHash128Test, MatchesReferenceVectors) {
+  const SipKey key{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
+  std::string msg;
+  for (int i = 0; i < 64; ++i) msg.push_back(static_cast<char>(i));
+  auto hex = [](const SipDigest& d) {
+    static const char* digits = "0123456789abcdef";
+    std::string s;
+    for (uint8_t b : d) {
+      s.push_back(digits[b >> 4]);
+      s.push_back(digits[b & 15]);
+    }
+    return s;
+  };
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 0))),
+            "a3817f04ba25a8e66df67214c7550293");
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 1))),
+            "da87c1d86b99af44347659119b22fc45");
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 7))),
+            "a1f1ebbed8dbc153c0b84aa61ff08239");
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 8))),
+            "3b62a9ba6258f5610f83e264f31497b4");
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 15))),
+            "5493e99933b0a8117e08ec0f97cfc3d9");
+  EXPECT_EQ(hex(SipHash128(key, msg.substr(0, 63))),
+            "5150d1772f50834a503e069a973fbd7c");
+}
+
+TEST(SipHash128Test, RandomKeysDiffer) {
+  const SipKey a = RandomSipKey();
+  const SipKey b = RandomSipKey();
+  EXPECT_FALSE(a.k0 == b.k0 && a.k1 == b.k1);
+}
+
+}  // namespace
+}  // namespace mxlimit::internal
