@@ -73,6 +73,8 @@ constexpr BuiltinRow kBuiltins[] = {
    "mxlimit: as keys-per-user, for raw r0 paths the normalizer does not know"},
   {"keys-per-user-unstable", kUser, "", "/_matrix/client/unstable/keys/*", true, 120, U::kMinute, 120,
    "mxlimit: as keys-per-user, for raw unstable paths"},
+  {"unknown-paths-per-ip", kIp, "", "<fallback>", false, 120, U::kMinute, 60,
+   "mxlimit: paths no Matrix endpoint serves (scanners, probes); one counter per address for all of them"},
   {"catch-all-ip", kIp, "", "*", false, 6000, U::kMinute, 1000,
    "mxlimit: generous per-address, per-route ceiling (shared addresses carry many clients)"},
   {"catch-all-user", kUser, "", "*", false, 1200, U::kMinute, 200,

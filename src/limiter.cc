@@ -36,6 +36,7 @@ GcraResult Evaluate(const Rate& rate, const GcraState* state, MonotonicTime now,
 
 Limiter::Limiter(const TableOptions& tables)
     : tables_(tables),
+      user_key_secret_(internal::RandomSipKey()),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity) {}
 
@@ -97,9 +98,13 @@ absl::Status Limiter::Install(const LimiterConfig& config) {
     tokens[n] = static_cast<uint16_t>(candidate++);
   }
   ip_table_.EraseIf(
-      [&](const internal::IpBucketKey& k) { return !kept[k.policy]; });
+      [&](const internal::IpBucketKey& k, const GcraState&) {
+        return !kept[k.policy];
+      });
   user_table_.EraseIf(
-      [&](const internal::UserBucketKey& k) { return !kept[k.policy()]; });
+      [&](const internal::UserBucketKey& k, const GcraState&) {
+        return !kept[k.policy];
+      });
 
   // Carry over per-policy counters of policies that kept their name.
   std::vector<PolicyCounters> counters(next->size());
@@ -152,7 +157,8 @@ Limiter::Plan Limiter::MakePlan(const Request& request) const {
         plan.user.spec->rate.kind() == Rate::Kind::kLimited;
     if (plan.user.needs_bucket) {
       plan.user_key = internal::UserBucketKey::Make(
-          request.user_id, bucket_token_[r.user], r.user_bucket_route);
+          request.user_id, bucket_token_[r.user], r.user_bucket_route,
+          user_key_secret_);
     }
   }
   return plan;

@@ -38,7 +38,7 @@ TEST(IpBucketKeyTest, HashIsConsistentWithEquality) {
   std::vector<IpBucketKey> keys;
   for (uint8_t x : {0, 1, 255}) {
     for (PolicyId p : {0, 1, 0xFFFF}) {
-      for (RouteId r : {RouteId{0}, RouteId{7}, kAnyRouteId}) {
+      for (RouteId r : {RouteId{0}, RouteId{7}, kSharedBucketRoute}) {
         IpAddress a = Addr({0x20, 0x01});
         a.bytes[15] = x;
         keys.push_back(IpBucketKey::Make(a, p, r));
@@ -145,7 +145,7 @@ TEST(UserBucketKeyTest, HashIsConsistentWithEquality) {
       UserBucketKey::Make(long_id, 0, 0, kSecret),
       UserBucketKey::Make(long_id, 1, 0, kSecret),
       UserBucketKey::Make("garbage", 0, 0, kSecret),
-      UserBucketKey::Make("garbage", 0, kAnyRouteId, kSecret),
+      UserBucketKey::Make("garbage", 0, kSharedBucketRoute, kSecret),
   };
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(keys));
 }

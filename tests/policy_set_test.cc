@@ -382,10 +382,12 @@ TEST(PolicySetBuiltinTest, KeysCapCoversUnknownRawKeysPaths) {
 TEST(PolicySetBuiltinTest, EveryRequestGetsABucketInBothScopes) {
   PolicySet set = MustCompile({}, /*builtins=*/true);
   auto r = set.Resolve("GET", kFallback, "/anything/at/all", true);
-  EXPECT_EQ(NameOf(set, r.ip), "catch-all-ip");
+  // Unknown paths: one exact per-address counter beats the catch-all.
+  EXPECT_EQ(NameOf(set, r.ip), "unknown-paths-per-ip");
   EXPECT_EQ(NameOf(set, r.user), "catch-all-user");
   EXPECT_EQ(r.ip_bucket_route, kFallbackRouteId);
   auto sync = set.Resolve("GET", kSync, "/_matrix/client/v3/sync", true);
+  EXPECT_EQ(NameOf(set, sync.ip), "catch-all-ip");
   EXPECT_EQ(sync.ip_bucket_route, kSync);
   EXPECT_EQ(sync.user_bucket_route, kSync);
 }

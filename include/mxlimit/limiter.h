@@ -154,6 +154,9 @@ class Limiter {
   absl::flat_hash_set<std::string> exempt_users_;
   std::vector<PolicyCounters> policy_counters_;
   uint64_t exempt_requests_ = 0;
+  // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
+  // at random per engine so users cannot aim at each other's buckets.
+  internal::SipKey user_key_secret_;
   internal::BucketTable<internal::IpBucketKey> ip_table_;
   internal::BucketTable<internal::UserBucketKey> user_table_;
 };

@@ -54,11 +54,6 @@
 
 namespace mxlimit {
 
-// Route component of a bucket key for `share_threshold: true` policies: every
-// route under the pattern shares one counter per client. A set refuses route
-// tables large enough to give a real route this id.
-inline constexpr RouteId kSharedBucketRoute = 0xFFFF;
-
 // How a policy's pattern matched a request (for `Explain`).
 enum class MatchForm : uint8_t { kRouteKey, kRawPath, kBoth };
 

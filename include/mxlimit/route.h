@@ -66,6 +66,11 @@ inline constexpr RouteId kFallbackRouteId = 0;
 // The key every unknown target shares.
 inline constexpr std::string_view kFallbackRouteKey = "<fallback>";
 
+// Route component of a bucket key for `share_threshold: true` policies: every
+// route under the pattern shares one counter per client. Never a real route
+// id (a policy set refuses route tables that large).
+inline constexpr RouteId kSharedBucketRoute = 0xFFFF;
+
 struct Route {
   RouteId id = kFallbackRouteId;
   // Points into the normalizer's own storage: valid as long as it lives.

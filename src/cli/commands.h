@@ -34,6 +34,17 @@ inline constexpr int kExitUsage = 2;
 // (arguments, or one `METHOD TARGET` / `TARGET` per stdin line).
 void RegisterNormalize(CLI::App& app, int& exit_code);
 
+// `mxlimit explain [--config F] [--ip ADDR] [--user USER] METHOD TARGET`:
+// the route, matching policies, the chosen one per scope and why, buckets.
+void RegisterExplain(CLI::App& app, int& exit_code);
+
+// `mxlimit check-config F`: validate a policy file; errors as F:LINE:COL.
+void RegisterCheckConfig(CLI::App& app, int& exit_code);
+
+// `mxlimit replay [--config F] [--format …] [--decisions] [--json] FILE|-`:
+// run an access log through a Limiter and report.
+void RegisterReplay(CLI::App& app, int& exit_code);
+
 }  // namespace mxlimit::cli
 
 #endif  // MXLIMIT_CLI_COMMANDS_H_

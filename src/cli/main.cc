@@ -9,6 +9,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = mxlimit::cli::kExitOk;
   mxlimit::cli::RegisterNormalize(app, exit_code);
+  mxlimit::cli::RegisterExplain(app, exit_code);
+  mxlimit::cli::RegisterCheckConfig(app, exit_code);
+  mxlimit::cli::RegisterReplay(app, exit_code);
 
   // CLI11_PARSE returns CLI11's own exit code for a parse error (105, 106,
   // ...). Every usage error must exit 2, --help 0; the subcommand's callback

@@ -15,7 +15,7 @@
 //
 // Route ids: per-route policies pass the normalized route's id; policies that
 // share one budget across all their routes (`share_threshold`) pass
-// `kAnyRouteId`.
+// `kSharedBucketRoute`.
 //
 // User IDs. A well-formed Matrix user ID (`@localpart:server`, see
 // `IsWellFormedUserId`) of at most 40 bytes, which covers nearly every real
@@ -44,7 +44,7 @@
 //   IpBucketKey ip_key = IpBucketKey::Make(MaskAddress(ip, 32, 64), policy,
 //                                          route.id);
 //   UserBucketKey user_key =
-//       UserBucketKey::Make(user_id, policy, kAnyRouteId, secret_);
+//       UserBucketKey::Make(user_id, policy, kSharedBucketRoute, secret_);
 
 #ifndef MXLIMIT_INTERNAL_BUCKET_KEYS_H_
 #define MXLIMIT_INTERNAL_BUCKET_KEYS_H_
@@ -62,10 +62,6 @@
 #include "mxlimit/route.h"
 
 namespace mxlimit::internal {
-
-// Route id for policies whose budget covers all their routes at once.
-// Real route ids are dense from 0, far below this.
-inline constexpr RouteId kAnyRouteId = 0xFFFF;
 
 // -----------------------------------------------------------------------------
 // IpBucketKey

@@ -1,0 +1,242 @@
+// Full Limiter::Check (normalize + resolve + both tables) against the same
+// check over the straightforward tables (std::unordered_map<std::string,
+// std::list<...>::iterator> + std::list, keys built as strings per request).
+//
+// Each client owns exactly one bucket per table (two share_threshold "*"
+// policies), so `keys:N` is the number of live buckets in each table. The
+// request targets are a realistic mix, so normalization and resolution run
+// for real.
+//   BM_Limiter_Check/keys:N         hit path: N clients, capacity N, warm
+//   BM_Limiter_CheckNewKey/keys:N   every request a client not in the table
+//   *_Zipf                          clients drawn Zipf(1.0): real traffic
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mxlimit/limiter.h"
+
+namespace mxlimit {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+const char* const kTargets[] = {
+    "/_matrix/client/v3/sync?since=s72594_4483_1934&timeout=30000",
+    "/_matrix/client/v3/sync?since=s72594_4483_1935&timeout=30000",
+    "/_matrix/client/r0/sync?timeout=30000",
+    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/send/"
+    "m.room.message/m1712345678.1",
+    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/receipt/"
+    "m.read/%24eventid123",
+    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/typing/"
+    "%40alice%3Aexample.org",
+    "/_matrix/client/v3/rooms/!abc%3Aexample.org/state/m.room.member/"
+    "%40alice%3Aexample.org",
+    "/_matrix/client/v3/keys/query",
+    "/_matrix/client/v1/media/download/matrix.org/AbCdEfGh123",
+    "/_matrix/media/v3/thumbnail/matrix.org/XyZ987?width=96&height=96",
+    "/_matrix/federation/v1/send/1712345678901",
+    "/_matrix/client/v3/pushrules/",
+};
+
+LimiterConfig OneBucketPerClient(size_t capacity) {
+  LimiterConfig config;
+  config.builtin_policies = false;
+  config.tables.ip_capacity = capacity;
+  config.tables.user_capacity = capacity;
+  for (Scope scope : {Scope::kIp, Scope::kUser}) {
+    Policy p;
+    p.name = scope == Scope::kIp ? "all-ip" : "all-user";
+    p.match = "*";
+    p.scope = scope;
+    p.share_threshold = true;
+    p.rate = *Rate::Create(1'000'000, TimeUnit::kSecond);
+    config.policies.push_back(p);
+  }
+  return config;
+}
+
+IpAddress ClientAddress(uint64_t i) {
+  IpAddress ip;  // 2001:db8:<i>::1, one /64 per client
+  ip.bytes[0] = 0x20;
+  ip.bytes[1] = 0x01;
+  ip.bytes[2] = 0x0d;
+  ip.bytes[3] = 0xb8;
+  for (int b = 0; b < 4; ++b) ip.bytes[4 + b] = static_cast<uint8_t>(i >> (24 - 8 * b));
+  ip.bytes[15] = 1;
+  return ip;
+}
+
+struct Workload {
+  std::vector<std::string> users;
+  std::vector<Request> requests;
+};
+
+// `clients` distinct clients; `draws` requests whose client is drawn uniformly
+// or Zipf(1.0) (then rank-shuffled so hot clients spread over the table).
+Workload MakeWorkload(size_t clients, size_t draws, bool zipf,
+                      uint64_t first_client = 0) {
+  Workload w;
+  std::mt19937_64 rng(7);
+  std::vector<double> cdf;
+  if (zipf) {
+    cdf.resize(clients);
+    double sum = 0;
+    for (size_t i = 0; i < clients; ++i) cdf[i] = (sum += 1.0 / double(i + 1));
+    for (double& c : cdf) c /= sum;
+  }
+  std::vector<uint64_t> ids(draws);
+  std::uniform_int_distribution<uint64_t> uniform(0, clients - 1);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (auto& id : ids) {
+    if (zipf) {
+      id = std::lower_bound(cdf.begin(), cdf.end(), unit(rng)) - cdf.begin();
+      id = (id * 0x9E3779B97F4A7C15ULL) % clients;  // scatter hot ranks
+    } else {
+      id = uniform(rng);
+    }
+    id += first_client;
+  }
+  w.users.reserve(draws);
+  for (uint64_t id : ids) w.users.push_back("@user" + std::to_string(id) + ":example.org");
+  w.requests.reserve(draws);
+  for (size_t i = 0; i < draws; ++i) {
+    Request r;
+    r.method = "GET";
+    r.target = kTargets[rng() % std::size(kTargets)];
+    r.client = ClientAddress(ids[i]);
+    r.user_id = w.users[i];
+    w.requests.push_back(r);
+  }
+  return w;
+}
+
+// --- The naive baseline: same normalization and resolution, string keys. ---
+class NaiveTable {
+ public:
+  explicit NaiveTable(size_t capacity) : capacity_(capacity) {}
+  GcraState* FindOrAdmit(const std::string& key) {
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      order_.splice(order_.end(), order_, it->second);
+      return &it->second->second;
+    }
+    if (index_.size() == capacity_) {
+      index_.erase(order_.front().first);
+      order_.pop_front();
+    }
+    order_.emplace_back(key, GcraState{});
+    index_.emplace(key, std::prev(order_.end()));
+    return &order_.back().second;
+  }
+
+ private:
+  size_t capacity_;
+  std::list<std::pair<std::string, GcraState>> order_;
+  std::unordered_map<std::string,
+                     std::list<std::pair<std::string, GcraState>>::iterator>
+      index_;
+};
+
+class NaiveLimiter {
+ public:
+  NaiveLimiter(const LimiterConfig& config, const Limiter& reference)
+      : normalizer_(reference.normalizer()),
+        policies_(reference.policies()),
+        ip_(config.tables.ip_capacity),
+        user_(config.tables.user_capacity) {}
+
+  bool Check(const Request& r, MonotonicTime now) {
+    Route route = normalizer_.Normalize(r.method, r.target);
+    PolicySet::Resolution res = policies_.Resolve(
+        r.method, route.id, QueryFreePath(r.target), !r.user_id.empty());
+    std::string ip_key = FormatIpAddress(MaskAddress(r.client, 32, 64)) + "|" +
+                         std::to_string(res.ip) + "|" +
+                         std::to_string(res.ip_bucket_route);
+    std::string user_key = std::string(r.user_id) + "|" +
+                           std::to_string(res.user) + "|" +
+                           std::to_string(res.user_bucket_route);
+    GcraState* a = ip_.FindOrAdmit(ip_key);
+    GcraState* b = user_.FindOrAdmit(user_key);
+    const Rate& ra = policies_.policy(res.ip).rate;
+    const Rate& rb = policies_.policy(res.user).rate;
+    if (!GcraPeek(ra, *a, now).allowed || !GcraPeek(rb, *b, now).allowed) {
+      return false;
+    }
+    GcraCharge(ra, *a, now, 1);
+    GcraCharge(rb, *b, now, 1);
+    return true;
+  }
+
+ private:
+  const RouteNormalizer& normalizer_;
+  const PolicySet& policies_;
+  NaiveTable ip_;
+  NaiveTable user_;
+};
+
+constexpr size_t kDraws = 1 << 16;
+
+template <bool kNaive>
+void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
+  const size_t keys = static_cast<size_t>(state.range(0));
+  LimiterConfig config = OneBucketPerClient(keys);
+  auto limiter = *Limiter::Create(config);
+  NaiveLimiter naive(config, *limiter);
+  // Warm: every client owns its bucket before timing.
+  Workload warm = MakeWorkload(keys, 0, false);
+  for (uint64_t i = 0; i < keys; ++i) {
+    std::string user = "@user" + std::to_string(i) + ":example.org";
+    Request r;
+    r.method = "GET";
+    r.target = kTargets[0];
+    r.client = ClientAddress(i);
+    r.user_id = user;
+    if (kNaive) {
+      naive.Check(r, MonotonicTime::FromNanoseconds(0));
+    } else {
+      limiter->Check(r, MonotonicTime::FromNanoseconds(0));
+    }
+  }
+  // New-key workloads draw from clients the tables have never seen.
+  Workload w = MakeWorkload(new_keys ? 64 * keys : keys, kDraws, zipf,
+                            new_keys ? keys : 0);
+  int64_t now = kSecond;
+  size_t i = 0;
+  for (auto _ : state) {
+    const Request& r = w.requests[i++ & (kDraws - 1)];
+    now += 1000;
+    if constexpr (kNaive) {
+      benchmark::DoNotOptimize(naive.Check(r, MonotonicTime::FromNanoseconds(now)));
+    } else {
+      benchmark::DoNotOptimize(
+          limiter->Check(r, MonotonicTime::FromNanoseconds(now)).allowed);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Limiter_Check(benchmark::State& s) { RunCheck<false>(s, false, false); }
+void BM_LimiterNaive_Check(benchmark::State& s) { RunCheck<true>(s, false, false); }
+void BM_Limiter_Check_Zipf(benchmark::State& s) { RunCheck<false>(s, true, false); }
+void BM_LimiterNaive_Check_Zipf(benchmark::State& s) { RunCheck<true>(s, true, false); }
+void BM_Limiter_CheckNewKey(benchmark::State& s) { RunCheck<false>(s, false, true); }
+void BM_LimiterNaive_CheckNewKey(benchmark::State& s) { RunCheck<true>(s, false, true); }
+
+#define MXLIMIT_KEYS ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->ArgName("keys")
+BENCHMARK(BM_Limiter_Check) MXLIMIT_KEYS;
+BENCHMARK(BM_LimiterNaive_Check) MXLIMIT_KEYS;
+BENCHMARK(BM_Limiter_Check_Zipf) MXLIMIT_KEYS;
+BENCHMARK(BM_LimiterNaive_Check_Zipf) MXLIMIT_KEYS;
+BENCHMARK(BM_Limiter_CheckNewKey) MXLIMIT_KEYS;
+BENCHMARK(BM_LimiterNaive_CheckNewKey) MXLIMIT_KEYS;
+
+}  // namespace
+}  // namespace mxlimit

@@ -1,0 +1,146 @@
+// `mxlimit explain`: show how the limiter treats one request: the route it
+// normalizes to, every policy whose pattern matched and through which form
+// (route key or raw path), the one chosen per scope and why, and the bucket
+// keys a Check would charge.
+//
+//   mxlimit explain [--config F] [--ip ADDR] [--user USER] METHOD TARGET
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "mxlimit/config.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/limiter.h"
+#include "mxlimit/policy_set.h"
+#include "src/cli/commands.h"
+
+namespace mxlimit::cli {
+
+struct ExplainOptions {
+  std::string config_path;
+  std::string ip = "192.0.2.1";
+  std::string user;
+  std::string method;
+  std::string target;
+};
+
+namespace {
+
+using internal::ToAbsl;
+
+std::string Describe(const Policy& p) {
+  return absl::StrCat(p.name, " (", p.rate.ToString(),
+                      p.shadow_mode ? ", shadow" : "",
+                      p.share_threshold ? ", shared" : "",
+                      p.builtin ? ", built-in" : "", ")");
+}
+
+int RunExplain(const ExplainOptions& opts) {
+  LimiterConfig config;
+  if (!opts.config_path.empty()) {
+    absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(opts.config_path);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+      return kExitFinding;
+    }
+    config = *std::move(loaded);
+  }
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
+  if (!limiter.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(limiter.status().message()).c_str());
+    return kExitFinding;
+  }
+  absl::StatusOr<IpAddress> ip = ParseIpAddress(opts.ip);
+  if (!ip.ok()) {
+    std::fprintf(stderr, "--ip: %s\n", std::string(ip.status().message()).c_str());
+    return kExitUsage;
+  }
+  Request request;
+  request.method = opts.method;
+  request.target = opts.target;
+  request.client = *ip;
+  request.user_id = opts.user;
+
+  const Limiter& l = **limiter;
+  const Route route = l.normalizer().Normalize(opts.method, opts.target);
+  const std::string_view path = QueryFreePath(opts.target);
+  std::string out;
+  absl::StrAppend(&out, "request:  ", opts.method, " ", opts.target, "\n");
+  absl::StrAppend(&out, "client:   ", FormatIpAddress(*ip), ", user ",
+                  opts.user.empty() ? "(anonymous)" : opts.user, "\n");
+  absl::StrAppend(&out, "route:    ", ToAbsl(route.key), "  (id ", route.id,
+                  route.known ? ", known" : ", unknown: shared fallback", ")\n");
+  absl::StrAppend(&out, "raw path: ", ToAbsl(path), "\n");
+
+  Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
+  if (peek.exempt) {
+    out += "\nexempt:   yes (flag, exempt network or exempt user): nothing is "
+           "checked or charged\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return kExitOk;
+  }
+
+  const std::vector<PolicyMatch> matches = l.policies().Explain(
+      opts.method, route.id, path, !opts.user.empty());
+  out += "\nmatching policies:\n";
+  if (matches.empty()) out += "  (none)\n";
+  for (const PolicyMatch& m : matches) {
+    const Policy& p = l.policies().policy(m.policy);
+    std::string why;
+    if (m.verdict == MatchVerdict::kChosen ||
+        m.verdict == MatchVerdict::kOutranked) {
+      why = absl::StrCat(" (", ToAbsl(RankReasonName(m.reason)));
+      if (m.versus != kNoPolicy) {
+        absl::StrAppend(&why, m.verdict == MatchVerdict::kChosen ? " over " : ": ",
+                        l.policies().policy(m.versus).name);
+      }
+      why += ")";
+    }
+    absl::StrAppend(&out, absl::StrFormat(
+        "  %-5s %-28s via %-14s %s%s\n",
+        m.scope == Scope::kIp ? "ip" : "user", ToAbsl(p.name),
+        ToAbsl(MatchFormName(m.form)), ToAbsl(MatchVerdictName(m.verdict)),
+        why));
+  }
+
+  out += "\nchosen:\n";
+  const PolicySet::Resolution r =
+      l.policies().Resolve(opts.method, route.id, path, !opts.user.empty());
+  absl::StrAppend(&out, "  ip:   ",
+                  r.ip == kNoPolicy ? "(none)" : Describe(l.policies().policy(r.ip)),
+                  "\n");
+  absl::StrAppend(&out, "  user: ",
+                  r.user == kNoPolicy
+                      ? (opts.user.empty() ? "(none: anonymous request)" : "(none)")
+                      : Describe(l.policies().policy(r.user)),
+                  "\n");
+
+  out += "\nbuckets charged:\n";
+  std::vector<std::string> buckets = l.DescribeBuckets(request);
+  if (buckets.empty()) out += "  (none: no limited policy applies)\n";
+  for (const std::string& b : buckets) absl::StrAppend(&out, "  ", b, "\n");
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterExplain(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<ExplainOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "Show the route, matching policies and buckets of a request");
+  cmd->add_option("--config", opts->config_path, "YAML policy file")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--ip", opts->ip, "Client address")->capture_default_str();
+  cmd->add_option("--user", opts->user, "Matrix user ID (empty: anonymous)");
+  cmd->add_option("method", opts->method, "HTTP method")->required();
+  cmd->add_option("target", opts->target, "Request target (path and query)")
+      ->required();
+  cmd->callback([opts, &exit_code] { exit_code = RunExplain(*opts); });
+}
+
+}  // namespace mxlimit::cli

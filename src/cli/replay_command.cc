@@ -1,0 +1,268 @@
+// `mxlimit replay`: run an access log through a Limiter, with the log's own
+// timestamps as the clock, and report what the limiter would have done.
+//
+//   mxlimit replay [--config F] [--format auto|tsv|synapse|nginx]
+//                  [--decisions] [--json] FILE|-
+//
+// `--decisions` prints exactly one line per input line, in order:
+//   DECISION \t RETRY_AFTER_MS \t POLICY \t ROUTE_KEY
+// DECISION is allow, deny, shadow (allowed, but a shadow-mode policy would
+// have denied; POLICY names it) or invalid (not a request: RETRY_AFTER_MS is
+// 0, POLICY and ROUTE_KEY are "-"). RETRY_AFTER_MS is the wait rounded up to
+// whole milliseconds, 0 when allowed, `never` when the cost can never fit.
+//
+// The clock is the log's arrival times, made monotonic: a line whose arrival
+// is earlier than one already replayed is replayed at the later time. Synapse
+// logs a request when it finishes, so a 30 s long-poll appears after requests
+// that arrived later; replaying it in the past would look like a clock
+// stepping backwards, which the limiter answers by granting nothing.
+//
+// Otherwise a summary (text, or one JSON document with --json). Memory is
+// bounded by the table capacities and fixed-size sketches whatever the input.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/stat.h>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "mxlimit/config.h"
+#include "mxlimit/ip.h"
+#include "mxlimit/limiter.h"
+#include "src/cli/commands.h"
+#include "src/cli/replay_report.h"
+#include "src/replay/line_reader.h"
+#include "src/replay/log_parsers.h"
+
+namespace mxlimit::cli {
+
+struct ReplayOptions {
+  std::string config_path;
+  std::string format = "auto";
+  bool decisions = false;
+  bool json = false;
+  std::string input;
+};
+
+namespace {
+
+// Lines looked at to detect the format.
+constexpr size_t kDetectLines = 100;
+
+struct PendingLine {
+  uint64_t number;
+  bool too_long;
+  std::string text;
+  std::string head;
+};
+
+class Progress {
+ public:
+  Progress(std::FILE* in, bool enabled) {
+    struct stat st;
+    if (enabled && isatty(fileno(stderr)) && fstat(fileno(in), &st) == 0 &&
+        S_ISREG(st.st_mode) && st.st_size > 0) {
+      total_ = static_cast<uint64_t>(st.st_size);
+    }
+  }
+  void Update(uint64_t bytes) {
+    if (total_ == 0) return;
+    const int percent = static_cast<int>(100 * std::min(bytes, total_) / total_);
+    if (percent == last_) return;
+    last_ = percent;
+    std::fprintf(stderr, "\r[%-50s] %3d%%", std::string(percent / 2, '#').c_str(),
+                 percent);
+  }
+  void Done() {
+    if (total_ != 0 && last_ >= 0) std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  uint64_t total_ = 0;
+  int last_ = -1;
+};
+
+// Who a per-IP denial limited: the address as the table keys it, e.g.
+// "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client.
+std::string BucketOwner(const Decision& d, const IpAddress& client,
+                        const TableOptions& tables) {
+  if (d.allowed || d.limited_by != LimitScope::kIp) return {};
+  Cidr net;
+  net.v4 = client.is_v4();
+  net.prefix_len = net.v4 ? tables.ipv4_prefix : tables.ipv6_prefix;
+  net.base = MaskAddress(client, tables.ipv4_prefix, tables.ipv6_prefix);
+  return FormatCidr(net);
+}
+
+std::string RetryMillis(const Decision& d) {
+  if (d.never) return "never";
+  if (d.allowed) return "0";
+  const int64_t ns = d.retry_after.count();
+  return std::to_string(ns / 1'000'000 + (ns % 1'000'000 != 0));
+}
+
+int RunReplay(const ReplayOptions& opts) {
+  LimiterConfig config;
+  if (!opts.config_path.empty()) {
+    absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(opts.config_path);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+      return kExitFinding;
+    }
+    config = *std::move(loaded);
+  }
+  absl::StatusOr<std::unique_ptr<Limiter>> created = Limiter::Create(config);
+  if (!created.ok()) {
+    std::fprintf(stderr, "%s: %s\n",
+                 opts.config_path.empty() ? "built-in policies"
+                                          : opts.config_path.c_str(),
+                 std::string(created.status().message()).c_str());
+    return kExitFinding;
+  }
+  Limiter& limiter = **created;
+
+  std::FILE* in = stdin;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, &std::fclose);
+  if (opts.input != "-") {
+    owned.reset(std::fopen(opts.input.c_str(), "rb"));
+    if (owned == nullptr) {
+      std::fprintf(stderr, "%s: cannot open: %s\n", opts.input.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    in = owned.get();
+  }
+  replay::LineReader reader(in);
+  Progress progress(in, !opts.decisions);
+
+  // Buffer the first lines to detect the format, then replay them first.
+  std::vector<PendingLine> pending;
+  replay::Line line;
+  while (pending.size() < kDetectLines && reader.Next(&line)) {
+    pending.push_back({line.number, line.too_long, std::string(line.text),
+                       std::string(line.head)});
+  }
+  replay::LogFormat format = replay::LogFormat::kTsv;
+  if (opts.format == "auto") {
+    std::vector<std::string_view> views;
+    for (const PendingLine& p : pending) views.push_back(p.text);
+    replay::FormatDetection detected = replay::DetectFormatWithVotes(views);
+    format = detected.format;
+    if (!detected.recognized && !pending.empty()) {
+      std::fprintf(stderr,
+                   "mxlimit replay: no line of the first %zu parses in any "
+                   "format; assuming %s\n",
+                   pending.size(),
+                   std::string(replay::LogFormatName(format)).c_str());
+    }
+  } else {
+    format = *replay::ParseLogFormatName(opts.format);
+  }
+
+  ReplayReport report;
+  std::string out;
+  out.reserve(1 << 20);
+  auto flush = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
+  const auto started = std::chrono::steady_clock::now();
+  uint64_t lines = 0;
+  int64_t clock_ms = std::numeric_limits<int64_t>::min();
+  auto handle = [&](uint64_t number, bool too_long, std::string_view text,
+                    std::string_view head) {
+    ++lines;
+    replay::LogRecord record;
+    replay::ParseResult parsed =
+        too_long ? replay::ParseResult::kTooLong
+                 : replay::ParseLogLine(format, text, &record);
+    absl::StatusOr<IpAddress> client = IpAddress{};
+    if (parsed == replay::ParseResult::kOk) {
+      client = ParseIpAddress(record.client_ip);
+      if (!client.ok()) parsed = replay::ParseResult::kBadClientAddress;
+    }
+    if (parsed != replay::ParseResult::kOk) {
+      report.Invalid(number, replay::ParseResultName(parsed), head);
+      if (opts.decisions) out += "invalid\t0\t-\t-\n";
+    } else {
+      Request request;
+      request.method = record.method;
+      request.target = record.target;
+      request.client = *client;
+      request.user_id = record.user;
+      clock_ms = std::max(clock_ms, record.time_ms);
+      const Decision d =
+          limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
+      report.Record(d, BucketOwner(d, *client, limiter.table_options()),
+                    record.user);
+      if (opts.decisions) {
+        const char* verdict =
+            !d.allowed ? "deny" : d.shadow_denied ? "shadow" : "allow";
+        std::string_view policy =
+            !d.allowed ? d.policy : d.shadow_denied ? d.shadow_policy : "-";
+        out.append(verdict).append("\t").append(RetryMillis(d)).append("\t");
+        out.append(policy.empty() ? "-" : policy).append("\t");
+        out.append(d.route_key).append("\n");
+      }
+    }
+    if (out.size() >= (1 << 20)) flush();
+    if ((lines & 0xFFFF) == 0) progress.Update(reader.bytes_read());
+  };
+  for (const PendingLine& p : pending) handle(p.number, p.too_long, p.text, p.head);
+  pending.clear();
+  while (reader.Next(&line)) handle(line.number, line.too_long, line.text, line.head);
+  progress.Done();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  if (!reader.status().ok()) {
+    flush();
+    std::fprintf(stderr, "%s: read error: %s\n", opts.input.c_str(),
+                 std::string(reader.status().message()).c_str());
+    return kExitFinding;
+  }
+
+  if (!opts.decisions) {
+    ReplayReport::Run run;
+    run.input = opts.input == "-" ? "stdin" : opts.input;
+    run.format = std::string(replay::LogFormatName(format));
+    run.config = opts.config_path.empty() ? "built-in policies"
+                                          : opts.config_path;
+    run.seconds = seconds;
+    run.lines = lines;
+    out += opts.json ? report.Json(run, limiter.Stats())
+                     : report.Text(run, limiter.Stats());
+  }
+  flush();
+  return std::fflush(stdout) == 0 ? kExitOk : kExitFinding;
+}
+
+}  // namespace
+
+void RegisterReplay(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<ReplayOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Replay an access log through the limiter and report");
+  cmd->add_option("--config", opts->config_path, "YAML policy file")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--format", opts->format, "Log format")
+      ->check(CLI::IsMember({"auto", "tsv", "synapse", "nginx"}))
+      ->capture_default_str();
+  cmd->add_flag("--decisions", opts->decisions,
+                "One decision line per input line instead of a summary");
+  cmd->add_flag("--json", opts->json, "Summary as one JSON document");
+  cmd->add_option("input", opts->input, "Log file, or - for stdin")->required();
+  cmd->callback([opts, &exit_code] { exit_code = RunReplay(*opts); });
+}
+
+}  // namespace mxlimit::cli

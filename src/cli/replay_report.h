@@ -1,0 +1,76 @@
+// -----------------------------------------------------------------------------
+// File: cli/replay_report.h
+// -----------------------------------------------------------------------------
+//
+// What `mxlimit replay` prints when `--decisions` is off: totals, per-policy
+// counts, top routes and top limited clients, table sizes and throughput, as
+// aligned text or as one JSON document. Memory is fixed: the top-N lists are
+// Space-Saving sketches, not maps of every route or client.
+
+#ifndef MXLIMIT_CLI_REPLAY_REPORT_H_
+#define MXLIMIT_CLI_REPLAY_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mxlimit/decision.h"
+#include "mxlimit/stats.h"
+#include "src/replay/top_k.h"
+
+namespace mxlimit::cli {
+
+class ReplayReport {
+ public:
+  // How many unparseable lines are quoted with their line numbers.
+  static constexpr size_t kQuotedInvalidLines = 5;
+  // Rows in each top-N table.
+  static constexpr size_t kTopRows = 10;
+
+  ReplayReport();
+
+  // One checked request. `client` names who was limited (the address for
+  // the per-IP scope, the user ID for the per-user scope).
+  void Record(const Decision& decision, std::string_view client_ip,
+              std::string_view user);
+  // One line that is not a request; the first few are quoted.
+  void Invalid(uint64_t line_number, std::string_view reason,
+               std::string_view head);
+
+  struct Run {
+    std::string input;
+    std::string format;
+    std::string config;  // "built-in policies" when no file was given
+    double seconds = 0;
+    uint64_t lines = 0;
+  };
+  std::string Text(const Run& run, const LimiterStats& stats) const;
+  std::string Json(const Run& run, const LimiterStats& stats) const;
+
+  uint64_t requests() const { return requests_; }
+  uint64_t denied() const { return denied_; }
+
+ private:
+  struct InvalidLine {
+    uint64_t number;
+    std::string reason;
+    std::string head;
+  };
+
+  uint64_t requests_ = 0;
+  uint64_t allowed_ = 0;
+  uint64_t denied_ = 0;
+  uint64_t denied_never_ = 0;
+  uint64_t shadow_denied_ = 0;
+  uint64_t exempt_ = 0;
+  uint64_t invalid_ = 0;
+  std::vector<InvalidLine> quoted_invalid_;
+  replay::TopK routes_;
+  replay::TopK denied_routes_;
+  replay::TopK limited_clients_;
+};
+
+}  // namespace mxlimit::cli
+
+#endif  // MXLIMIT_CLI_REPLAY_REPORT_H_
