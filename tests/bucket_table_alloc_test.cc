@@ -13,34 +13,12 @@
 #include "mxlimit/internal/bucket_keys.h"
 #include "mxlimit/internal/bucket_table.h"
 #include "mxlimit/matrix_response.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-// All out of line, so the compiler does not pair an inlined malloc() with an
-// inlined free() and warn about mismatched allocation functions.
-[[gnu::noinline]] void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-[[gnu::noinline]] void* operator new[](std::size_t size) {
-  return operator new(size);
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#include "tests/testing/counting_new.h"
 
 namespace mxlimit::internal {
 namespace {
 
-long Allocations() { return g_allocations.load(std::memory_order_relaxed); }
+long Allocations() { return ::mxlimit::testing::AllocationCount(); }
 
 IpBucketKey IpKey(uint64_t id) {
   IpBucketKey k;
@@ -62,7 +40,7 @@ TEST(BucketTableAllocTest, CountingOperatorNewSeesAllocations) {
 // rehash in place many times over.
 template <typename Key, typename MakeKey>
 void ExpectChurnDoesNotAllocate(size_t capacity, MakeKey make_key) {
-  SCOPED_TRACE(testing::Message() << "capacity " << capacity);
+  SCOPED_TRACE(::testing::Message() << "capacity " << capacity);
   BucketTable<Key> table(capacity);
   std::mt19937_64 rng(capacity);
   const uint64_t universe = 3 * capacity + 2;

@@ -10,34 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "mxlimit/ip.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-// GCC cannot tell that these replace the global operators as a set, and warns
-// that free() meets memory from operator new; here that pairing is the point.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
-  return ::operator new(size, tag);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#include "tests/testing/counting_new.h"
 
 namespace mxlimit {
 namespace {
@@ -61,36 +34,37 @@ constexpr std::string_view kValidNetworks[] = {
 
 TEST(IpAllocationTest, CounterSeesAllocations) {
   // Guards the other tests against a counter that silently counts nothing.
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   void* p = ::operator new(32);
   ::operator delete(p);
-  EXPECT_EQ(g_allocations.load() - before, 1);
-  before = g_allocations.load();
+  EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 1);
+  before = ::mxlimit::testing::AllocationCount();
   absl::StatusOr<IpAddress> bad = ParseIpAddress("300.1.1.1 is not an address");
-  EXPECT_GT(g_allocations.load() - before, 0) << "errors build a message";
+  EXPECT_GT(::mxlimit::testing::AllocationCount() - before, 0)
+      << "errors build a message";
   EXPECT_FALSE(bad.ok());
 }
 
 TEST(IpAllocationTest, ParsingValidAddressesDoesNotAllocate) {
   int ok = 0;
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   for (std::string_view text : kValidForms) {
     absl::StatusOr<IpAddress> ip = ParseIpAddress(text);
     ok += ip.ok();
   }
-  long allocations = g_allocations.load() - before;
+  long allocations = ::mxlimit::testing::AllocationCount() - before;
   EXPECT_EQ(ok, static_cast<int>(std::size(kValidForms)));
   EXPECT_EQ(allocations, 0);
 }
 
 TEST(IpAllocationTest, ParsingValidNetworksDoesNotAllocate) {
   int ok = 0;
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   for (std::string_view text : kValidNetworks) {
     absl::StatusOr<Cidr> net = ParseCidr(text);
     ok += net.ok();
   }
-  long allocations = g_allocations.load() - before;
+  long allocations = ::mxlimit::testing::AllocationCount() - before;
   EXPECT_EQ(ok, static_cast<int>(std::size(kValidNetworks)));
   EXPECT_EQ(allocations, 0);
 }
@@ -99,11 +73,11 @@ TEST(IpAllocationTest, MaskingAndMatchingDoNotAllocate) {
   absl::StatusOr<IpAddress> ip = ParseIpAddress("2001:db8:1:2::3");
   absl::StatusOr<Cidr> net = ParseCidr("2001:db8::/32");
   ASSERT_TRUE(ip.ok() && net.ok());
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   IpAddress masked = MaskAddress(*ip, 24, 64);
   bool inside = net->Contains(masked);
   bool v4 = masked.is_v4();
-  long allocations = g_allocations.load() - before;
+  long allocations = ::mxlimit::testing::AllocationCount() - before;
   EXPECT_TRUE(inside);
   EXPECT_FALSE(v4);
   EXPECT_EQ(allocations, 0);

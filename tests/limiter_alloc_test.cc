@@ -8,19 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
+#include "tests/testing/counting_new.h"
 #include "tests/testing/limiter_fixtures.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace mxlimit {
 namespace {
@@ -55,19 +44,19 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
   users.push_back(std::string(65'536, 'u'));  // absurd user ID
   std::vector<Request> requests;
   for (size_t i = 0; i < 2000; ++i) {
-    requests.push_back(MakeRequest(i % 2 ? "PUT" : "GET",
-                                   targets[i % targets.size()],
-                                   ips[i % ips.size()], users[i % users.size()]));
+    requests.push_back(
+        MakeRequest(i % 2 ? "PUT" : "GET", targets[i % targets.size()],
+                    ips[i % ips.size()], users[i % users.size()]));
   }
 
-  const long before = g_allocations.load();
+  const long before = ::mxlimit::testing::AllocationCount();
   int64_t t = 0;
   for (const Request& r : requests) {
     (*limiter)->Check(r, At(t++));
     (*limiter)->Peek(r, At(t));
     (*limiter)->Charge(r, At(t));
   }
-  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 0);
   EXPECT_EQ((*limiter)->Stats().ip_table.size, 64u);
 }
 

@@ -9,29 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "mxlimit/policy_set.h"
+#include "tests/testing/counting_new.h"
 #include "tests/testing/policy_testing.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-// GCC flags free() in a replaced operator delete as mismatched once it
-// inlines the pair; here new and delete are malloc and free by construction.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (size == 0) size = 1;
-  if (void* p = std::malloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace mxlimit {
 namespace {
@@ -39,10 +18,10 @@ namespace {
 using namespace ::mxlimit::testing;  // NOLINT: TestRoute enumerators.
 
 TEST(PolicySetAllocTest, CounterSeesAllocations) {
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   auto* v = new std::vector<int>(100);
   delete v;
-  EXPECT_GT(g_allocations.load(), before);
+  EXPECT_GT(::mxlimit::testing::AllocationCount(), before);
 }
 
 TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
@@ -98,7 +77,7 @@ TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
   }
 
   int mismatches = 0;
-  const long before = g_allocations.load();
+  const long before = ::mxlimit::testing::AllocationCount();
   for (int i = 0; i < 1000; ++i) {
     size_t k = 0;
     for (const Request& r : requests) {
@@ -108,7 +87,7 @@ TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
       }
     }
   }
-  const long after = g_allocations.load();
+  const long after = ::mxlimit::testing::AllocationCount();
   EXPECT_EQ(after - before, 0);
   EXPECT_EQ(mismatches, 0);
 }

@@ -11,42 +11,18 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "tests/testing/counting_new.h"
 #include "tests/testing/route_test_support.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-
-void* CountedAlloc(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(std::size_t size) { return CountedAlloc(size); }
-void* operator new[](std::size_t size) { return CountedAlloc(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace mxlimit {
 namespace {
 
 TEST(RouteAllocTest, CountingHookSeesAllocations) {
   // The hook is live: otherwise the zero below would prove nothing.
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   auto* probe = new std::vector<int>(100);
   delete probe;
-  EXPECT_GE(g_allocations.load() - before, 2);
+  EXPECT_GE(::mxlimit::testing::AllocationCount() - before, 2);
 }
 
 TEST(RouteAllocTest, NormalizeDoesNotAllocate) {
@@ -77,13 +53,13 @@ TEST(RouteAllocTest, NormalizeDoesNotAllocate) {
   ASSERT_GT(targets.size(), 5000u);
 
   size_t known = 0;
-  long before = g_allocations.load();
+  long before = ::mxlimit::testing::AllocationCount();
   for (const std::string& t : targets) {
     Route r = normalizer.Normalize("PUT", t);
     known += r.known;
     known += normalizer.key(r.id).size() > 0 ? 0 : 1;
   }
-  long after = g_allocations.load();
+  long after = ::mxlimit::testing::AllocationCount();
   EXPECT_EQ(after - before, 0) << "Normalize allocated";
   EXPECT_GT(known, targets.size() / 4);  // the loop did real lookups
 }

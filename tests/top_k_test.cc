@@ -9,24 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-
-// Counts heap allocations so a test can prove `Add` never allocates.
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-// GCC sees malloc/free behind a replaced new/delete pair and warns; the pair
-// is consistent.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "tests/testing/counting_new.h"
 
 namespace mxlimit::replay {
 namespace {
@@ -143,12 +126,12 @@ TEST(TopKTest, MemoryIsFixedAndAddNeverAllocatesWithMillionDistinctItems) {
   const size_t before = top.memory_bytes();
   EXPECT_LT(before, 1000u * 400);  // ~255 B text + ~40 B bookkeeping each
   char item[32];
-  long allocations = g_allocations.load();
+  long allocations = ::mxlimit::testing::AllocationCount();
   for (int i = 0; i < 1000000; ++i) {
     int n = std::snprintf(item, sizeof item, "@user%d:example.org", i);
     top.Add(std::string_view(item, n));
   }
-  EXPECT_EQ(g_allocations.load(), allocations);
+  EXPECT_EQ(::mxlimit::testing::AllocationCount(), allocations);
   EXPECT_EQ(top.memory_bytes(), before);
   EXPECT_EQ(top.size(), 1000u);
   EXPECT_EQ(top.total(), 1000000u);
