@@ -80,9 +80,16 @@ struct Route {
 
 // The path part of a raw request target: everything before the first '?' or
 // '#'. Policies match this "raw query-free path" besides the route key.
+//
+// PERFORMANCE: one plain scan. (libstdc++'s `find_first_of` calls memchr over
+// the set of delimiters once per byte of the target, which cost more than the
+// whole route lookup.)
 constexpr std::string_view QueryFreePath(std::string_view target) {
-  size_t end = target.find_first_of("?#");
-  return end == std::string_view::npos ? target : target.substr(0, end);
+  size_t end = 0;
+  while (end < target.size() && target[end] != '?' && target[end] != '#') {
+    ++end;
+  }
+  return target.substr(0, end);
 }
 
 namespace internal {
