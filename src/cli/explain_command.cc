@@ -153,7 +153,8 @@ void RegisterExplain(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ExplainOptions>();
   CLI::App* cmd = app.add_subcommand(
       "explain", "Show the route, matching policies and buckets of a request");
-  cmd->add_option("--config", opts->config_path, "YAML policy file")
+  cmd->add_option("--config", opts->config_path,
+                  "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--ip", opts->ip, "Client address")->capture_default_str();
   cmd->add_option("--user", opts->user, "Matrix user ID (empty: anonymous)");

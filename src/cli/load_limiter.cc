@@ -30,7 +30,9 @@ void PrintErrors(std::string_view prefix, std::string_view message) {
 std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
                                      LimiterConfig* config) {
   *config = LimiterConfig();
-  const std::string_view name =
+  // A std::string: the conditional makes one anyway, and a view of that
+  // temporary would dangle.
+  const std::string name =
       config_path.empty() ? "built-in policies" : config_path;
   if (!config_path.empty()) {
     absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(config_path);

@@ -192,8 +192,16 @@ int RunReplay(const ReplayOptions& opts) {
       request.client = *client;
       request.user_id = record.user;
       clock_ms = std::max(clock_ms, record.time_ms);
-      const Decision d =
+      Decision d =
           limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
+      if (d.exempt) {
+        // Check skips normalizing exempt requests; the report and the
+        // ROUTE_KEY column still name their route, not <fallback>.
+        const Route route =
+            limiter.normalizer().Normalize(record.method, record.target);
+        d.route_id = route.id;
+        d.route_key = route.key;
+      }
       report.Record(d, BucketOwner(d, *client, limiter.table_options()),
                     record.user);
       if (opts.decisions) {
@@ -248,14 +256,19 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay an access log through the limiter and report");
-  cmd->add_option("--config", opts->config_path, "YAML policy file")
+  cmd->add_option("--config", opts->config_path,
+                  "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--format", opts->format, "Log format")
+  cmd->add_option("--format", opts->format,
+                  "Log format: auto (detect from the first 100 lines), tsv "
+                  "(TIME_MS METHOD TARGET IP USER), synapse (Synapse's access "
+                  "log), nginx (combined)")
       ->check(CLI::IsMember({"auto", "tsv", "synapse", "nginx"}))
       ->capture_default_str();
   CLI::Option* decisions =
       cmd->add_flag("--decisions", opts->decisions,
-                    "One decision line per input line instead of a summary");
+                    "Instead of a summary, one line per input line: "
+                    "DECISION RETRY_AFTER_MS POLICY ROUTE_KEY (tab-separated)");
   cmd->add_flag("--json", opts->json, "Summary as one JSON document")
       ->excludes(decisions);
   cmd->add_option("input", opts->input, "Log file, or - for stdin")->required();
