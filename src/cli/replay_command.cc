@@ -130,6 +130,11 @@ int RunReplay(const ReplayOptions& opts) {
                    std::strerror(errno));
       return kExitUsage;
     }
+    struct stat st;
+    if (fstat(fileno(owned.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "%s: is a directory\n", opts.input.c_str());
+      return kExitUsage;
+    }
     in = owned.get();
   }
   replay::LineReader reader(in);
@@ -230,7 +235,7 @@ int RunReplay(const ReplayOptions& opts) {
           .count();
   if (!reader.status().ok()) {
     flush();
-    std::fprintf(stderr, "%s: read error: %s\n", opts.input.c_str(),
+    std::fprintf(stderr, "%s: %s\n", opts.input.c_str(),
                  std::string(reader.status().message()).c_str());
     return kExitFinding;
   }
