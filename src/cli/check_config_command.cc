@@ -8,9 +8,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "mxlimit/config.h"
 #include "mxlimit/limiter.h"
 #include "src/cli/commands.h"
+#include "src/cli/load_limiter.h"
 
 namespace mxlimit::cli {
 
@@ -21,27 +21,18 @@ struct CheckConfigOptions {
 namespace {
 
 int RunCheckConfig(const CheckConfigOptions& opts) {
-  absl::StatusOr<LimiterConfig> config = LoadConfigFile(opts.path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
-    return kExitFinding;
-  }
-  // The loader checks each field; compiling checks the set as a whole.
-  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(*config);
-  if (!limiter.ok()) {
-    std::fprintf(stderr, "%s: %s\n", opts.path.c_str(),
-                 std::string(limiter.status().message()).c_str());
-    return kExitFinding;
-  }
-  const TableOptions& t = config->tables;
-  const size_t total = (*limiter)->policies().size();
+  LimiterConfig config;
+  const std::unique_ptr<Limiter> limiter = LoadLimiter(opts.path, &config);
+  if (limiter == nullptr) return kExitFinding;
+  const TableOptions& t = config.tables;
+  const size_t total = limiter->policies().size();
   std::string line = absl::StrCat(
-      opts.path, ": OK: ", config->policies.size(), " operator policies, ",
-      "built-ins ", config->builtin_policies ? "on" : "off", " (", total,
+      opts.path, ": OK: ", config.policies.size(), " operator policies, ",
+      "built-ins ", config.builtin_policies ? "on" : "off", " (", total,
       " policies in force); tables ip ", t.ip_capacity, " (IPv4 /",
       t.ipv4_prefix, ", IPv6 /", t.ipv6_prefix, "), user ", t.user_capacity,
-      "; exempt ", config->exempt.ips.size(), " networks, ",
-      config->exempt.users.size(), " users\n");
+      "; exempt ", config.exempt.ips.size(), " networks, ",
+      config.exempt.users.size(), " users\n");
   std::fwrite(line.data(), 1, line.size(), stdout);
   return kExitOk;
 }
@@ -52,7 +43,9 @@ void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CheckConfigOptions>();
   CLI::App* cmd =
       app.add_subcommand("check-config", "Validate a YAML policy file");
-  cmd->add_option("file", opts->path, "YAML policy file")->required();
+  cmd->add_option("file", opts->path, "YAML policy file")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->callback([opts, &exit_code] { exit_code = RunCheckConfig(*opts); });
 }
 

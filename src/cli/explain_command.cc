@@ -12,11 +12,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
 #include "src/cli/commands.h"
+#include "src/cli/load_limiter.h"
+#include "src/replay/text_scan.h"
 
 namespace mxlimit::cli {
 
@@ -33,39 +34,37 @@ namespace {
 using internal::ToAbsl;
 
 std::string Describe(const Policy& p) {
-  return absl::StrCat(p.name, " (", p.rate.ToString(),
-                      p.shadow_mode ? ", shadow" : "",
-                      p.share_threshold ? ", shared" : "",
-                      p.builtin ? ", built-in" : "", ")");
+  return absl::StrCat(
+      p.name, " (", p.rate.ToString(), p.shadow_mode ? ", shadow" : "",
+      p.share_threshold ? ", shared" : "", p.builtin ? ", built-in" : "", ")");
 }
 
 int RunExplain(const ExplainOptions& opts) {
-  LimiterConfig config;
-  if (!opts.config_path.empty()) {
-    absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(opts.config_path);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
-      return kExitFinding;
-    }
-    config = *std::move(loaded);
-  }
-  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
-  if (!limiter.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(limiter.status().message()).c_str());
-    return kExitFinding;
-  }
+  // Usage errors first, before a config error could hide them.
   absl::StatusOr<IpAddress> ip = ParseIpAddress(opts.ip);
   if (!ip.ok()) {
-    std::fprintf(stderr, "--ip: %s\n", std::string(ip.status().message()).c_str());
+    std::fprintf(stderr, "--ip: %s\n",
+                 std::string(ip.status().message()).c_str());
     return kExitUsage;
   }
+  if (!opts.user.empty() && !replay::internal::IsMatrixUserId(opts.user)) {
+    std::fprintf(stderr,
+                 "--user: got \"%s\", expected a Matrix user ID such as "
+                 "@alice:example.org\n",
+                 opts.user.c_str());
+    return kExitUsage;
+  }
+  LimiterConfig config;
+  const std::unique_ptr<Limiter> limiter =
+      LoadLimiter(opts.config_path, &config);
+  if (limiter == nullptr) return kExitFinding;
   Request request;
   request.method = opts.method;
   request.target = opts.target;
   request.client = *ip;
   request.user_id = opts.user;
 
-  const Limiter& l = **limiter;
+  const Limiter& l = *limiter;
   const Route route = l.normalizer().Normalize(opts.method, opts.target);
   const std::string_view path = QueryFreePath(opts.target);
   std::string out;
@@ -73,51 +72,72 @@ int RunExplain(const ExplainOptions& opts) {
   absl::StrAppend(&out, "client:   ", FormatIpAddress(*ip), ", user ",
                   opts.user.empty() ? "(anonymous)" : opts.user, "\n");
   absl::StrAppend(&out, "route:    ", ToAbsl(route.key), "  (id ", route.id,
-                  route.known ? ", known" : ", unknown: shared fallback", ")\n");
+                  route.known ? ", known" : ", unknown: shared fallback",
+                  ")\n");
   absl::StrAppend(&out, "raw path: ", ToAbsl(path), "\n");
 
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
-    out += "\nexempt:   yes (flag, exempt network or exempt user): nothing is "
-           "checked or charged\n";
+    // Name what made it exempt, the way the limiter checks it.
+    std::string why;
+    for (const Cidr& net : config.exempt.ips) {
+      if (net.Contains(*ip)) {
+        why = absl::StrCat("client in exempt network ", FormatCidr(net));
+        break;
+      }
+    }
+    if (why.empty()) why = absl::StrCat("exempt user ", opts.user);
+    absl::StrAppend(&out, "\nexempt:   ", why,
+                    ": nothing is checked or charged\n");
     std::fwrite(out.data(), 1, out.size(), stdout);
     return kExitOk;
   }
 
-  const std::vector<PolicyMatch> matches = l.policies().Explain(
-      opts.method, route.id, path, !opts.user.empty());
+  const std::vector<PolicyMatch> matches =
+      l.policies().Explain(opts.method, route.id, path, !opts.user.empty());
   out += "\nmatching policies:\n";
-  if (matches.empty()) out += "  (none)\n";
+  if (matches.empty()) {
+    out += "  (none)\n";
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("  %-5s %-28s %-22s  %s\n", "scope",
+                                          "policy", "matched via", "verdict"));
+  }
   for (const PolicyMatch& m : matches) {
     const Policy& p = l.policies().policy(m.policy);
-    std::string why;
-    if (m.verdict == MatchVerdict::kChosen ||
-        m.verdict == MatchVerdict::kOutranked) {
-      why = absl::StrCat(" (", ToAbsl(RankReasonName(m.reason)));
+    const std::string_view reason = RankReasonName(m.reason);
+    std::string verdict;
+    if (m.verdict == MatchVerdict::kChosen) {
+      verdict = absl::StrCat("chosen: ", ToAbsl(reason));
       if (m.versus != kNoPolicy) {
-        absl::StrAppend(&why, m.verdict == MatchVerdict::kChosen ? " over " : ": ",
-                        l.policies().policy(m.versus).name);
+        absl::StrAppend(&verdict, " (beats ",
+                        l.policies().policy(m.versus).name, ")");
       }
-      why += ")";
+    } else if (m.verdict == MatchVerdict::kOutranked && m.versus != kNoPolicy) {
+      verdict =
+          absl::StrCat("outranked by ", l.policies().policy(m.versus).name,
+                       ": ", ToAbsl(reason));
+    } else {
+      verdict = std::string(MatchVerdictName(m.verdict));
     }
-    absl::StrAppend(&out, absl::StrFormat(
-        "  %-5s %-28s via %-14s %s%s\n",
-        m.scope == Scope::kIp ? "ip" : "user", ToAbsl(p.name),
-        ToAbsl(MatchFormName(m.form)), ToAbsl(MatchVerdictName(m.verdict)),
-        why));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("  %-5s %-28s %-22s  %s\n",
+                        m.scope == Scope::kIp ? "ip" : "user", ToAbsl(p.name),
+                        ToAbsl(MatchFormName(m.form)), verdict));
   }
 
   out += "\nchosen:\n";
   const PolicySet::Resolution r =
       l.policies().Resolve(opts.method, route.id, path, !opts.user.empty());
-  absl::StrAppend(&out, "  ip:   ",
-                  r.ip == kNoPolicy ? "(none)" : Describe(l.policies().policy(r.ip)),
-                  "\n");
-  absl::StrAppend(&out, "  user: ",
-                  r.user == kNoPolicy
-                      ? (opts.user.empty() ? "(none: anonymous request)" : "(none)")
-                      : Describe(l.policies().policy(r.user)),
-                  "\n");
+  absl::StrAppend(
+      &out, "  ip:   ",
+      r.ip == kNoPolicy ? "(none)" : Describe(l.policies().policy(r.ip)), "\n");
+  absl::StrAppend(
+      &out, "  user: ",
+      r.user == kNoPolicy
+          ? (opts.user.empty() ? "(none: anonymous request)" : "(none)")
+          : Describe(l.policies().policy(r.user)),
+      "\n");
 
   out += "\nbuckets charged:\n";
   std::vector<std::string> buckets = l.DescribeBuckets(request);
@@ -133,7 +153,8 @@ void RegisterExplain(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ExplainOptions>();
   CLI::App* cmd = app.add_subcommand(
       "explain", "Show the route, matching policies and buckets of a request");
-  cmd->add_option("--config", opts->config_path, "YAML policy file")
+  cmd->add_option("--config", opts->config_path,
+                  "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--ip", opts->ip, "Client address")->capture_default_str();
   cmd->add_option("--user", opts->user, "Matrix user ID (empty: anonymous)");

@@ -10,8 +10,11 @@ namespace {
 size_t Utf8Length(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
-                                              : (c >> 3) == 0x1E ? 4 : 0;
+  size_t n = c < 0x80           ? 1
+             : (c >> 5) == 0x6  ? 2
+             : (c >> 4) == 0xE  ? 3
+             : (c >> 3) == 0x1E ? 4
+                                : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((b(i + k) & 0xC0) != 0x80) return 0;

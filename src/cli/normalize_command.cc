@@ -12,11 +12,12 @@
 // print the fallback key without being buffered whole, so memory stays
 // bounded whatever the input.
 //
-// Streaming reads and writes in 1 MiB blocks, not a stream operation per
-// line, so a file normalizes at several million lines per second.
+// Streaming reads with replay's `LineReader` (the same line rules as
+// `mxlimit replay`, with a 1 MiB line cap) and writes in 1 MiB blocks, not a
+// stream operation per line, so a file normalizes at millions of lines per
+// second.
 
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@
 #include "CLI/CLI.hpp"
 #include "mxlimit/route.h"
 #include "src/cli/commands.h"
+#include "src/replay/line_reader.h"
 
 namespace mxlimit::cli {
 
@@ -42,10 +44,10 @@ constexpr size_t kMaxLine = size_t{1} << 20;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
-// The target of one input line (without its '\n'): the second field when
-// there are two or more, else the first. Empty when the line is blank.
+// The target of one input line (without its line ending, which LineReader
+// drops): the second field when there are two or more, else the first.
+// Empty when the line is blank.
 std::string_view TargetOfLine(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   std::string_view fields[2];
   size_t count = 0;
   size_t i = 0;
@@ -91,52 +93,17 @@ class BlockWriter {
 
 int NormalizeStream(const RouteNormalizer& normalizer, std::FILE* in,
                     BlockWriter& writer) {
-  std::vector<char> buffer(kMaxLine + kBlockSize);
-  size_t begin = 0;
-  size_t end = 0;
-  bool skipping_long_line = false;  // inside a line over kMaxLine
-  auto emit = [&](std::string_view line) {
-    writer.Line(normalizer.Normalize("", TargetOfLine(line)).key);
-  };
-  while (true) {
-    // Keep the unfinished line at the front and fill the rest.
-    if (begin > 0) {
-      std::memmove(buffer.data(), buffer.data() + begin, end - begin);
-      end -= begin;
-      begin = 0;
-    }
-    size_t read = std::fread(buffer.data() + end, 1, buffer.size() - end, in);
-    end += read;
-    while (begin < end) {
-      const char* start = buffer.data() + begin;
-      const void* newline = std::memchr(start, '\n', end - begin);
-      if (newline == nullptr) break;
-      size_t length = static_cast<const char*>(newline) - start;
-      if (skipping_long_line) {
-        writer.Line(kFallbackRouteKey);
-        skipping_long_line = false;
-      } else {
-        emit(std::string_view(start, length));
-      }
-      begin += length + 1;
-    }
-    if (end - begin >= kMaxLine) {
-      // No newline within kMaxLine bytes: drop what we have and skip to the
-      // end of this line; it is answered with the fallback key.
-      skipping_long_line = true;
-      begin = end;
-    }
-    if (read == 0) break;
+  replay::LineReader reader(in, kMaxLine, kBlockSize);
+  replay::Line line;
+  while (reader.Next(&line)) {
+    writer.Line(line.too_long
+                    ? kFallbackRouteKey
+                    : normalizer.Normalize("", TargetOfLine(line.text)).key);
   }
-  if (std::ferror(in)) {
-    std::fprintf(stderr, "mxlimit normalize: error reading standard input\n");
+  if (!reader.status().ok()) {
+    std::fprintf(stderr, "mxlimit normalize: standard input: %s\n",
+                 std::string(reader.status().message()).c_str());
     return kExitFinding;
-  }
-  // A last line without '\n' is still a line.
-  if (skipping_long_line) {
-    writer.Line(kFallbackRouteKey);
-  } else if (begin < end) {
-    emit(std::string_view(buffer.data() + begin, end - begin));
   }
   return kExitOk;
 }

@@ -20,26 +20,26 @@
 // Otherwise a summary (text, or one JSON document with --json). Memory is
 // bounded by the table capacities and fixed-size sketches whatever the input.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <sys/stat.h>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "mxlimit/config.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "src/cli/commands.h"
+#include "src/cli/load_limiter.h"
 #include "src/cli/replay_report.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
@@ -77,11 +77,12 @@ class Progress {
   }
   void Update(uint64_t bytes) {
     if (total_ == 0) return;
-    const int percent = static_cast<int>(100 * std::min(bytes, total_) / total_);
+    const int percent =
+        static_cast<int>(100 * std::min(bytes, total_) / total_);
     if (percent == last_) return;
     last_ = percent;
-    std::fprintf(stderr, "\r[%-50s] %3d%%", std::string(percent / 2, '#').c_str(),
-                 percent);
+    std::fprintf(stderr, "\r[%-50s] %3d%%",
+                 std::string(percent / 2, '#').c_str(), percent);
   }
   void Done() {
     if (total_ != 0 && last_ >= 0) std::fprintf(stderr, "\r%60s\r", "");
@@ -92,8 +93,9 @@ class Progress {
   int last_ = -1;
 };
 
-// Who a per-IP denial limited: the address as the table keys it, e.g.
-// "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client.
+// Who a per-IP denial limited: the network the table keys it by, e.g.
+// "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client. A
+// full-length prefix (IPv4 /32 by default) is just the address.
 std::string BucketOwner(const Decision& d, const IpAddress& client,
                         const TableOptions& tables) {
   if (d.allowed || d.limited_by != LimitScope::kIp) return {};
@@ -101,6 +103,7 @@ std::string BucketOwner(const Decision& d, const IpAddress& client,
   net.v4 = client.is_v4();
   net.prefix_len = net.v4 ? tables.ipv4_prefix : tables.ipv6_prefix;
   net.base = MaskAddress(client, tables.ipv4_prefix, tables.ipv6_prefix);
+  if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
   return FormatCidr(net);
 }
 
@@ -113,23 +116,10 @@ std::string RetryMillis(const Decision& d) {
 
 int RunReplay(const ReplayOptions& opts) {
   LimiterConfig config;
-  if (!opts.config_path.empty()) {
-    absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(opts.config_path);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
-      return kExitFinding;
-    }
-    config = *std::move(loaded);
-  }
-  absl::StatusOr<std::unique_ptr<Limiter>> created = Limiter::Create(config);
-  if (!created.ok()) {
-    std::fprintf(stderr, "%s: %s\n",
-                 opts.config_path.empty() ? "built-in policies"
-                                          : opts.config_path.c_str(),
-                 std::string(created.status().message()).c_str());
-    return kExitFinding;
-  }
-  Limiter& limiter = **created;
+  const std::unique_ptr<Limiter> created =
+      LoadLimiter(opts.config_path, &config);
+  if (created == nullptr) return kExitFinding;
+  Limiter& limiter = *created;
 
   std::FILE* in = stdin;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, &std::fclose);
@@ -140,10 +130,16 @@ int RunReplay(const ReplayOptions& opts) {
                    std::strerror(errno));
       return kExitUsage;
     }
+    struct stat st;
+    if (fstat(fileno(owned.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "%s: is a directory\n", opts.input.c_str());
+      return kExitUsage;
+    }
     in = owned.get();
   }
   replay::LineReader reader(in);
-  Progress progress(in, !opts.decisions);
+  // With --decisions on a terminal, the bar would tear the decision lines.
+  Progress progress(in, !(opts.decisions && isatty(fileno(stdout))));
 
   // Buffer the first lines to detect the format, then replay them first.
   std::vector<PendingLine> pending;
@@ -201,15 +197,25 @@ int RunReplay(const ReplayOptions& opts) {
       request.client = *client;
       request.user_id = record.user;
       clock_ms = std::max(clock_ms, record.time_ms);
-      const Decision d =
+      Decision d =
           limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
+      if (d.exempt) {
+        // Check skips normalizing exempt requests; the report and the
+        // ROUTE_KEY column still name their route, not <fallback>.
+        const Route route =
+            limiter.normalizer().Normalize(record.method, record.target);
+        d.route_id = route.id;
+        d.route_key = route.key;
+      }
       report.Record(d, BucketOwner(d, *client, limiter.table_options()),
                     record.user);
       if (opts.decisions) {
-        const char* verdict =
-            !d.allowed ? "deny" : d.shadow_denied ? "shadow" : "allow";
-        std::string_view policy =
-            !d.allowed ? d.policy : d.shadow_denied ? d.shadow_policy : "-";
+        const char* verdict = !d.allowed        ? "deny"
+                              : d.shadow_denied ? "shadow"
+                                                : "allow";
+        std::string_view policy = !d.allowed        ? d.policy
+                                  : d.shadow_denied ? d.shadow_policy
+                                                    : "-";
         out.append(verdict).append("\t").append(RetryMillis(d)).append("\t");
         out.append(policy.empty() ? "-" : policy).append("\t");
         out.append(d.route_key).append("\n");
@@ -218,16 +224,18 @@ int RunReplay(const ReplayOptions& opts) {
     if (out.size() >= (1 << 20)) flush();
     if ((lines & 0xFFFF) == 0) progress.Update(reader.bytes_read());
   };
-  for (const PendingLine& p : pending) handle(p.number, p.too_long, p.text, p.head);
+  for (const PendingLine& p : pending)
+    handle(p.number, p.too_long, p.text, p.head);
   pending.clear();
-  while (reader.Next(&line)) handle(line.number, line.too_long, line.text, line.head);
+  while (reader.Next(&line))
+    handle(line.number, line.too_long, line.text, line.head);
   progress.Done();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   if (!reader.status().ok()) {
     flush();
-    std::fprintf(stderr, "%s: read error: %s\n", opts.input.c_str(),
+    std::fprintf(stderr, "%s: %s\n", opts.input.c_str(),
                  std::string(reader.status().message()).c_str());
     return kExitFinding;
   }
@@ -236,8 +244,8 @@ int RunReplay(const ReplayOptions& opts) {
     ReplayReport::Run run;
     run.input = opts.input == "-" ? "stdin" : opts.input;
     run.format = std::string(replay::LogFormatName(format));
-    run.config = opts.config_path.empty() ? "built-in policies"
-                                          : opts.config_path;
+    run.config =
+        opts.config_path.empty() ? "built-in policies" : opts.config_path;
     run.seconds = seconds;
     run.lines = lines;
     out += opts.json ? report.Json(run, limiter.Stats())
@@ -253,14 +261,21 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay an access log through the limiter and report");
-  cmd->add_option("--config", opts->config_path, "YAML policy file")
+  cmd->add_option("--config", opts->config_path,
+                  "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--format", opts->format, "Log format")
+  cmd->add_option("--format", opts->format,
+                  "Log format: auto (detect from the first 100 lines), tsv "
+                  "(TIME_MS METHOD TARGET IP USER), synapse (Synapse's access "
+                  "log), nginx (combined)")
       ->check(CLI::IsMember({"auto", "tsv", "synapse", "nginx"}))
       ->capture_default_str();
-  cmd->add_flag("--decisions", opts->decisions,
-                "One decision line per input line instead of a summary");
-  cmd->add_flag("--json", opts->json, "Summary as one JSON document");
+  CLI::Option* decisions =
+      cmd->add_flag("--decisions", opts->decisions,
+                    "Instead of a summary, one line per input line: "
+                    "DECISION RETRY_AFTER_MS POLICY ROUTE_KEY (tab-separated)");
+  cmd->add_flag("--json", opts->json, "Summary as one JSON document")
+      ->excludes(decisions);
   cmd->add_option("input", opts->input, "Log file, or - for stdin")->required();
   cmd->callback([opts, &exit_code] { exit_code = RunReplay(*opts); });
 }

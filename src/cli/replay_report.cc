@@ -63,65 +63,78 @@ void ReplayReport::Invalid(uint64_t line_number, std::string_view reason,
   }
 }
 
-std::string ReplayReport::Text(const Run& run, const LimiterStats& stats) const {
+std::string ReplayReport::Text(const Run& run,
+                               const LimiterStats& stats) const {
   std::string out;
-  absl::StrAppend(&out, "mxlimit replay: ", run.input, " (", run.format,
-                  ", ", run.config, ")\n\n");
-  absl::StrAppend(&out, absl::StrFormat(
-      "requests       %10d\n"
-      "allowed        %10d  %s\n"
-      "denied         %10d  %s\n"
-      "shadow-denied  %10d  %s  (allowed; a shadow-mode policy would deny)\n"
-      "exempt         %10d\n"
-      "invalid lines  %10d\n",
-      requests_, allowed_, Percent(allowed_, requests_), denied_,
-      Percent(denied_, requests_), shadow_denied_,
-      Percent(shadow_denied_, requests_), exempt_, invalid_));
+  absl::StrAppend(&out, "mxlimit replay: ", run.input, " (", run.format, ", ",
+                  run.config, ")\n\n");
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("requests       %10d\n"
+                      "allowed        %10d  %s\n"
+                      "denied         %10d  %s\n"
+                      "shadow-denied  %10d  %s  (allowed; a shadow-mode policy "
+                      "would deny)\n"
+                      "exempt         %10d\n"
+                      "invalid lines  %10d\n",
+                      requests_, allowed_, Percent(allowed_, requests_),
+                      denied_, Percent(denied_, requests_), shadow_denied_,
+                      Percent(shadow_denied_, requests_), exempt_, invalid_));
   for (const InvalidLine& l : quoted_invalid_) {
     absl::StrAppend(&out, "  line ", l.number, ": ", l.reason, ": ", l.head,
                     "\n");
   }
 
-  out += "\nper policy                      scope    allowed     denied  shadow\n";
+  out +=
+      "\nper policy                      scope    allowed     denied  shadow\n";
   for (const PolicyStats& p : stats.policies) {
     const PolicyCounters& c = p.counters;
     if (c.allowed + c.denied + c.shadow_denied == 0) continue;
-    absl::StrAppend(&out, absl::StrFormat("  %-30s %-5s %10d %10d %7d\n",
-                                          ToAbsl(p.name),
-                                          p.scope == Scope::kIp ? "ip" : "user",
-                                          c.allowed, c.denied,
-                                          c.shadow_denied));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-30s %-5s %10d %10d %7d\n", ToAbsl(p.name),
+                              p.scope == Scope::kIp ? "ip" : "user", c.allowed,
+                              c.denied, c.shadow_denied));
   }
 
-  out += "\ntop routes                                                  requests\n";
-  for (const replay::TopKEntry& e : routes_.Top(kTopRows)) {
-    absl::StrAppend(&out, absl::StrFormat("  %-58s %9d\n", e.item, e.count));
-  }
-  out += "\ntop denied routes                                           denied\n";
-  for (const replay::TopKEntry& e : denied_routes_.Top(kTopRows)) {
-    absl::StrAppend(&out, absl::StrFormat("  %-58s %9d\n", e.item, e.count));
-  }
-  out += "\ntop limited clients                                         denied\n";
-  for (const replay::TopKEntry& e : limited_clients_.Top(kTopRows)) {
-    absl::StrAppend(&out, absl::StrFormat("  %-58s %9d\n", e.item, e.count));
-  }
+  auto top = [&](const char* title, const char* unit,
+                 const replay::TopK& sketch) {
+    const std::vector<replay::TopKEntry> rows = sketch.Top(kTopRows);
+    size_t width = 58;  // wide enough for most route keys
+    for (const replay::TopKEntry& e : rows)
+      width = std::max(width, e.item.size());
+    absl::StrAppend(&out,
+                    absl::StrFormat("\n%-*s %10s\n", width + 2, title, unit));
+    for (const replay::TopKEntry& e : rows) {
+      // Once the sketch is full a count may overestimate; say by how much.
+      absl::StrAppend(&out,
+                      absl::StrFormat("  %-*s %10d", width, e.item, e.count));
+      if (e.error > 0) absl::StrAppend(&out, "  (up to ", e.error, " fewer)");
+      out += "\n";
+    }
+  };
+  top("top routes", "requests", routes_);
+  top("top denied routes", "denied", denied_routes_);
+  top("top limited clients", "denied", limited_clients_);
 
-  absl::StrAppend(&out, absl::StrFormat(
-      "\ntables         size   capacity  admissions  evictions\n"
-      "  ip    %10d %10d  %10d %10d\n"
-      "  user  %10d %10d  %10d %10d\n",
-      stats.ip_table.size, stats.ip_table.capacity, stats.ip_table.admissions,
-      stats.ip_table.evictions, stats.user_table.size,
-      stats.user_table.capacity, stats.user_table.admissions,
-      stats.user_table.evictions));
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "\ntables         size   capacity  admissions  evictions\n"
+                "  ip    %10d %10d  %10d %10d\n"
+                "  user  %10d %10d  %10d %10d\n",
+                stats.ip_table.size, stats.ip_table.capacity,
+                stats.ip_table.admissions, stats.ip_table.evictions,
+                stats.user_table.size, stats.user_table.capacity,
+                stats.user_table.admissions, stats.user_table.evictions));
   const double rate = run.seconds > 0 ? double(run.lines) / run.seconds : 0;
-  absl::StrAppend(&out, absl::StrFormat(
-      "\nthroughput     %d lines in %.3f s (%.0f lines/s)\n", run.lines,
-      run.seconds, rate));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("\nthroughput     %d lines in %.3f s (%.0f lines/s)\n",
+                      run.lines, run.seconds, rate));
   return out;
 }
 
-std::string ReplayReport::Json(const Run& run, const LimiterStats& stats) const {
+std::string ReplayReport::Json(const Run& run,
+                               const LimiterStats& stats) const {
   JsonWriter w;
   w.BeginObject();
   w.Key("input").String(run.input);

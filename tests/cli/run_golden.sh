@@ -1,11 +1,25 @@
 #!/bin/sh
 # Runs the mxlimit binary and checks its exit code and, optionally, its
-# standard output against a golden file.
+# standard output and standard error against golden files.
 #
-# usage: run_golden.sh MXLIMIT EXPECTED_EXIT INPUT GOLDEN [ARG...]
-#   INPUT   file fed to standard input, or '-' for none (/dev/null)
-#   GOLDEN  expected standard output, or '-' to check the exit code only
+# usage: run_golden.sh [--drop PREFIX] [--stderr EXPECTED]
+#                      MXLIMIT EXPECTED_EXIT INPUT GOLDEN [ARG...]
+#   INPUT     file fed to standard input, or '-' for none (/dev/null)
+#   GOLDEN    expected standard output; '-' not checked; 'empty' must be empty
+#   --drop    drop standard output lines starting with PREFIX before comparing
+#             (for lines that vary from run to run, e.g. "throughput ")
+#   --stderr  expected standard error: a file, 'empty' or 'nonempty'
+#             (default: not checked)
 set -u
+drop=
+stderr_expected=-
+while :; do
+  case $1 in
+    --drop) drop=$2; shift 2 ;;
+    --stderr) stderr_expected=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 bin=$1
 expected_exit=$2
 input=$3
@@ -13,18 +27,54 @@ golden=$4
 shift 4
 
 out=$(mktemp) || exit 1
-trap 'rm -f "$out"' EXIT
+err=$(mktemp) || exit 1
+trap 'rm -f "$out" "$err"' EXIT
 if [ "$input" = - ]; then input=/dev/null; fi
 
-"$bin" "$@" <"$input" >"$out"
+"$bin" "$@" <"$input" >"$out" 2>"$err"
 code=$?
 status=0
 if [ "$code" -ne "$expected_exit" ]; then
   echo "FAIL: exit code $code, expected $expected_exit: mxlimit $*"
+  echo "standard error was:"
+  cat "$err"
   status=1
 fi
-if [ "$golden" != - ] && ! diff -u "$golden" "$out"; then
-  echo "FAIL: standard output differs from $golden"
-  status=1
+if [ -n "$drop" ]; then
+  grep -v "^$drop" "$out" >"$out.kept"
+  mv "$out.kept" "$out"
 fi
+case $golden in
+  -) ;;
+  empty)
+    if [ -s "$out" ]; then
+      echo "FAIL: standard output should be empty, got:"
+      cat "$out"
+      status=1
+    fi ;;
+  *)
+    if ! diff -u "$golden" "$out"; then
+      echo "FAIL: standard output differs from $golden"
+      status=1
+    fi ;;
+esac
+case $stderr_expected in
+  -) ;;
+  empty)
+    if [ -s "$err" ]; then
+      echo "FAIL: standard error should be empty, got:"
+      cat "$err"
+      status=1
+    fi ;;
+  nonempty)
+    if [ ! -s "$err" ]; then
+      echo "FAIL: standard error is empty; expected a message"
+      status=1
+    fi ;;
+  *)
+    if ! diff -u "$stderr_expected" "$err"; then
+      echo "FAIL: standard error differs from $stderr_expected"
+      status=1
+    fi ;;
+esac
 exit $status

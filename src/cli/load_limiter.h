@@ -1,0 +1,35 @@
+// -----------------------------------------------------------------------------
+// File: cli/load_limiter.h
+// -----------------------------------------------------------------------------
+//
+// How every subcommand that takes `--config F` builds its Limiter, so they
+// all report a bad file the same way: every error on stderr, one per line,
+// each starting with the file name (`F:LINE:COL: message` from the loader,
+// `F: message` for the few checks that only the policy set as a whole can
+// make, such as the total number of policies).
+//
+// Example:
+//   LimiterConfig config;
+//   std::unique_ptr<Limiter> limiter = LoadLimiter(opts.config_path, &config);
+//   if (limiter == nullptr) return kExitFinding;
+
+#ifndef MXLIMIT_CLI_LOAD_LIMITER_H_
+#define MXLIMIT_CLI_LOAD_LIMITER_H_
+
+#include <memory>
+#include <string>
+
+#include "mxlimit/limiter.h"
+#include "mxlimit/options.h"
+
+namespace mxlimit::cli {
+
+// Loads `config_path` (empty: the defaults, i.e. the built-in policies) into
+// `*config` and creates a Limiter from it. On failure prints the errors to
+// stderr and returns nullptr.
+std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
+                                     LimiterConfig* config);
+
+}  // namespace mxlimit::cli
+
+#endif  // MXLIMIT_CLI_LOAD_LIMITER_H_
