@@ -19,8 +19,10 @@ GcraResult EvaluateBucket(const Rate& rate, const GcraState* state,
 
 }  // namespace
 
-Limiter::Limiter(const TableOptions& tables)
+Limiter::Limiter(const TableOptions& tables,
+                 std::shared_ptr<const RouteNormalizer> normalizer)
     : tables_(tables),
+      normalizer_(std::move(normalizer)),
       user_key_secret_(internal::RandomSipKey()),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity) {}
@@ -31,9 +33,10 @@ absl::StatusOr<std::unique_ptr<Limiter>> Limiter::Create(
     const LimiterConfig& config) {
   absl::Status tables_ok = ValidateTableOptions(config.tables);
   if (!tables_ok.ok()) return tables_ok;
-  std::unique_ptr<Limiter> limiter(new Limiter(config.tables));
+  std::unique_ptr<Limiter> limiter(
+      new Limiter(config.tables, std::make_shared<const RouteNormalizer>()));
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
-      CompilePolicies(config, limiter->normalizer_);
+      CompilePolicies(config, *limiter->normalizer_);
   if (!compiled.ok()) return compiled.status();
   limiter->Install(*std::move(compiled), config.exempt);
   return limiter;
@@ -58,7 +61,7 @@ absl::Status Limiter::Reload(const LimiterConfig& config) {
   // Everything that can fail happens before anything is replaced, so a
   // rejected config never half-applies.
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
-      CompilePolicies(config, normalizer_);
+      CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
   Install(*std::move(compiled), config.exempt);
   return absl::OkStatus();
@@ -150,9 +153,11 @@ struct Limiter::BucketKeys {
 };
 
 Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
-                                     Evaluation& e) const {
+                                     Evaluation& e, const Route* route) const {
   BucketKeys keys;
-  e.route = normalizer_.Normalize(request.method, request.target);
+  e.route = route != nullptr
+                ? *route
+                : normalizer_->Normalize(request.method, request.target);
   const PolicySet::Resolution r = policies_->Resolve(
       request.method, e.route.id, QueryFreePath(request.target),
       !request.user_id.empty());
@@ -181,14 +186,14 @@ Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
 }
 
 Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
-                                      ScopeMask mask) {
+                                      ScopeMask mask, const Route* route) {
   Evaluation e;
   if (IsExempt(request)) {
     ++exempt_requests_;
     e.exempt = true;
     return e;
   }
-  const BucketKeys keys = Resolve(request, mask, e);
+  const BucketKeys keys = Resolve(request, mask, e, route);
   // Start both tables' memory loads before waiting on either.
   if (keys.has_ip) ip_table_.Prefetch(keys.ip);
   if (keys.has_user) user_table_.Prefetch(keys.user);
@@ -206,13 +211,13 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
 }
 
 Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
-                                     ScopeMask mask) const {
+                                     ScopeMask mask, const Route* route) const {
   Evaluation e;
   if (IsExempt(request)) {
     e.exempt = true;
     return e;
   }
-  const BucketKeys keys = Resolve(request, mask, e);
+  const BucketKeys keys = Resolve(request, mask, e, route);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
     e.ip.verdict = EvaluateBucket(
@@ -351,7 +356,7 @@ std::vector<std::string> Limiter::DescribeBuckets(
   const PolicySet::Resolution& r = keys.resolution;
   auto route_part = [&](RouteId bucket_route) -> std::string {
     if (bucket_route == kSharedBucketRoute) return "* (shared)";
-    return std::string(normalizer_.key(bucket_route));
+    return std::string(normalizer_->key(bucket_route));
   };
   if (keys.has_ip) {
     out.push_back(absl::StrCat(

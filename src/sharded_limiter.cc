@@ -59,13 +59,16 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   std::unique_ptr<ShardedLimiter> limiter(
       new ShardedLimiter(config.tables, shards));
   const TableOptions shard_tables = ShardTables(config.tables, shards);
+  // One normalizer for all shards: it is read-only, and one copy stays in
+  // cache where sixteen would not. It also lets a request normalized by one
+  // shard be resolved by another.
+  limiter->normalizer_ = std::make_shared<const RouteNormalizer>();
   // Not shared with any other thread yet; the locks satisfy the analysis and
   // cost nothing here.
   for (size_t i = 0; i < shards; ++i) {
     Shard& s = limiter->shards_[i];
     internal::MutexLock lock(s.mu);
-    s.engine.reset(new Limiter(shard_tables));
-    if (i == 0) limiter->normalizer_ = &s.engine->normalizer();
+    s.engine.reset(new Limiter(shard_tables, limiter->normalizer_));
   }
   absl::Status installed = limiter->Reload(config);
   if (!installed.ok()) return installed;
@@ -125,8 +128,9 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   const Limiter::Evaluation ip_part =
       a.engine->Evaluate(request, now, Limiter::kIpScope);
   if (ip_part.exempt) return Limiter::ExemptDecision();
+  // The route normalized for the IP scope serves the user scope too.
   const Limiter::Evaluation user_part =
-      b.engine->Evaluate(request, now, Limiter::kUserScope);
+      b.engine->Evaluate(request, now, Limiter::kUserScope, &ip_part.route);
   // Nothing is charged until both scopes have answered.
   Decision d = Limiter::Combine(ip_part, user_part);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -152,7 +156,7 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
       a.engine->Inspect(request, now, Limiter::kIpScope);
   if (ip_part.exempt) return Limiter::ExemptDecision();
   const Limiter::Evaluation user_part =
-      b.engine->Inspect(request, now, Limiter::kUserScope);
+      b.engine->Inspect(request, now, Limiter::kUserScope, &ip_part.route);
   Decision d = Limiter::Combine(ip_part, user_part);
   PinNames(a, b, d);
   return d;

@@ -124,7 +124,7 @@ class Limiter {
   // table walk. Call under the same lock as Check.
   LimiterStats Stats() const;
 
-  const RouteNormalizer& normalizer() const { return normalizer_; }
+  const RouteNormalizer& normalizer() const { return *normalizer_; }
   const PolicySet& policies() const { return *policies_; }
   const TableOptions& table_options() const { return tables_; }
 
@@ -167,19 +167,24 @@ class Limiter {
   // The bucket keys of one request (defined in limiter.cc).
   struct BucketKeys;
 
-  explicit Limiter(const TableOptions& tables);
+  // `normalizer` is read-only, so engines may share one (ShardedLimiter's
+  // shards do).
+  Limiter(const TableOptions& tables,
+          std::shared_ptr<const RouteNormalizer> normalizer);
 
-  // Normalizes and resolves `request`, fills in `e.route` and the policies of
-  // the scopes in `mask`, and returns their bucket keys. Touches no table.
-  BucketKeys Resolve(const Request& request, ScopeMask mask,
-                     Evaluation& e) const;
+  // Normalizes (unless `route` is given: a route the same normalizer already
+  // produced for this request) and resolves `request`, fills in `e.route` and
+  // the policies of the scopes in `mask`, and returns their bucket keys.
+  // Touches no table.
+  BucketKeys Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+                     const Route* route = nullptr) const;
   // Finds or admits the buckets of the scopes in `mask` and evaluates them.
   // Counts and stops at exempt requests.
-  Evaluation Evaluate(const Request& request, MonotonicTime now,
-                      ScopeMask mask);
+  Evaluation Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                      const Route* route = nullptr);
   // The same without admitting a bucket or counting anything (for Peek).
-  Evaluation Inspect(const Request& request, MonotonicTime now,
-                     ScopeMask mask) const;
+  Evaluation Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+                     const Route* route = nullptr) const;
   // The decision from the per-IP scope of `ip_part` and the per-user scope of
   // `user_part` (the same evaluation, for a lone engine).
   static Decision Combine(const Evaluation& ip_part,
@@ -202,7 +207,7 @@ class Limiter {
                const ExemptOptions& exempt);
 
   TableOptions tables_;
-  RouteNormalizer normalizer_;
+  std::shared_ptr<const RouteNormalizer> normalizer_;
   // Immutable; ShardedLimiter shares one set among its shards.
   std::shared_ptr<const PolicySet> policies_;
   // Bucket keys carry a "bucket token" per policy rather than its PolicyId,

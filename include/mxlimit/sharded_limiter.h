@@ -162,9 +162,9 @@ class ShardedLimiter {
   // Fixed at construction: `shards_[i]` never moves, only its contents
   // change under its own lock.
   const std::unique_ptr<Shard[]> shards_;
-  // Shard 0's route normalizer, to compile configs against. Read-only once
-  // built (route.h), so any thread may use it without a lock.
-  const RouteNormalizer* normalizer_ = nullptr;
+  // The route normalizer all shards share. Read-only once built (route.h),
+  // so any thread may use it without a lock.
+  std::shared_ptr<const RouteNormalizer> normalizer_;
 
   // Serializes Reload and Stats, so Stats sums counters of one policy set.
   // Lock order: reload_mu_ before any shard's mu.
