@@ -17,12 +17,17 @@ math(EXPR start "${start} + 7")
 string(SUBSTRING "${section}" ${start} -1 rest)
 string(FIND "${rest}" "```" end)
 string(SUBSTRING "${rest}" 0 ${end} block)
-# CMake lists split on ';', which C++ is full of: protect them first.
+# CMake lists split on ';' and group on '[' ']', which C++ is full of:
+# protect them while splitting into lines.
 string(REPLACE ";" "<SEMI>" block "${block}")
+string(REPLACE "[" "<LBR>" block "${block}")
+string(REPLACE "]" "<RBR>" block "${block}")
 string(REPLACE "\n" ";" lines "${block}")
 set(body "")
 foreach(line IN LISTS lines)
   string(REPLACE "<SEMI>" ";" line "${line}")
+  string(REPLACE "<LBR>" "[" line "${line}")
+  string(REPLACE "<RBR>" "]" line "${line}")
   if(line MATCHES "^#include")
     string(FIND "${example}" "${line}\n" found)
     if(found EQUAL -1)
