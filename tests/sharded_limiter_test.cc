@@ -190,7 +190,8 @@ TEST(ShardedLimiterTest, ManyThreadsOnOneClientGetExactlyTheBurst) {
   auto l = MakeSharded(TwoScopes(50, 1'000'000));
   std::atomic<int> allowed{0};
   RunThreads(8, [&](int t) {
-    const Request req = MakeRequest("GET", kSync, "192.0.2.1", User(t));
+    const std::string user = User(t);  // outlives the request's view of it
+    const Request req = MakeRequest("GET", kSync, "192.0.2.1", user);
     for (int i = 0; i < 200; ++i) allowed += l->Check(req, At(0)).allowed;
   });
   EXPECT_EQ(allowed.load(), 50);
