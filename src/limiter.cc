@@ -8,34 +8,21 @@
 
 namespace mxlimit {
 
-// The bucket one scope would charge for one request.
-struct Limiter::ScopePlan {
-  PolicyId policy = kNoPolicy;
-  const Policy* spec = nullptr;
-  // True for limited rates; unlimited and blocked ones need no state.
-  bool needs_bucket = false;
-};
-
-struct Limiter::Plan {
-  Route route;
-  ScopePlan ip;
-  ScopePlan user;
-  internal::IpBucketKey ip_key;
-  internal::UserBucketKey user_key;
-};
-
 namespace {
 
-GcraResult Evaluate(const Rate& rate, const GcraState* state, MonotonicTime now,
-                    int64_t cost) {
+// What one bucket (null: a fresh one) says about a request; changes nothing.
+GcraResult EvaluateBucket(const Rate& rate, const GcraState* state,
+                          MonotonicTime now, int64_t cost) {
   static constexpr GcraState kFull;
   return GcraPeek(rate, state != nullptr ? *state : kFull, now, cost);
 }
 
 }  // namespace
 
-Limiter::Limiter(const TableOptions& tables)
+Limiter::Limiter(const TableOptions& tables,
+                 std::shared_ptr<const RouteNormalizer> normalizer)
     : tables_(tables),
+      normalizer_(std::move(normalizer)),
       user_key_secret_(internal::RandomSipKey()),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity) {}
@@ -46,33 +33,50 @@ absl::StatusOr<std::unique_ptr<Limiter>> Limiter::Create(
     const LimiterConfig& config) {
   absl::Status tables_ok = ValidateTableOptions(config.tables);
   if (!tables_ok.ok()) return tables_ok;
-  std::unique_ptr<Limiter> limiter(new Limiter(config.tables));
-  absl::Status installed = limiter->Install(config);
-  if (!installed.ok()) return installed;
+  std::unique_ptr<Limiter> limiter(
+      new Limiter(config.tables, std::make_shared<const RouteNormalizer>()));
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *limiter->normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  limiter->Install(*std::move(compiled), config.exempt);
   return limiter;
 }
 
-absl::Status Limiter::Reload(const LimiterConfig& config) {
-  const TableOptions& t = config.tables;
-  if (t.ip_capacity != tables_.ip_capacity ||
-      t.user_capacity != tables_.user_capacity ||
-      t.ipv4_prefix != tables_.ipv4_prefix ||
-      t.ipv6_prefix != tables_.ipv6_prefix) {
+absl::Status Limiter::CheckTablesUnchanged(const TableOptions& current,
+                                           const TableOptions& next) {
+  if (next.ip_capacity != current.ip_capacity ||
+      next.user_capacity != current.user_capacity ||
+      next.ipv4_prefix != current.ipv4_prefix ||
+      next.ipv6_prefix != current.ipv6_prefix) {
     return absl::FailedPreconditionError(
         "tables: capacities and prefixes are fixed at start-up; restart to "
         "change them (the old policies stay in force)");
   }
-  return Install(config);
+  return absl::OkStatus();
 }
 
-absl::Status Limiter::Install(const LimiterConfig& config) {
+absl::Status Limiter::Reload(const LimiterConfig& config) {
+  absl::Status tables_ok = CheckTablesUnchanged(tables_, config.tables);
+  if (!tables_ok.ok()) return tables_ok;
   // Everything that can fail happens before anything is replaced, so a
   // rejected config never half-applies.
-  absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
-      config.policies, config.builtin_policies, normalizer_.keys());
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
-  auto next = std::make_unique<PolicySet>(*std::move(compiled));
+  Install(*std::move(compiled), config.exempt);
+  return absl::OkStatus();
+}
 
+absl::StatusOr<std::shared_ptr<const PolicySet>> Limiter::CompilePolicies(
+    const LimiterConfig& config, const RouteNormalizer& normalizer) {
+  absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
+      config.policies, config.builtin_policies, normalizer.keys());
+  if (!compiled.ok()) return compiled.status();
+  return std::make_shared<const PolicySet>(*std::move(compiled));
+}
+
+void Limiter::Install(std::shared_ptr<const PolicySet> next,
+                      const ExemptOptions& exempt) {
   // A policy keeps its bucket token (and so its buckets) when its name,
   // scope, rate and sharing are unchanged; every other token is free, and
   // the buckets still carrying one are dropped before it is handed out again.
@@ -97,14 +101,12 @@ absl::Status Limiter::Install(const LimiterConfig& config) {
     while (kept[candidate]) ++candidate;
     tokens[n] = static_cast<uint16_t>(candidate++);
   }
-  ip_table_.EraseIf(
-      [&](const internal::IpBucketKey& k, const GcraState&) {
-        return !kept[k.policy];
-      });
-  user_table_.EraseIf(
-      [&](const internal::UserBucketKey& k, const GcraState&) {
-        return !kept[k.policy];
-      });
+  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
+    return !kept[k.policy];
+  });
+  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
+    return !kept[k.policy];
+  });
 
   // Carry over per-policy counters of policies that kept their name.
   std::vector<PolicyCounters> counters(next->size());
@@ -115,14 +117,20 @@ absl::Status Limiter::Install(const LimiterConfig& config) {
     }
   }
 
-  absl::flat_hash_set<std::string> users(config.exempt.users.begin(),
-                                         config.exempt.users.end());
+  absl::flat_hash_set<std::string> users(exempt.users.begin(),
+                                         exempt.users.end());
   policies_ = std::move(next);
   bucket_token_ = std::move(tokens);
   policy_counters_ = std::move(counters);
-  exempt_ips_ = config.exempt.ips;
+  exempt_ips_ = exempt.ips;
   exempt_users_ = std::move(users);
-  return absl::OkStatus();
+}
+
+Decision Limiter::ExemptDecision() {
+  Decision d;
+  d.exempt = true;
+  d.remaining = kUnlimitedRemaining;
+  return d;
 }
 
 bool Limiter::IsExempt(const Request& request) const {
@@ -134,52 +142,108 @@ bool Limiter::IsExempt(const Request& request) const {
          exempt_users_.contains(internal::ToAbsl(request.user_id));
 }
 
-Limiter::Plan Limiter::MakePlan(const Request& request) const {
-  Plan plan;
-  plan.route = normalizer_.Normalize(request.method, request.target);
-  const bool has_user = !request.user_id.empty();
-  PolicySet::Resolution r = policies_->Resolve(
-      request.method, plan.route.id, QueryFreePath(request.target), has_user);
-  if (r.ip != kNoPolicy) {
-    plan.ip.policy = r.ip;
-    plan.ip.spec = &policies_->policy(r.ip);
-    plan.ip.needs_bucket = plan.ip.spec->rate.kind() == Rate::Kind::kLimited;
-    if (plan.ip.needs_bucket) {
-      plan.ip_key = internal::IpBucketKey::Make(
+// The bucket keys of one request; a scope's key is set only when its policy
+// is a limited rate (unlimited and blocked policies need no state).
+struct Limiter::BucketKeys {
+  PolicySet::Resolution resolution;
+  bool has_ip = false;
+  bool has_user = false;
+  internal::IpBucketKey ip;
+  internal::UserBucketKey user;
+};
+
+Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
+                                     Evaluation& e, const Route* route) const {
+  BucketKeys keys;
+  e.route = route != nullptr
+                ? *route
+                : normalizer_->Normalize(request.method, request.target);
+  const PolicySet::Resolution r = policies_->Resolve(
+      request.method, e.route.id, QueryFreePath(request.target),
+      !request.user_id.empty());
+  keys.resolution = r;
+  if ((mask & kIpScope) != 0 && r.ip != kNoPolicy) {
+    e.ip.policy = r.ip;
+    e.ip.spec = &policies_->policy(r.ip);
+    if (e.ip.spec->rate.kind() == Rate::Kind::kLimited) {
+      keys.has_ip = true;
+      keys.ip = internal::IpBucketKey::Make(
           MaskAddress(request.client, tables_.ipv4_prefix, tables_.ipv6_prefix),
           bucket_token_[r.ip], r.ip_bucket_route);
     }
   }
-  if (r.user != kNoPolicy) {
-    plan.user.policy = r.user;
-    plan.user.spec = &policies_->policy(r.user);
-    plan.user.needs_bucket =
-        plan.user.spec->rate.kind() == Rate::Kind::kLimited;
-    if (plan.user.needs_bucket) {
-      plan.user_key = internal::UserBucketKey::Make(
-          request.user_id, bucket_token_[r.user], r.user_bucket_route,
-          user_key_secret_);
+  if ((mask & kUserScope) != 0 && r.user != kNoPolicy) {
+    e.user.policy = r.user;
+    e.user.spec = &policies_->policy(r.user);
+    if (e.user.spec->rate.kind() == Rate::Kind::kLimited) {
+      keys.has_user = true;
+      keys.user =
+          internal::UserBucketKey::Make(request.user_id, bucket_token_[r.user],
+                                        r.user_bucket_route, user_key_secret_);
     }
   }
-  return plan;
+  return keys;
 }
 
-Decision Limiter::Decide(const Request& request, const Plan& plan,
-                         const GcraState* ip_state,
-                         const GcraState* user_state,
-                         MonotonicTime now) const {
-  Decision d;
-  d.route_id = plan.route.id;
-  d.route_key = plan.route.key;
-  d.ip_policy = plan.ip.policy;
-  d.user_policy = plan.user.policy;
-  d.remaining = kUnlimitedRemaining;
+Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
+                                      ScopeMask mask, const Route* route) {
+  Evaluation e;
+  if (IsExempt(request)) {
+    ++exempt_requests_;
+    e.exempt = true;
+    return e;
+  }
+  const BucketKeys keys = Resolve(request, mask, e, route);
+  // Start both tables' memory loads before waiting on either.
+  if (keys.has_ip) ip_table_.Prefetch(keys.ip);
+  if (keys.has_user) user_table_.Prefetch(keys.user);
+  if (keys.has_ip) e.ip.bucket = ip_table_.FindOrAdmit(keys.ip);
+  if (keys.has_user) e.user.bucket = user_table_.FindOrAdmit(keys.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
+  if (e.ip.spec != nullptr) {
+    e.ip.verdict = EvaluateBucket(e.ip.spec->rate, e.ip.bucket, now, cost);
+  }
+  if (e.user.spec != nullptr) {
+    e.user.verdict =
+        EvaluateBucket(e.user.spec->rate, e.user.bucket, now, cost);
+  }
+  return e;
+}
 
-  auto consider = [&](const ScopePlan& scope, const GcraState* state,
-                      LimitScope which) {
+Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
+                                     ScopeMask mask, const Route* route) const {
+  Evaluation e;
+  if (IsExempt(request)) {
+    e.exempt = true;
+    return e;
+  }
+  const BucketKeys keys = Resolve(request, mask, e, route);
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  if (e.ip.spec != nullptr) {
+    e.ip.verdict = EvaluateBucket(
+        e.ip.spec->rate, keys.has_ip ? ip_table_.Peek(keys.ip) : nullptr, now,
+        cost);
+  }
+  if (e.user.spec != nullptr) {
+    e.user.verdict = EvaluateBucket(
+        e.user.spec->rate,
+        keys.has_user ? user_table_.Peek(keys.user) : nullptr, now, cost);
+  }
+  return e;
+}
+
+Decision Limiter::Combine(const Evaluation& ip_part,
+                          const Evaluation& user_part) {
+  Decision d;
+  d.route_id = ip_part.route.id;
+  d.route_key = ip_part.route.key;
+  d.ip_policy = ip_part.ip.policy;
+  d.user_policy = user_part.user.policy;
+  d.remaining = kUnlimitedRemaining;
+
+  auto consider = [&](const ScopeCheck& scope, LimitScope which) {
     if (scope.spec == nullptr) return;
-    GcraResult r = Evaluate(scope.spec->rate, state, now, cost);
+    const GcraResult& r = scope.verdict;
     if (r.allowed) {
       d.remaining = std::min(d.remaining, r.remaining);
       return;
@@ -201,79 +265,62 @@ Decision Limiter::Decide(const Request& request, const Plan& plan,
       d.policy = scope.spec->name;
     }
   };
-  consider(plan.ip, ip_state, LimitScope::kIp);
-  consider(plan.user, user_state, LimitScope::kUser);
+  consider(ip_part.ip, LimitScope::kIp);
+  consider(user_part.user, LimitScope::kUser);
   return d;
 }
 
-Decision Limiter::Check(const Request& request, MonotonicTime now) {
-  if (IsExempt(request)) {
-    ++exempt_requests_;
-    Decision d;
-    d.exempt = true;
-    d.remaining = kUnlimitedRemaining;
-    return d;
-  }
-  const Plan plan = MakePlan(request);
-  // Start both tables' memory loads before waiting on either.
-  if (plan.ip.needs_bucket) ip_table_.Prefetch(plan.ip_key);
-  if (plan.user.needs_bucket) user_table_.Prefetch(plan.user_key);
-  GcraState* ip_state =
-      plan.ip.needs_bucket ? ip_table_.FindOrAdmit(plan.ip_key) : nullptr;
-  GcraState* user_state =
-      plan.user.needs_bucket ? user_table_.FindOrAdmit(plan.user_key) : nullptr;
-
-  Decision d = Decide(request, plan, ip_state, user_state, now);
-  const int64_t cost = std::max<int64_t>(request.cost, 0);
-  auto settle = [&](const ScopePlan& scope, GcraState* state,
-                    LimitScope which) {
-    if (scope.spec == nullptr) return;
-    PolicyCounters& c = policy_counters_[scope.policy];
-    const bool shadow_hit =
-        d.shadow_denied && scope.spec->shadow_mode &&
-        d.shadow_policy.data() == scope.spec->name.data();
-    if (d.allowed) {
-      if (shadow_hit) {
-        ++c.shadow_denied;  // Would have denied: counted, never charged.
-      } else {
-        ++c.allowed;
-        if (state != nullptr) GcraCharge(scope.spec->rate, *state, now, cost);
-      }
-    } else if (d.limited_by == which ||
-               !Evaluate(scope.spec->rate, state, now, cost).allowed) {
-      if (!scope.spec->shadow_mode) ++c.denied;
+void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
+                     MonotonicTime now, int64_t cost) {
+  if (scope.spec == nullptr) return;
+  PolicyCounters& c = policy_counters_[scope.policy];
+  if (scope.verdict.allowed) {
+    if (!d.allowed) return;  // Denied by the other scope: nothing happened.
+    ++c.allowed;
+    if (scope.bucket != nullptr) {
+      GcraCharge(scope.spec->rate, *scope.bucket, now, cost);
     }
-  };
-  settle(plan.ip, ip_state, LimitScope::kIp);
-  settle(plan.user, user_state, LimitScope::kUser);
+  } else if (scope.spec->shadow_mode) {
+    // Would have denied: counted, never charged, and the request's fate is
+    // the other scope's business.
+    if (d.allowed) ++c.shadow_denied;
+  } else {
+    ++c.denied;
+  }
+}
+
+Decision Limiter::Check(const Request& request, MonotonicTime now) {
+  const Evaluation e = Evaluate(request, now, kBothScopes);
+  if (e.exempt) return ExemptDecision();
+  const Decision d = Combine(e, e);
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  Settle(e.ip, d, now, cost);
+  Settle(e.user, d, now, cost);
   return d;
 }
 
 Decision Limiter::Peek(const Request& request, MonotonicTime now) const {
-  if (IsExempt(request)) {
-    Decision d;
-    d.exempt = true;
-    d.remaining = kUnlimitedRemaining;
-    return d;
-  }
-  const Plan plan = MakePlan(request);
-  const GcraState* ip_state =
-      plan.ip.needs_bucket ? ip_table_.Peek(plan.ip_key) : nullptr;
-  const GcraState* user_state =
-      plan.user.needs_bucket ? user_table_.Peek(plan.user_key) : nullptr;
-  return Decide(request, plan, ip_state, user_state, now);
+  const Evaluation e = Inspect(request, now, kBothScopes);
+  if (e.exempt) return ExemptDecision();
+  return Combine(e, e);
 }
 
 void Limiter::Charge(const Request& request, MonotonicTime now) {
+  ChargeScopes(request, now, kBothScopes);
+}
+
+void Limiter::ChargeScopes(const Request& request, MonotonicTime now,
+                           ScopeMask mask) {
   if (IsExempt(request)) return;
-  const Plan plan = MakePlan(request);
-  if (plan.ip.needs_bucket) {
-    GcraCharge(plan.ip.spec->rate, *ip_table_.FindOrAdmit(plan.ip_key), now,
+  Evaluation e;
+  const BucketKeys keys = Resolve(request, mask, e);
+  if (keys.has_ip) {
+    GcraCharge(e.ip.spec->rate, *ip_table_.FindOrAdmit(keys.ip), now,
                request.cost);
   }
-  if (plan.user.needs_bucket) {
-    GcraCharge(plan.user.spec->rate, *user_table_.FindOrAdmit(plan.user_key),
-               now, request.cost);
+  if (keys.has_user) {
+    GcraCharge(e.user.spec->rate, *user_table_.FindOrAdmit(keys.user), now,
+               request.cost);
   }
 }
 
@@ -304,26 +351,25 @@ std::vector<std::string> Limiter::DescribeBuckets(
     const Request& request) const {
   std::vector<std::string> out;
   if (IsExempt(request)) return out;
-  const Plan plan = MakePlan(request);
+  Evaluation e;
+  const BucketKeys keys = Resolve(request, kBothScopes, e);
+  const PolicySet::Resolution& r = keys.resolution;
   auto route_part = [&](RouteId bucket_route) -> std::string {
     if (bucket_route == kSharedBucketRoute) return "* (shared)";
-    return std::string(normalizer_.key(bucket_route));
+    return std::string(normalizer_->key(bucket_route));
   };
-  const PolicySet::Resolution r =
-      policies_->Resolve(request.method, plan.route.id,
-                         QueryFreePath(request.target), !request.user_id.empty());
-  if (plan.ip.needs_bucket) {
+  if (keys.has_ip) {
     out.push_back(absl::StrCat(
         "ip ",
         FormatIpAddress(MaskAddress(request.client, tables_.ipv4_prefix,
                                     tables_.ipv6_prefix)),
-        " | policy ", plan.ip.spec->name, " | route ",
+        " | policy ", e.ip.spec->name, " | route ",
         route_part(r.ip_bucket_route)));
   }
-  if (plan.user.needs_bucket) {
-    out.push_back(absl::StrCat(
-        "user ", internal::ToAbsl(request.user_id), " | policy ",
-        plan.user.spec->name, " | route ", route_part(r.user_bucket_route)));
+  if (keys.has_user) {
+    out.push_back(absl::StrCat("user ", internal::ToAbsl(request.user_id),
+                               " | policy ", e.user.spec->name, " | route ",
+                               route_part(r.user_bucket_route)));
   }
   return out;
 }

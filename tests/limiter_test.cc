@@ -271,6 +271,26 @@ TEST(LimiterTest, ShadowPolicyCountsButNeverDenies) {
   EXPECT_EQ(stats.policies[0].counters.shadow_denied, 3u);
 }
 
+TEST(LimiterTest, ShadowPoliciesInBothScopesAreEachCountedAsShadowDenied) {
+  LimiterConfig config = OperatorOnly();
+  Policy ip = MakePolicy("ip-shadow", "*", Scope::kIp, 1, TimeUnit::kHour);
+  Policy user =
+      MakePolicy("user-shadow", "*", Scope::kUser, 1, TimeUnit::kHour);
+  ip.shadow_mode = true;
+  user.shadow_mode = true;
+  config.policies = {ip, user};
+  auto limiter = MakeLimiter(config);
+  Request req = MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.3",
+                            "@carol:x.org");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter->Check(req, At(0)).allowed);
+  LimiterStats stats = limiter->Stats();
+  ASSERT_EQ(stats.policies.size(), 2u);
+  for (const PolicyStats& p : stats.policies) {
+    EXPECT_EQ(p.counters.allowed, 1u) << p.name;
+    EXPECT_EQ(p.counters.shadow_denied, 2u) << p.name;
+  }
+}
+
 TEST(LimiterTest, ExemptRequestsAreNeitherCheckedNorCharged) {
   LimiterConfig config = OperatorOnly();
   config.policies.push_back(MakePolicy("all-ip", "*", Scope::kIp, 1,

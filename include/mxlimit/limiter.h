@@ -13,8 +13,9 @@
 // request denied in one table consumes nothing in the other.
 //
 // Thread safety: none. The core is single-threaded by contract: call every
-// method under the embedder's lock (or use one Limiter per shard). Nothing on
-// the `Check` path allocates or reads a clock.
+// method under the embedder's lock, or use `ShardedLimiter`
+// (sharded_limiter.h), which does the locking over several engines. Nothing
+// on the `Check` path allocates or reads a clock.
 //
 // Example:
 //   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> limiter =
@@ -42,6 +43,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/options.h"
 #include "mxlimit/policy_set.h"
+#include "mxlimit/rate.h"
 #include "mxlimit/route.h"
 #include "mxlimit/stats.h"
 #include "mxlimit/time.h"
@@ -122,7 +124,7 @@ class Limiter {
   // table walk. Call under the same lock as Check.
   LimiterStats Stats() const;
 
-  const RouteNormalizer& normalizer() const { return normalizer_; }
+  const RouteNormalizer& normalizer() const { return *normalizer_; }
   const PolicySet& policies() const { return *policies_; }
   const TableOptions& table_options() const { return tables_; }
 
@@ -131,21 +133,83 @@ class Limiter {
   std::vector<std::string> DescribeBuckets(const Request& request) const;
 
  private:
-  // A scope's resolved bucket for one request.
-  struct ScopePlan;
-  struct Plan;
+  // ShardedLimiter drives one request through two engines (the shard that
+  // owns the client's address and the shard that owns the user) with the
+  // seam below; nothing else may.
+  friend class ShardedLimiter;
 
-  explicit Limiter(const TableOptions& tables);
-  absl::Status Install(const LimiterConfig& config);
+  // Which scopes of a request one engine evaluates: a lone Limiter does both;
+  // a ShardedLimiter may ask one shard for the per-IP scope and another for
+  // the per-user scope.
+  enum ScopeMask : uint8_t { kIpScope = 1, kUserScope = 2, kBothScopes = 3 };
+
+  // One scope's part of a request: the policy that applies, its bucket, and
+  // what that bucket alone answers.
+  struct ScopeCheck {
+    PolicyId policy = kNoPolicy;
+    // Null when no policy applies in the scope.
+    const Policy* spec = nullptr;
+    // Null for unlimited and blocked policies (no state), and in `Inspect`.
+    GcraState* bucket = nullptr;
+    GcraResult verdict;
+  };
+
+  // A request resolved and evaluated, nothing charged yet. `Check` is
+  // Evaluate, then Combine, then Settle each scope: charges happen only once
+  // both scopes have answered, which is what makes a check all-or-nothing.
+  struct Evaluation {
+    bool exempt = false;
+    Route route;
+    ScopeCheck ip;
+    ScopeCheck user;
+  };
+
+  // The bucket keys of one request (defined in limiter.cc).
+  struct BucketKeys;
+
+  // `normalizer` is read-only, so engines may share one (ShardedLimiter's
+  // shards do).
+  Limiter(const TableOptions& tables,
+          std::shared_ptr<const RouteNormalizer> normalizer);
+
+  // Normalizes (unless `route` is given: a route the same normalizer already
+  // produced for this request) and resolves `request`, fills in `e.route` and
+  // the policies of the scopes in `mask`, and returns their bucket keys.
+  // Touches no table.
+  BucketKeys Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+                     const Route* route = nullptr) const;
+  // Finds or admits the buckets of the scopes in `mask` and evaluates them.
+  // Counts and stops at exempt requests.
+  Evaluation Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                      const Route* route = nullptr);
+  // The same without admitting a bucket or counting anything (for Peek).
+  Evaluation Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+                     const Route* route = nullptr) const;
+  // The decision from the per-IP scope of `ip_part` and the per-user scope of
+  // `user_part` (the same evaluation, for a lone engine).
+  static Decision Combine(const Evaluation& ip_part,
+                          const Evaluation& user_part);
+  // Counts one scope of a decided request and, when `d` allows it, charges
+  // its bucket.
+  void Settle(const ScopeCheck& scope, const Decision& d, MonotonicTime now,
+              int64_t cost);
+  void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
   bool IsExempt(const Request& request) const;
-  Plan MakePlan(const Request& request) const;
-  Decision Decide(const Request& request, const Plan& plan,
-                  const GcraState* ip_state, const GcraState* user_state,
-                  MonotonicTime now) const;
+  static Decision ExemptDecision();
+
+  // Reload in two steps, so that a ShardedLimiter compiles a config once and
+  // installs the result in every shard. Only the first step can fail.
+  static absl::Status CheckTablesUnchanged(const TableOptions& current,
+                                           const TableOptions& next);
+  static absl::StatusOr<std::shared_ptr<const PolicySet>> CompilePolicies(
+      const LimiterConfig& config, const RouteNormalizer& normalizer);
+  void Install(std::shared_ptr<const PolicySet> next,
+               const ExemptOptions& exempt);
 
   TableOptions tables_;
-  RouteNormalizer normalizer_;
-  std::unique_ptr<PolicySet> policies_;
+  std::shared_ptr<const RouteNormalizer> normalizer_;
+  // Immutable; ShardedLimiter shares one set among its shards.
+  std::shared_ptr<const PolicySet> policies_;
   // Bucket keys carry a "bucket token" per policy rather than its PolicyId,
   // so that a reload which keeps a policy unchanged keeps its buckets even if
   // the policy's position in the set moved. Indexed by PolicyId.

@@ -1,0 +1,233 @@
+// http_gateway: mxlimit in front of a stub Matrix homeserver, over HTTP.
+//
+// A small cpp-httplib server bound to 127.0.0.1 that does, per request, what a
+// homeserver embedding mxlimit does: find the client address (the socket
+// peer, or X-Forwarded-For when the peer is a trusted proxy), authenticate the
+// user from `Authorization: Bearer`, ask a ShardedLimiter, and either answer
+// 429 M_LIMIT_EXCEEDED with `Retry-After` or pass the request on to the
+// (stub) Matrix handler, which answers 200 `{}`.
+//
+//   http_gateway [--port N] [--config FILE] [--token TOKEN=@user:server]...
+//                [--trusted-proxy CIDR]... [--shards N]
+//
+//   --port 0 binds an ephemeral port. Either way the bound port is printed on
+//   stdout as "port=N" once the server accepts connections.
+//
+// GET /_mxlimit/metrics serves the limiter's counters in Prometheus format
+// (not rate limited: it is the operator's endpoint, not a Matrix one).
+#include <httplib.h>
+
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "mxlimit/config.h"
+#include "mxlimit/matrix_response.h"
+#include "mxlimit/sharded_limiter.h"
+#include "mxlimit/stats.h"
+
+namespace {
+
+struct Options {
+  int port = 8008;
+  std::string config_path;
+  // Access token -> Matrix user ID. A real server looks tokens up in its
+  // database; the map stands in for it.
+  absl::flat_hash_map<std::string, std::string> tokens;
+  // Peers whose X-Forwarded-For is believed.
+  std::vector<mxlimit::Cidr> trusted_proxies;
+  size_t shards = 0;
+};
+
+constexpr std::string_view kUsage =
+    "usage: http_gateway [--port N] [--config FILE] "
+    "[--token TOKEN=@user:server]... [--trusted-proxy CIDR]... [--shards N]\n";
+
+bool ParseNumber(std::string_view text, size_t max, size_t& out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && out <= max;
+}
+
+// Returns an error message, or "" when the arguments are fine.
+std::string ParseArgs(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (i + 1 >= argc) return std::string(flag) + ": missing value";
+    const std::string_view value = argv[++i];
+    size_t n = 0;
+    if (flag == "--port") {
+      if (!ParseNumber(value, 65535, n)) return "--port: expected 0 to 65535";
+      o.port = static_cast<int>(n);
+    } else if (flag == "--config") {
+      o.config_path = std::string(value);
+    } else if (flag == "--token") {
+      const size_t eq = value.find('=');
+      if (eq == 0 || eq == std::string_view::npos) {
+        return "--token: expected TOKEN=@user:server";
+      }
+      o.tokens[std::string(value.substr(0, eq))] =
+          std::string(value.substr(eq + 1));
+    } else if (flag == "--trusted-proxy") {
+      absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr(value);
+      if (!net.ok()) return "--trusted-proxy: " + net.status().ToString();
+      o.trusted_proxies.push_back(*net);
+    } else if (flag == "--shards") {
+      if (!ParseNumber(value, mxlimit::ShardedLimiter::kMaxShards, n)) {
+        return "--shards: expected a number";
+      }
+      o.shards = n;
+    } else {
+      return "unknown flag " + std::string(flag);
+    }
+  }
+  return "";
+}
+
+bool Trusted(const Options& o, const mxlimit::IpAddress& ip) {
+  for (const mxlimit::Cidr& net : o.trusted_proxies) {
+    if (net.Contains(ip)) return true;
+  }
+  return false;
+}
+
+// The client address. X-Forwarded-For is only believed from a trusted peer,
+// and then read from the right: each trusted proxy appends the address it
+// saw, so the first entry from the right that is not a trusted proxy is the
+// client. Entries further left were written by the client itself and prove
+// nothing. An unparsable entry stops the walk at the last address known good.
+bool ClientAddress(const Options& o, const httplib::Request& req,
+                   mxlimit::IpAddress& out) {
+  absl::StatusOr<mxlimit::IpAddress> peer =
+      mxlimit::ParseIpAddress(req.remote_addr);
+  if (!peer.ok()) return false;
+  out = *peer;
+  if (!Trusted(o, out) || !req.has_header("X-Forwarded-For")) return true;
+  // Every X-Forwarded-For header, in order, is one comma-separated list.
+  std::string chain;
+  for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
+    if (!chain.empty()) chain += ',';
+    chain += req.get_header_value("X-Forwarded-For", i);
+  }
+  std::string_view rest = chain;
+  while (!rest.empty()) {
+    const size_t comma = rest.rfind(',');
+    std::string_view entry =
+        comma == std::string_view::npos ? rest : rest.substr(comma + 1);
+    rest = comma == std::string_view::npos ? "" : rest.substr(0, comma);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    absl::StatusOr<mxlimit::IpAddress> hop = mxlimit::ParseIpAddress(entry);
+    if (!hop.ok()) break;
+    out = *hop;
+    if (!Trusted(o, out)) break;
+  }
+  return true;
+}
+
+void JsonError(httplib::Response& res, int status, std::string_view errcode,
+               std::string_view error) {
+  res.status = status;
+  res.set_content(std::string(R"({"errcode":")") + std::string(errcode) +
+                      R"(","error":")" + std::string(error) + R"("})",
+                  "application/json");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (std::string error = ParseArgs(argc, argv, options); !error.empty()) {
+    std::fprintf(stderr, "http_gateway: %s\n%s", error.c_str(), kUsage.data());
+    return 2;
+  }
+  mxlimit::LimiterConfig config;
+  if (!options.config_path.empty()) {
+    absl::StatusOr<mxlimit::LimiterConfig> loaded =
+        mxlimit::LoadConfigFile(options.config_path);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "http_gateway: %s\n",
+                   std::string(loaded.status().message()).c_str());
+      return 1;
+    }
+    config = *std::move(loaded);
+  }
+  absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> created =
+      mxlimit::ShardedLimiter::Create(config, options.shards);
+  if (!created.ok()) {
+    std::fprintf(stderr, "http_gateway: %s\n",
+                 created.status().ToString().c_str());
+    return 1;
+  }
+  // Shared by every server thread: ShardedLimiter does its own locking.
+  mxlimit::ShardedLimiter& limiter = **created;
+
+  httplib::Server server;
+  server.Get("/_mxlimit/metrics",
+             [&](const httplib::Request&, httplib::Response& res) {
+               res.set_content(mxlimit::FormatPrometheus(limiter.Stats()),
+                               "text/plain; version=0.0.4");
+             });
+  // Every Matrix request passes through here before its handler.
+  server.set_pre_routing_handler([&](const httplib::Request& req,
+                                     httplib::Response& res) {
+    using Result = httplib::Server::HandlerResponse;
+    if (req.path == "/_mxlimit/metrics") return Result::Unhandled;
+    mxlimit::Request request;
+    request.method = req.method;
+    request.target = req.target;  // raw, still percent-encoded
+    if (!ClientAddress(options, req, request.client)) {
+      JsonError(res, 400, "M_UNKNOWN", "Unknown client address");
+      return Result::Handled;
+    }
+    std::string auth = req.get_header_value("Authorization");
+    if (!auth.empty()) {
+      constexpr std::string_view kBearer = "Bearer ";
+      auto user = auth.rfind(kBearer, 0) == 0
+                      ? options.tokens.find(auth.substr(kBearer.size()))
+                      : options.tokens.end();
+      if (user == options.tokens.end()) {
+        JsonError(res, 401, "M_UNKNOWN_TOKEN", "Unknown access token");
+        return Result::Handled;
+      }
+      request.user_id = user->second;
+    }
+    const mxlimit::Decision d = limiter.Check(request);
+    if (d.allowed) return Result::Unhandled;
+    res.status = 429;
+    const std::string retry = mxlimit::RetryAfterValue(d.retry_after, d.never);
+    if (!retry.empty()) res.set_header("Retry-After", retry);
+    res.set_content(mxlimit::LimitExceededBody(d.retry_after, d.never),
+                    "application/json");
+    return Result::Handled;
+  });
+  // The stub homeserver: every route answers an empty JSON object.
+  auto stub = [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{}", "application/json");
+  };
+  server.Get(".*", stub);
+  server.Post(".*", stub);
+  server.Put(".*", stub);
+  server.Delete(".*", stub);
+  server.Patch(".*", stub);
+
+  // Loopback only: this is an example, not a server to expose.
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port("127.0.0.1");
+  } else if (!server.bind_to_port("127.0.0.1", port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    std::fprintf(stderr, "http_gateway: cannot bind 127.0.0.1:%d\n",
+                 options.port);
+    return 1;
+  }
+  std::printf("port=%d\n", port);
+  std::fflush(stdout);
+  return server.listen_after_bind() ? 0 : 1;
+}

@@ -1,0 +1,177 @@
+// -----------------------------------------------------------------------------
+// File: sharded_limiter.h
+// -----------------------------------------------------------------------------
+//
+// `mxlimit::ShardedLimiter` is the thread-safe limiter: N independent
+// `Limiter` engines ("shards", N a power of two), each behind its own mutex,
+// so requests of different clients on different threads rarely wait for each
+// other.
+//
+// Routing. A request touches at most two buckets: one in a per-IP table and,
+// when it has a user, one in a per-user table. The per-IP bucket lives in the
+// shard chosen by a hash of the client address masked to the table prefix
+// (/32, /64 by default), the per-user bucket in the shard chosen by a hash of
+// the user ID. So every request of one client network, and every request of
+// one user, meets the same table, whatever address or user it comes with: no
+// client gets a fresh budget by landing on another shard.
+//
+// When a request's two buckets live in different shards, both shards are
+// locked, lower index first (so two such requests can never wait on each
+// other in a cycle), each shard evaluates its own scope, and the buckets are
+// charged only if both scopes allow: the all-or-nothing rule of `Limiter`.
+// Decisions are those one `Limiter` with the same config would make, as long
+// as no table evicts (each shard evicts from its own share, below).
+//
+// Memory. The configured table capacities are split evenly among the shards
+// (each gets ceil(capacity / N)), so the total stays what the config says.
+// A shard evicts its own least recently used bucket when it is full.
+//
+// Thread safety: every method may be called from any number of threads.
+// Nothing on the `Check` path allocates or reads a clock (unless the
+// convenience overload is used).
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> limiter =
+//       mxlimit::ShardedLimiter::Create(config);  // shards: from core count
+//   if (!limiter.ok()) return limiter.status();
+//   // On any request thread:
+//   mxlimit::Decision d = (*limiter)->Check(request, now);
+//   if (!d.allowed) return TooManyRequests(d);
+
+#ifndef MXLIMIT_SHARDED_LIMITER_H_
+#define MXLIMIT_SHARDED_LIMITER_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/node_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mxlimit/decision.h"
+#include "mxlimit/internal/mutex.h"
+#include "mxlimit/ip.h"
+#include "mxlimit/limiter.h"
+#include "mxlimit/options.h"
+#include "mxlimit/stats.h"
+#include "mxlimit/time.h"
+
+namespace mxlimit {
+
+class ShardedLimiter {
+ public:
+  // Most shards accepted. More shards than threads only costs memory.
+  static constexpr size_t kMaxShards = 256;
+
+  // `std::thread::hardware_concurrency()` rounded up to a power of two,
+  // clamped to [1, kMaxShards].
+  static size_t DefaultShardCount();
+
+  // Compiles `config` once and builds `shards` engines (0: the default
+  // count). Errors: those of `Limiter::Create`, and InvalidArgument for a
+  // shard count that is not a power of two from 1 to `kMaxShards`.
+  static absl::StatusOr<std::unique_ptr<ShardedLimiter>> Create(
+      const LimiterConfig& config, size_t shards = 0);
+
+  // Neither copyable nor movable: threads hold on to the shards' mutexes.
+  ShardedLimiter(const ShardedLimiter&) = delete;
+  ShardedLimiter& operator=(const ShardedLimiter&) = delete;
+  ShardedLimiter(ShardedLimiter&&) = delete;
+  ShardedLimiter& operator=(ShardedLimiter&&) = delete;
+  ~ShardedLimiter();
+
+  // Check
+  //
+  // `Limiter::Check`, on the shard(s) that own the request's buckets.
+  //
+  // NOTE: unlike a lone `Limiter`'s, the string views in the returned
+  // `Decision` (policy names, route key) stay valid for the life of the
+  // ShardedLimiter, across reloads: another thread may reload at any time.
+  Decision Check(const Request& request, MonotonicTime now);
+  // Reads std::chrono::steady_clock.
+  Decision Check(const Request& request) {
+    return Check(request, MonotonicTime::FromSteadyClock());
+  }
+
+  // Peek
+  //
+  // What `Check` would answer, without charging, admitting or counting.
+  Decision Peek(const Request& request, MonotonicTime now) const;
+
+  // Charge
+  //
+  // `Limiter::Charge`: charges (or, with a negative cost, refunds) both
+  // scopes' buckets without checking. The two scopes are charged one after
+  // the other, each under its own shard's lock.
+  void Charge(const Request& request, MonotonicTime now);
+
+  // Reload
+  //
+  // Validates and compiles `config` once; if that fails (or the `tables`
+  // section changed), returns the error and changes nothing anywhere.
+  // Otherwise installs the new policies in every shard, each under its lock.
+  // Unchanged policies keep their buckets, as with `Limiter::Reload`. A
+  // request checked while a reload is under way is judged by the old or the
+  // new policies per scope; concurrent reloads are applied one at a time.
+  absl::Status Reload(const LimiterConfig& config);
+
+  // Stats
+  //
+  // The shards' counters summed: table sizes, capacities, admissions,
+  // evictions and hits; per-policy counters; exempt requests. Shards are read
+  // one after the other, so under traffic the sum is not one instant's
+  // snapshot, but no request is counted twice or lost.
+  LimiterStats Stats() const;
+
+  size_t shard_count() const { return shard_count_; }
+  // The table options as configured (whole-limiter capacities).
+  const TableOptions& table_options() const { return tables_; }
+
+  // The shard that owns the per-IP buckets of `client`, and the one that owns
+  // the per-user buckets of `user_id`. For diagnostics and tests.
+  size_t IpShard(const IpAddress& client) const;
+  size_t UserShard(std::string_view user_id) const;
+
+ private:
+  struct Shard {
+    mutable internal::Mutex mu;
+    std::unique_ptr<Limiter> engine ABSL_PT_GUARDED_BY(mu);
+    // Policy names by PolicyId of the engine's current set, pointing into
+    // `ShardedLimiter::names_`, which never shrinks: decisions handed out
+    // before a reload keep valid views.
+    std::vector<std::string_view> names ABSL_GUARDED_BY(mu);
+  };
+
+  ShardedLimiter(const TableOptions& tables, size_t shard_count);
+
+  // Points `d.policy` and `d.shadow_policy` at the stable copies of the
+  // names. `ip` and `user` are the shards that decided each scope.
+  static void PinNames(const Shard& ip, const Shard& user, Decision& d)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ip.mu, user.mu);
+  Decision CheckAcross(size_t ip, size_t user, const Request& request,
+                       MonotonicTime now);
+  // Interns the names of `policies`; returns them by PolicyId.
+  std::vector<std::string_view> InternNames(const PolicySet& policies)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+
+  const TableOptions tables_;
+  const size_t shard_count_;
+  // Fixed at construction: `shards_[i]` never moves, only its contents
+  // change under its own lock.
+  const std::unique_ptr<Shard[]> shards_;
+  // The route normalizer all shards share. Read-only once built (route.h),
+  // so any thread may use it without a lock.
+  std::shared_ptr<const RouteNormalizer> normalizer_;
+
+  // Serializes Reload and Stats, so Stats sums counters of one policy set.
+  // Lock order: reload_mu_ before any shard's mu.
+  mutable internal::Mutex reload_mu_;
+  absl::node_hash_set<std::string> names_ ABSL_GUARDED_BY(reload_mu_);
+};
+
+}  // namespace mxlimit
+
+#endif  // MXLIMIT_SHARDED_LIMITER_H_

@@ -1,0 +1,240 @@
+#include "mxlimit/sharded_limiter.h"
+
+#include <algorithm>
+#include <bit>
+#include <thread>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/bucket_keys.h"
+
+namespace mxlimit {
+
+namespace {
+
+// Each shard's share of a table, rounded up so the shards together hold at
+// least the configured capacity.
+TableOptions ShardTables(const TableOptions& tables, size_t shards) {
+  TableOptions t = tables;
+  t.ip_capacity = (tables.ip_capacity + shards - 1) / shards;
+  t.user_capacity = (tables.user_capacity + shards - 1) / shards;
+  return t;
+}
+
+void AddTable(TableStats& sum, const TableStats& t) {
+  sum.size += t.size;
+  sum.capacity += t.capacity;
+  sum.admissions += t.admissions;
+  sum.evictions += t.evictions;
+  sum.hits += t.hits;
+}
+
+}  // namespace
+
+size_t ShardedLimiter::DefaultShardCount() {
+  const size_t cores = std::max<size_t>(std::thread::hardware_concurrency(), 1);
+  return std::min(std::bit_ceil(cores), kMaxShards);
+}
+
+ShardedLimiter::ShardedLimiter(const TableOptions& tables, size_t shard_count)
+    : tables_(tables),
+      shard_count_(shard_count),
+      shards_(std::make_unique<Shard[]>(shard_count)) {}
+
+ShardedLimiter::~ShardedLimiter() = default;
+
+absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
+    const LimiterConfig& config, size_t shards) {
+  if (shards == 0) shards = DefaultShardCount();
+  if (!std::has_single_bit(shards) || shards > kMaxShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards: got ", shards,
+                     ", expected a power of two from 1 to ", kMaxShards));
+  }
+  absl::Status tables_ok = ValidateTableOptions(config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+
+  std::unique_ptr<ShardedLimiter> limiter(
+      new ShardedLimiter(config.tables, shards));
+  const TableOptions shard_tables = ShardTables(config.tables, shards);
+  // One normalizer for all shards: it is read-only, and one copy stays in
+  // cache where sixteen would not. It also lets a request normalized by one
+  // shard be resolved by another.
+  limiter->normalizer_ = std::make_shared<const RouteNormalizer>();
+  // Not shared with any other thread yet; the locks satisfy the analysis and
+  // cost nothing here.
+  for (size_t i = 0; i < shards; ++i) {
+    Shard& s = limiter->shards_[i];
+    internal::MutexLock lock(s.mu);
+    s.engine.reset(new Limiter(shard_tables, limiter->normalizer_));
+  }
+  absl::Status installed = limiter->Reload(config);
+  if (!installed.ok()) return installed;
+  return limiter;
+}
+
+size_t ShardedLimiter::IpShard(const IpAddress& client) const {
+  // The same masking as the per-IP bucket key: every address that shares a
+  // bucket shares a shard.
+  const IpAddress masked =
+      MaskAddress(client, tables_.ipv4_prefix, tables_.ipv6_prefix);
+  const size_t h = absl::Hash<absl::string_view>{}(absl::string_view(
+      reinterpret_cast<const char*>(masked.bytes.data()), masked.bytes.size()));
+  return h & (shard_count_ - 1);
+}
+
+size_t ShardedLimiter::UserShard(std::string_view user_id) const {
+  // Malformed IDs all share one overflow bucket per policy (bucket_keys.h);
+  // spreading them over shards would multiply that budget.
+  if (!internal::IsWellFormedUserId(user_id)) return 0;
+  return absl::Hash<absl::string_view>{}(internal::ToAbsl(user_id)) &
+         (shard_count_ - 1);
+}
+
+void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
+  if (d.limited_by == LimitScope::kIp) {
+    d.policy = ip.names[d.ip_policy];
+  } else if (d.limited_by == LimitScope::kUser) {
+    d.policy = user.names[d.user_policy];
+  }
+  if (d.shadow_denied) {
+    // Names are unique within a set, so equal text means that policy.
+    d.shadow_policy =
+        d.ip_policy != kNoPolicy && ip.names[d.ip_policy] == d.shadow_policy
+            ? ip.names[d.ip_policy]
+            : user.names[d.user_policy];
+  }
+}
+
+Decision ShardedLimiter::Check(const Request& request, MonotonicTime now) {
+  const size_t ip = IpShard(request.client);
+  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
+  if (ip != user) return CheckAcross(ip, user, request, now);
+  Shard& s = shards_[ip];
+  internal::MutexLock lock(s.mu);
+  Decision d = s.engine->Check(request, now);
+  PinNames(s, s, d);
+  return d;
+}
+
+Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
+                                     const Request& request,
+                                     MonotonicTime now) {
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
+  internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
+  const Limiter::Evaluation ip_part =
+      a.engine->Evaluate(request, now, Limiter::kIpScope);
+  if (ip_part.exempt) return Limiter::ExemptDecision();
+  // The route normalized for the IP scope serves the user scope too.
+  const Limiter::Evaluation user_part =
+      b.engine->Evaluate(request, now, Limiter::kUserScope, &ip_part.route);
+  // Nothing is charged until both scopes have answered.
+  Decision d = Limiter::Combine(ip_part, user_part);
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  a.engine->Settle(ip_part.ip, d, now, cost);
+  b.engine->Settle(user_part.user, d, now, cost);
+  PinNames(a, b, d);
+  return d;
+}
+
+Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
+  const size_t ip = IpShard(request.client);
+  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
+  Shard& a = shards_[ip];
+  if (ip == user) {
+    internal::MutexLock lock(a.mu);
+    Decision d = a.engine->Peek(request, now);
+    PinNames(a, a, d);
+    return d;
+  }
+  Shard& b = shards_[user];
+  internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
+  const Limiter::Evaluation ip_part =
+      a.engine->Inspect(request, now, Limiter::kIpScope);
+  if (ip_part.exempt) return Limiter::ExemptDecision();
+  const Limiter::Evaluation user_part =
+      b.engine->Inspect(request, now, Limiter::kUserScope, &ip_part.route);
+  Decision d = Limiter::Combine(ip_part, user_part);
+  PinNames(a, b, d);
+  return d;
+}
+
+void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
+  const size_t ip = IpShard(request.client);
+  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
+  {
+    Shard& a = shards_[ip];
+    internal::MutexLock lock(a.mu);
+    a.engine->ChargeScopes(
+        request, now, ip == user ? Limiter::kBothScopes : Limiter::kIpScope);
+  }
+  if (ip != user) {
+    Shard& b = shards_[user];
+    internal::MutexLock lock(b.mu);
+    b.engine->ChargeScopes(request, now, Limiter::kUserScope);
+  }
+}
+
+std::vector<std::string_view> ShardedLimiter::InternNames(
+    const PolicySet& policies) {
+  std::vector<std::string_view> out;
+  out.reserve(policies.size());
+  for (const Policy& p : policies.policies()) {
+    out.push_back(*names_.insert(p.name).first);
+  }
+  return out;
+}
+
+absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
+  internal::MutexLock reload(reload_mu_);
+  absl::Status tables_ok =
+      Limiter::CheckTablesUnchanged(tables_, config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  // Compiled once for all shards: every shard's normalizer is built from the
+  // same route table, so route ids agree.
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      Limiter::CompilePolicies(config, *normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  // Everything that can fail is done: from here on every shard installs.
+  const std::vector<std::string_view> names = InternNames(**compiled);
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
+    internal::MutexLock lock(s.mu);
+    s.engine->Install(*compiled, config.exempt);
+    s.names = names;
+  }
+  return absl::OkStatus();
+}
+
+LimiterStats ShardedLimiter::Stats() const {
+  internal::MutexLock reload(reload_mu_);
+  LimiterStats sum;
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
+    LimiterStats one;
+    {
+      internal::MutexLock lock(s.mu);
+      one = s.engine->Stats();
+    }
+    AddTable(sum.ip_table, one.ip_table);
+    AddTable(sum.user_table, one.user_table);
+    sum.exempt += one.exempt;
+    if (i == 0) {
+      sum.policies = std::move(one.policies);
+      continue;
+    }
+    // Every shard holds the same policy set: Reload cannot run meanwhile.
+    for (size_t p = 0; p < sum.policies.size(); ++p) {
+      PolicyCounters& c = sum.policies[p].counters;
+      c.allowed += one.policies[p].counters.allowed;
+      c.denied += one.policies[p].counters.denied;
+      c.shadow_denied += one.policies[p].counters.shadow_denied;
+    }
+  }
+  return sum;
+}
+
+}  // namespace mxlimit
