@@ -126,10 +126,12 @@ void Limiter::Install(std::shared_ptr<const PolicySet> next,
   exempt_users_ = std::move(users);
 }
 
-Decision Limiter::ExemptDecision() {
+Decision Limiter::ExemptDecision(const Route& route) {
   Decision d;
   d.exempt = true;
   d.remaining = kUnlimitedRemaining;
+  d.route_id = route.id;
+  d.route_key = route.key;
   return d;
 }
 
@@ -189,8 +191,12 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
                                       ScopeMask mask, const Route* route) {
   Evaluation e;
   if (IsExempt(request)) {
+    // Still normalized, so the decision and reports name the route.
     ++exempt_requests_;
     e.exempt = true;
+    e.route = route != nullptr
+                  ? *route
+                  : normalizer_->Normalize(request.method, request.target);
     return e;
   }
   const BucketKeys keys = Resolve(request, mask, e, route);
@@ -215,6 +221,9 @@ Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
   Evaluation e;
   if (IsExempt(request)) {
     e.exempt = true;
+    e.route = route != nullptr
+                  ? *route
+                  : normalizer_->Normalize(request.method, request.target);
     return e;
   }
   const BucketKeys keys = Resolve(request, mask, e, route);
@@ -291,7 +300,7 @@ void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
 
 Decision Limiter::Check(const Request& request, MonotonicTime now) {
   const Evaluation e = Evaluate(request, now, kBothScopes);
-  if (e.exempt) return ExemptDecision();
+  if (e.exempt) return ExemptDecision(e.route);
   const Decision d = Combine(e, e);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Settle(e.ip, d, now, cost);
@@ -301,7 +310,7 @@ Decision Limiter::Check(const Request& request, MonotonicTime now) {
 
 Decision Limiter::Peek(const Request& request, MonotonicTime now) const {
   const Evaluation e = Inspect(request, now, kBothScopes);
-  if (e.exempt) return ExemptDecision();
+  if (e.exempt) return ExemptDecision(e.route);
   return Combine(e, e);
 }
 
@@ -361,8 +370,8 @@ std::vector<std::string> Limiter::DescribeBuckets(
   if (keys.has_ip) {
     out.push_back(absl::StrCat(
         "ip ",
-        FormatIpAddress(MaskAddress(request.client, tables_.ipv4_prefix,
-                                    tables_.ipv6_prefix)),
+        FormatClientPrefix(request.client, tables_.ipv4_prefix,
+                           tables_.ipv6_prefix),
         " | policy ", e.ip.spec->name, " | route ",
         route_part(r.ip_bucket_route)));
   }

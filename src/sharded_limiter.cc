@@ -127,7 +127,7 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
   const Limiter::Evaluation ip_part =
       a.engine->Evaluate(request, now, Limiter::kIpScope);
-  if (ip_part.exempt) return Limiter::ExemptDecision();
+  if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
   // The route normalized for the IP scope serves the user scope too.
   const Limiter::Evaluation user_part =
       b.engine->Evaluate(request, now, Limiter::kUserScope, &ip_part.route);
@@ -154,7 +154,7 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
   const Limiter::Evaluation ip_part =
       a.engine->Inspect(request, now, Limiter::kIpScope);
-  if (ip_part.exempt) return Limiter::ExemptDecision();
+  if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
   const Limiter::Evaluation user_part =
       b.engine->Inspect(request, now, Limiter::kUserScope, &ip_part.route);
   Decision d = Limiter::Combine(ip_part, user_part);

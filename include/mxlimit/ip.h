@@ -106,6 +106,12 @@ absl::StatusOr<Cidr> ParseCidr(std::string_view text);
 // "10.0.0.0/8", "2001:db8::/32": the network address and the prefix length.
 std::string FormatCidr(const Cidr& cidr);
 
+// The client as a per-IP bucket sees it: the address masked to the table's
+// prefixes, written as a network ("2001:db8:bad:cafe::/64"), or as a bare
+// address when the prefix keeps every bit ("192.0.2.1" at /32). For reports.
+std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
+                               int v6_prefix);
+
 }  // namespace mxlimit
 
 #endif  // MXLIMIT_IP_H_

@@ -195,7 +195,7 @@ class Limiter {
               int64_t cost);
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
   bool IsExempt(const Request& request) const;
-  static Decision ExemptDecision();
+  static Decision ExemptDecision(const Route& route);
 
   // Reload in two steps, so that a ShardedLimiter compiles a config once and
   // installs the result in every shard. Only the first step can fail.

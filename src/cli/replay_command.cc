@@ -99,12 +99,7 @@ class Progress {
 std::string BucketOwner(const Decision& d, const IpAddress& client,
                         const TableOptions& tables) {
   if (d.allowed || d.limited_by != LimitScope::kIp) return {};
-  Cidr net;
-  net.v4 = client.is_v4();
-  net.prefix_len = net.v4 ? tables.ipv4_prefix : tables.ipv6_prefix;
-  net.base = MaskAddress(client, tables.ipv4_prefix, tables.ipv6_prefix);
-  if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
-  return FormatCidr(net);
+  return FormatClientPrefix(client, tables.ipv4_prefix, tables.ipv6_prefix);
 }
 
 std::string RetryMillis(const Decision& d) {
@@ -197,16 +192,8 @@ int RunReplay(const ReplayOptions& opts) {
       request.client = *client;
       request.user_id = record.user;
       clock_ms = std::max(clock_ms, record.time_ms);
-      Decision d =
+      const Decision d =
           limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
-      if (d.exempt) {
-        // Check skips normalizing exempt requests; the report and the
-        // ROUTE_KEY column still name their route, not <fallback>.
-        const Route route =
-            limiter.normalizer().Normalize(record.method, record.target);
-        d.route_id = route.id;
-        d.route_key = route.key;
-      }
       report.Record(d, BucketOwner(d, *client, limiter.table_options()),
                     record.user);
       if (opts.decisions) {
