@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
@@ -98,7 +99,12 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     std::vector<Policy> operator_policies, bool include_builtins,
     std::span<const std::string_view> route_keys) {
   std::vector<std::string> problems;
-  for (Policy& p : operator_policies) p.builtin = false;
+  for (Policy& p : operator_policies) {
+    p.builtin = false;
+    // ValidatePolicies takes methods in any case; the tables and reports use
+    // the standard spelling.
+    for (std::string& m : p.methods) absl::AsciiStrToUpper(&m);
+  }
   for (PolicyError& e : ValidatePolicies(operator_policies)) {
     problems.push_back(std::move(e.message));
   }

@@ -1,85 +1,89 @@
 // Validation of the policy model (mxlimit/policy.h): every rule that a policy
-// list must satisfy before `PolicySet::Compile` accepts it.
+// list must satisfy before `PolicySet::Compile` accepts it. The YAML loader
+// (src/config/policies_section.cc) calls the per-field checks below rather
+// than keeping rules of its own, so a file it accepts always compiles.
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/policy_match.h"
+#include "mxlimit/internal/quote.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
 
 namespace mxlimit {
 namespace {
 
+using internal::QuoteForError;
 using internal::ToAbsl;
 
-constexpr size_t kMaxNameBytes = 200;
-
-// Quotes a user-supplied value for a message, escaping what would make the
-// message ambiguous or unreadable, and shortening very long values.
-std::string Quote(std::string_view value) {
-  constexpr size_t kShown = 80;
-  std::string out = "\"";
-  for (size_t i = 0; i < value.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(value[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (value.size() > kShown) absl::StrAppend(&out, "...");
-  out += '"';
-  return out;
+// Names end up in metrics labels and tab-separated CLI output, so they are
+// kept to characters that need no quoting anywhere.
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+         c == '_' || c == ':' || c == '-';
 }
 
 std::string Subject(const Policy& p) {
-  std::string s = absl::StrCat("policy ", Quote(p.name));
+  std::string s = absl::StrCat("policy ", QuoteForError(p.name));
   if (p.source_line > 0) absl::StrAppend(&s, " (line ", p.source_line, ")");
   return s;
 }
 
-// Why `match` can never be a valid pattern, or "" if it can.
+}  // namespace
+
+std::string PolicyNameProblem(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= kMaxPolicyNameBytes;
+  for (size_t i = 0; ok && i < name.size(); ++i) ok = IsNameChar(name[i]);
+  if (ok) return "";
+  return absl::StrCat("expected 1 to ", kMaxPolicyNameBytes,
+                      " letters, digits, '.', '_', ':' or '-'");
+}
+
 std::string PatternProblem(std::string_view match) {
-  if (match.empty()) return "expected a non-empty path pattern";
-  if (match.size() > kMaxPatternBytes) {
-    return absl::StrCat(match.size(), " bytes, expected at most ",
-                        kMaxPatternBytes);
-  }
   if (match == kFallbackRouteKey) return "";
-  if (match[0] != '/' && match[0] != '*') {
-    return absl::StrCat("expected a path starting with '/' or '*' (or ",
-                        ToAbsl(kFallbackRouteKey), ")");
+  if (match.empty() || (match[0] != '/' && match[0] != '*')) {
+    return absl::StrCat(
+        "expected a path pattern starting with '/' or '*', or \"",
+        ToAbsl(kFallbackRouteKey), "\"");
+  }
+  if (match.size() > kMaxPatternBytes) {
+    return absl::StrCat("expected a path pattern of at most ", kMaxPatternBytes,
+                        " bytes");
   }
   for (char ch : match) {
     const auto c = static_cast<unsigned char>(ch);
     if (c <= 0x20 || c == 0x7f) {
-      return "contains a space or control byte, which a request path never "
-             "holds";
+      return "expected a path pattern without spaces or control characters";
     }
     if (c == '?' || c == '#') {
-      return absl::StrCat("contains '", std::string(1, ch),
-                          "', which a query-free path never holds (patterns "
-                          "match the path only)");
+      // Patterns match the path only, never the query or fragment.
+      return "expected a pattern for the query-free path (drop the '?' or "
+             "'#' part)";
     }
   }
   return "";
 }
 
-}  // namespace
+std::string MethodProblem(std::string_view method) {
+  // Operators write methods in any case; only the nine standard ones can be
+  // told apart by the policy tables (every other method is one class).
+  std::string upper(method);
+  absl::AsciiStrToUpper(&upper);
+  if (internal::ClassifyMethod(upper) != internal::kOtherMethod) return "";
+  return "expected an HTTP method (GET, HEAD, POST, PUT, DELETE, OPTIONS, "
+         "PATCH, CONNECT or TRACE)";
+}
 
-bool IsKnownHttpMethod(std::string_view method) {
-  return internal::ClassifyMethod(method) != internal::kOtherMethod;
+std::string ShareThresholdProblem(std::string_view match) {
+  if (match.find('*') != std::string_view::npos) return "";
+  // An exact pattern has one route: there is nothing to share.
+  return "has no '*'; sharing needs a wildcard pattern";
 }
 
 std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
@@ -93,56 +97,43 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
     const Policy& p = policies[i];
     const std::string who = Subject(p);
 
-    if (p.name.empty()) {
+    if (std::string problem = PolicyNameProblem(p.name); !problem.empty()) {
       add(i, "name",
-          absl::StrCat(who,
-                       ": name: got \"\", expected a "
-                       "non-empty, unique name"));
-    } else if (p.name.size() > kMaxNameBytes) {
+          absl::StrCat(who, ": name: got ", QuoteForError(p.name), ", ",
+                       problem));
+    } else if (auto [it, inserted] = first_with_name.emplace(p.name, i);
+               !inserted) {
+      const Policy& first = policies[it->second];
+      std::string where = first.source_line > 0
+                              ? absl::StrCat("line ", first.source_line)
+                              : absl::StrCat("policy #", it->second + 1);
       add(i, "name",
-          absl::StrCat(who, ": name: ", p.name.size(),
-                       " bytes, expected at most ", kMaxNameBytes));
-    } else {
-      auto [it, inserted] = first_with_name.emplace(p.name, i);
-      if (!inserted) {
-        const Policy& first = policies[it->second];
-        std::string where = first.source_line > 0
-                                ? absl::StrCat("line ", first.source_line)
-                                : absl::StrCat("policy #", it->second + 1);
-        add(i, "name",
-            absl::StrCat(who, ": name: ", Quote(p.name), " is already used (",
-                         where, "), expected a unique name"));
-      }
+          absl::StrCat(who, ": name: ", QuoteForError(p.name),
+                       " is already used (", where,
+                       "), expected a unique name"));
     }
 
     if (std::string problem = PatternProblem(p.match); !problem.empty()) {
       add(i, "match",
-          absl::StrCat(who, ": match: got ", Quote(p.match), ", ", problem));
+          absl::StrCat(who, ": match: got ", QuoteForError(p.match), ", ",
+                       problem));
     }
 
     for (const std::string& m : p.methods) {
-      if (IsKnownHttpMethod(m)) continue;
-      std::string hint;
-      std::string upper = m;
-      for (char& c : upper) {
-        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      if (std::string problem = MethodProblem(m); !problem.empty()) {
+        add(i, "methods",
+            absl::StrCat(who, ": methods: got ", QuoteForError(m), ", ",
+                         problem));
       }
-      if (upper != m && IsKnownHttpMethod(upper)) {
-        hint = absl::StrCat(" (methods are case-sensitive: write ", upper, ")");
-      }
-      add(i, "methods",
-          absl::StrCat(who, ": methods: got ", Quote(m),
-                       ", expected one of GET, HEAD, POST, PUT, DELETE, PATCH, "
-                       "OPTIONS, CONNECT, TRACE",
-                       hint));
     }
 
-    if (p.share_threshold &&
-        std::string_view(p.match).find('*') == std::string_view::npos) {
-      add(i, "share_threshold",
-          absl::StrCat(who, ": share_threshold: true on match ", Quote(p.match),
-                       ", expected a pattern containing '*' (an exact pattern "
-                       "has one route, nothing to share)"));
+    if (p.share_threshold) {
+      if (std::string problem = ShareThresholdProblem(p.match);
+          !problem.empty()) {
+        add(i, "share_threshold",
+            absl::StrCat(who, ": share_threshold: got true, but match ",
+                         QuoteForError(p.match), " ", problem));
+      }
     }
   }
   return errors;

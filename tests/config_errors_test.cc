@@ -254,11 +254,12 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
       Errors("policies:\n  - name: p\n    match: _matrix/*\n"
              "    unlimited: true\n"),
       ElementsAre("test.yaml:3:12: policies[0].match: got \"_matrix/*\", "
-                  "expected a path pattern starting with '/', or \"*\""));
+                  "expected a path pattern starting with '/' or '*', or "
+                  "\"<fallback>\""));
   EXPECT_THAT(
       Errors("policies:\n  - name: p\n    match: \"\"\n    unlimited: true\n"),
       ElementsAre("test.yaml:3:12: policies[0].match: got \"\", expected a "
-                  "path pattern starting with '/', or \"*\""));
+                  "path pattern starting with '/' or '*', or \"<fallback>\""));
   EXPECT_THAT(
       Errors("policies:\n  - name: p\n    match: /a?b=1\n"
              "    unlimited: true\n"),

@@ -4,6 +4,8 @@
 
 #include "mxlimit/policy_set.h"
 
+#include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -275,46 +277,76 @@ TEST(PolicySetCompileTest, RejectsDuplicateNames) {
 TEST(PolicySetCompileTest, RejectsShareThresholdWithoutWildcard) {
   std::string error = CompileError(
       {MakePolicy("login", "/_matrix/client/v3/login", Scope::kIp, true)});
-  EXPECT_THAT(error, HasSubstr("policy \"login\": share_threshold"));
-  EXPECT_THAT(error, HasSubstr("\"/_matrix/client/v3/login\""));
-  EXPECT_THAT(error, HasSubstr("expected a pattern containing '*'"));
+  EXPECT_EQ(error,
+            "policy \"login\": share_threshold: got true, but match "
+            "\"/_matrix/client/v3/login\" has no '*'; sharing needs a "
+            "wildcard pattern");
 }
 
-TEST(PolicySetCompileTest, RejectsUnknownAndLowerCaseMethods) {
-  EXPECT_THAT(
-      CompileError({MakePolicy("p", "/x", Scope::kIp, false, {"post"})}),
-      HasSubstr("methods: got \"post\", expected one of GET"));
-  EXPECT_THAT(
-      CompileError({MakePolicy("p", "/x", Scope::kIp, false, {"post"})}),
-      HasSubstr("write POST"));
-  EXPECT_THAT(
+TEST(PolicySetCompileTest, RejectsUnknownMethods) {
+  EXPECT_EQ(
       CompileError({MakePolicy("p", "/x", Scope::kIp, false, {"BREW"})}),
-      HasSubstr("methods: got \"BREW\""));
+      "policy \"p\": methods: got \"BREW\", expected an HTTP method (GET, "
+      "HEAD, POST, PUT, DELETE, OPTIONS, PATCH, CONNECT or TRACE)");
+  EXPECT_THAT(CompileError({MakePolicy("p", "/x", Scope::kIp, false, {""})}),
+              HasSubstr("methods: got \"\", expected an HTTP method"));
+}
+
+// Policy methods, like the config file's, are taken in any case and stored
+// upper case; a request's method stays case-sensitive.
+TEST(PolicySetCompileTest, MethodsInAnyCaseAreStoredUpperCase) {
+  PolicySet set = MustCompile({
+      MakePolicy("login-post", "/_matrix/client/v3/login", Scope::kIp, false,
+                 {"post", "Put"}),
+      MakePolicy("fallback", "*"),
+  });
+  const std::optional<PolicyId> id = set.Find("login-post");
+  ASSERT_TRUE(id.has_value());
+  EXPECT_THAT(set.policy(*id).methods, ::testing::ElementsAre("POST", "PUT"));
+  const std::string_view path = "/_matrix/client/v3/login";
+  EXPECT_EQ(NameOf(set, set.Resolve("POST", kLogin, path, false).ip),
+            "login-post");
+  EXPECT_EQ(NameOf(set, set.Resolve("PUT", kLogin, path, false).ip),
+            "login-post");
+  EXPECT_EQ(NameOf(set, set.Resolve("post", kLogin, path, false).ip),
+            "fallback");
 }
 
 TEST(PolicySetCompileTest, RejectsPatternsNoPathCanMatch) {
+  const std::string kBadStart =
+      "expected a path pattern starting with '/' or '*', or \"<fallback>\"";
   EXPECT_THAT(CompileError({MakePolicy("p", "")}),
-              HasSubstr("match: got \"\", expected a non-empty"));
+              HasSubstr("match: got \"\", " + kBadStart));
   EXPECT_THAT(CompileError({MakePolicy("p", "_matrix/client/*")}),
-              HasSubstr("expected a path starting with '/'"));
+              HasSubstr(kBadStart));
+  EXPECT_THAT(CompileError({MakePolicy("p", "<fallback>/*")}),
+              HasSubstr(kBadStart));
   EXPECT_THAT(CompileError({MakePolicy("p", "/_matrix/client/v3/sync?x=1")}),
-              HasSubstr("contains '?'"));
+              HasSubstr("drop the '?' or '#' part"));
   EXPECT_THAT(CompileError({MakePolicy("p", "/a b")}),
-              HasSubstr("space or control byte"));
+              HasSubstr("without spaces or control characters"));
   EXPECT_THAT(CompileError({MakePolicy("p", "/" + std::string(3000, 'a'))}),
-              HasSubstr("3001 bytes, expected at most 2048"));
+              HasSubstr("(3001 bytes), expected a path pattern of at most "
+                        "2048 bytes"));
 }
 
-TEST(PolicySetCompileTest, RejectsEmptyName) {
+TEST(PolicySetCompileTest, RejectsEmptyLongAndUnquotableNames) {
+  const std::string kExpected =
+      "expected 1 to 100 letters, digits, '.', '_', ':' or '-'";
   EXPECT_THAT(CompileError({MakePolicy("", "/x")}),
-              HasSubstr("name: got \"\", expected a non-empty"));
+              HasSubstr("name: got \"\", " + kExpected));
+  EXPECT_THAT(CompileError({MakePolicy(std::string(101, 'n'), "/x")}),
+              HasSubstr(kExpected));
+  EXPECT_THAT(CompileError({MakePolicy("my policy", "/x")}),
+              HasSubstr("name: got \"my policy\", " + kExpected));
+  MustCompile({MakePolicy(std::string(100, 'n'), "/x")});
 }
 
 TEST(PolicySetCompileTest, ReportsEveryErrorAtOnce) {
   std::string error = CompileError({
       MakePolicy("a", "/a", Scope::kIp, true),
       MakePolicy("b", "no-slash"),
-      MakePolicy("a", "/c/*", Scope::kIp, false, {"get"}),
+      MakePolicy("a", "/c/*", Scope::kIp, false, {"FETCH"}),
   });
   EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 3) << error;
 }

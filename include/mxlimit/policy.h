@@ -8,10 +8,11 @@
 // query-free path (e.g. "/_matrix/client/v3/keys/*"). Per scope (client
 // address, user) exactly one policy applies to a request.
 //
-// This header holds the model (`Policy`), its validation and the documented
-// built-in defaults. `mxlimit/policy_set.h` compiles a list of policies into
-// the structure the limiter resolves requests against; docs/policies.md is the
-// reference for the resolution rules and the built-in table.
+// This header holds the model (`Policy`), its validation rules (the only copy:
+// the YAML loader calls the same checks) and the documented built-in defaults.
+// `mxlimit/policy_set.h` compiles a list of policies into the structure the
+// limiter resolves requests against; docs/policies.md is the reference for the
+// resolution rules and the built-in table.
 //
 // Example:
 //   std::vector<mxlimit::Policy> mine = {...};  // e.g. from mxlimit::config
@@ -44,16 +45,23 @@ inline constexpr PolicyId kNoPolicy = 0xFFFF;
 inline constexpr size_t kMaxPolicies = kNoPolicy;  // ids 0..0xFFFE
 
 // Longest accepted `match` pattern, in bytes. Real Matrix paths are far
-// shorter; the bound keeps the literal-byte count and glob cost small.
+// shorter; the bound keeps the literal-byte count and glob cost small while
+// leaving room for an exact raw path holding several long identifiers.
 inline constexpr size_t kMaxPatternBytes = 2048;
 
+// Longest accepted policy `name`, in bytes.
+inline constexpr size_t kMaxPolicyNameBytes = 100;
+
 struct Policy {
-  // Unique within a set; reports and metrics use it.
+  // Unique within a set; reports, metrics labels and tab-separated CLI output
+  // use it, hence 1 to `kMaxPolicyNameBytes` of [A-Za-z0-9._:-].
   std::string name;
   // Exact unless it contains '*'; each '*' matches zero or more bytes, '/'
   // included. A trailing '*' is the usual prefix form.
   std::string match;
-  // Upper-case HTTP methods; empty means every method.
+  // HTTP methods in any ASCII case ("post" means POST; `PolicySet::Compile`
+  // stores them upper case); empty means every method. Request methods are
+  // case-sensitive: only a request method "POST" matches.
   std::vector<std::string> methods;
   Scope scope = Scope::kIp;
   // `Rate::Unlimited()` for `unlimited: true`; `Rate::Blocked()` for
@@ -74,6 +82,33 @@ struct Policy {
 // -----------------------------------------------------------------------------
 // Validation
 // -----------------------------------------------------------------------------
+//
+// Every rule a policy must satisfy lives here, once. `ValidatePolicies` checks
+// a whole list; the per-field checks below are what it runs, exposed so that a
+// loader (the YAML one in mxlimit::config) checks each value where it reads it
+// and pins the error to the value's position. A loader that calls these checks
+// accepts exactly the policies `PolicySet::Compile` accepts.
+//
+// Each `...Problem` function returns "" when the value is valid, otherwise
+// what was expected, worded to follow "got VALUE, " in a message, e.g.
+//   policies[0].name: got "my policy", expected 1 to 100 letters, ...
+
+// `name`: 1 to `kMaxPolicyNameBytes` bytes, each a letter, digit, '.', '_',
+// ':' or '-'. (Uniqueness is a rule of the list; see `ValidatePolicies`.)
+std::string PolicyNameProblem(std::string_view name);
+
+// `match`: starts with '/' or '*', or is exactly "<fallback>" (the route key
+// every unknown path shares); at most `kMaxPatternBytes`; no space, control
+// byte, '?' or '#' (a query-free path never holds them).
+std::string PatternProblem(std::string_view match);
+
+// One entry of `methods`: GET HEAD POST PUT DELETE PATCH OPTIONS CONNECT
+// TRACE, in any ASCII case.
+std::string MethodProblem(std::string_view method);
+
+// `share_threshold: true` next to `match`: only a pattern containing '*' has
+// routes to share. Worded to follow "match VALUE ", e.g. "has no '*'; ...".
+std::string ShareThresholdProblem(std::string_view match);
 
 // One problem with one policy of a list.
 struct PolicyError {
@@ -82,25 +117,15 @@ struct PolicyError {
   // The field at fault: "name", "match", "methods" or "share_threshold".
   std::string_view field;
   // Names the policy, the field, the value and what was expected, e.g.
-  //   policy "media" (line 12): share_threshold: true on match "/a/b",
-  //   expected a pattern containing '*'
+  //   policy "media" (line 12): share_threshold: got true, but match "/a/b"
+  //   has no '*'; sharing needs a wildcard pattern
   std::string message;
 };
 
-// Checks every policy and returns every problem (empty when all are valid):
-//   * `name` non-empty, at most 200 bytes, and unique in the list;
-//   * `match` non-empty, at most `kMaxPatternBytes`, starting with '/' or '*'
-//     (or exactly "<fallback>", the key every unknown path shares), with no
-//     control bytes, spaces, '?' or '#' (a query-free path never holds them);
-//   * `methods` each an upper-case HTTP method: GET HEAD POST PUT DELETE
-//     PATCH OPTIONS CONNECT TRACE;
-//   * `share_threshold: true` only on a pattern containing '*'.
-// `PolicySet::Compile` runs this on the operator list. The YAML loader may call
-// it directly to map each error's (index, field) to a file position.
+// Checks every policy with the checks above, and that names are unique in the
+// list; returns every problem (empty when all are valid). `PolicySet::Compile`
+// runs this on the operator list.
 std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
-
-// True if `method` is one of the methods accepted in `Policy::methods`.
-bool IsKnownHttpMethod(std::string_view method);
 
 // -----------------------------------------------------------------------------
 // Built-in defaults

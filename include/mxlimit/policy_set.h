@@ -114,7 +114,8 @@ class PolicySet {
   // the lookup structures. With `include_builtins`, `BuiltinPolicies()` are
   // added after the operator policies, except those whose name an operator
   // policy takes (that policy replaces the built-in). Operator policies are
-  // marked `builtin = false` whatever they say.
+  // marked `builtin = false` whatever they say, and their methods are stored
+  // upper case ("post" becomes "POST").
   //
   // `route_keys[i]` is the key of `RouteId` i, 0 being the fallback; an empty
   // span means "only the fallback". Policies matching a route key are

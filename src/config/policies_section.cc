@@ -1,4 +1,9 @@
 // The `policies:` section of the config file: a list of policy maps.
+//
+// The rules for name, match, methods and share_threshold are the core's
+// (`PolicyNameProblem` etc. in mxlimit/policy.h, also run by
+// `PolicySet::Compile`); this file reads the values and pins each problem to
+// its position. tests/policy_rules_agreement_test.cc holds the two together.
 
 #include <yaml-cpp/yaml.h>
 
@@ -14,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/policy_match.h"
 #include "mxlimit/internal/quote.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/rate.h"
@@ -26,50 +32,18 @@ namespace {
 using internal::QuoteForError;
 using internal::ToAbsl;
 
-constexpr size_t kMaxNameBytes = 100;
-constexpr size_t kMaxMatchBytes = 1024;
-
 constexpr std::string_view kPolicyKeys[] = {
     "name",  "match",     "methods",     "scope",          "rate_limit",
     "burst", "unlimited", "shadow_mode", "share_threshold"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user"};
 constexpr std::string_view kUnits[] = {"second", "minute", "hour", "day"};
-constexpr std::string_view kMethods[] = {"GET",   "HEAD",    "POST",
-                                         "PUT",   "DELETE",  "OPTIONS",
-                                         "PATCH", "CONNECT", "TRACE"};
 
 // The dotted path of `field`'s parent ("policies[0].rate_limit"), so that
 // Rate::Create's "burst: got 0, ..." reads as a full path.
 std::string_view ParentPath(const Field& field) {
   std::string_view path = field.path;
   return path.substr(0, path.size() - field.name.size());
-}
-
-// Names end up in metrics labels and tab-separated CLI output, so they are
-// kept to characters that need no quoting anywhere.
-bool IsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
-         c == '_' || c == ':' || c == '-';
-}
-
-std::optional<std::string_view> MatchProblem(std::string_view match) {
-  if (match.empty() || (match.front() != '/' && match != "*")) {
-    return "expected a path pattern starting with '/', or \"*\"";
-  }
-  if (match.size() > kMaxMatchBytes) {
-    return "expected a path pattern of at most 1024 bytes";
-  }
-  for (char c : match) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return "expected a path pattern without spaces or control characters";
-    }
-    if (c == '?' || c == '#') {
-      return "expected a pattern for the query-free path (drop the '?' or "
-             "'#' part)";
-    }
-  }
-  return std::nullopt;
 }
 
 // One policy's fields, read in the order an error list reads best.
@@ -108,12 +82,9 @@ class PolicyReader {
     if (f == nullptr) return Missing("name");
     std::optional<std::string> name = ReadString(*f, "a policy name", errors_);
     if (!name.has_value()) return;
-    if (name->empty() || name->size() > kMaxNameBytes ||
-        !std::all_of(name->begin(), name->end(), IsNameChar)) {
-      errors_.Add(f->mark(),
-                  absl::StrCat(f->path, ": got ", QuoteForError(*name),
-                               ", expected 1 to 100 letters, digits, '.', "
-                               "'_', ':' or '-'"));
+    if (std::string problem = PolicyNameProblem(*name); !problem.empty()) {
+      errors_.Add(f->mark(), absl::StrCat(f->path, ": got ",
+                                          QuoteForError(*name), ", ", problem));
       return;
     }
     policy.name = *std::move(name);
@@ -125,10 +96,10 @@ class PolicyReader {
     std::optional<std::string> match =
         ReadString(*f, "a path pattern such as \"/_matrix/client/*\"", errors_);
     if (!match.has_value()) return;
-    if (std::optional<std::string_view> problem = MatchProblem(*match)) {
+    if (std::string problem = PatternProblem(*match); !problem.empty()) {
       errors_.Add(f->mark(),
                   absl::StrCat(f->path, ": got ", QuoteForError(*match), ", ",
-                               ToAbsl(*problem)));
+                               problem));
       return;
     }
     policy.match = *std::move(match);
@@ -148,13 +119,10 @@ class PolicyReader {
          ReadStringList(*f, "a list of HTTP methods, e.g. [GET, POST]",
                         "an HTTP method", errors_)) {
       std::string upper = absl::AsciiStrToUpper(item.text);
-      if (std::find(std::begin(kMethods), std::end(kMethods), upper) ==
-          std::end(kMethods)) {
-        std::string message =
-            absl::StrCat(item.path, ": got ", QuoteForError(item.text),
-                         ", expected an HTTP method (GET, HEAD, POST, PUT, "
-                         "DELETE, OPTIONS, PATCH, CONNECT or TRACE)");
-        if (auto near = NearestWord(upper, kMethods)) {
+      if (std::string problem = MethodProblem(item.text); !problem.empty()) {
+        std::string message = absl::StrCat(
+            item.path, ": got ", QuoteForError(item.text), ", ", problem);
+        if (auto near = NearestWord(upper, internal::kMethodNames)) {
           absl::StrAppend(&message, "; did you mean ", ToAbsl(*near), "?");
         }
         errors_.Add(item.mark, std::move(message));
@@ -198,15 +166,16 @@ class PolicyReader {
     // Only `true` is checked: `false` is the default and means nothing on an
     // exact pattern, so stating it is harmless.
     const Field* match = fields_.Find("match");
-    if (*share && match != nullptr && match->value.IsScalar() &&
-        match->value.Scalar().find('*') == std::string::npos) {
-      errors_.Add(f->mark(),
-                  absl::StrCat(f->path, ": got true, but match ",
-                               QuoteForError(match->value.Scalar()), " (line ",
-                               match->key.Mark().line + 1,
-                               ") has no '*'; sharing needs a wildcard "
-                               "pattern"));
-      return;
+    if (*share && match != nullptr && match->value.IsScalar()) {
+      const std::string& pattern = match->value.Scalar();
+      if (std::string problem = ShareThresholdProblem(pattern);
+          !problem.empty()) {
+        errors_.Add(f->mark(),
+                    absl::StrCat(f->path, ": got true, but match ",
+                                 QuoteForError(pattern), " (line ",
+                                 match->key.Mark().line + 1, ") ", problem));
+        return;
+      }
     }
     policy.share_threshold = *share;
   }
