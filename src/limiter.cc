@@ -203,8 +203,12 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
   // Start both tables' memory loads before waiting on either.
   if (keys.has_ip) ip_table_.Prefetch(keys.ip);
   if (keys.has_user) user_table_.Prefetch(keys.user);
-  if (keys.has_ip) e.ip.bucket = ip_table_.FindOrAdmit(keys.ip);
-  if (keys.has_user) e.user.bucket = user_table_.FindOrAdmit(keys.user);
+  // Then find both records (and prefetch their recency neighbours) before
+  // relinking either, so the two tables' misses overlap.
+  const uint32_t ip_slot = keys.has_ip ? ip_table_.Locate(keys.ip) : 0;
+  const uint32_t user_slot = keys.has_user ? user_table_.Locate(keys.user) : 0;
+  if (keys.has_ip) e.ip.bucket = ip_table_.Acquire(keys.ip, ip_slot);
+  if (keys.has_user) e.user.bucket = user_table_.Acquire(keys.user, user_slot);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
     e.ip.verdict = EvaluateBucket(e.ip.spec->rate, e.ip.bucket, now, cost);

@@ -77,6 +77,25 @@ TEST(BucketTableTest, EvictsLeastRecentlyUsedKeyWhenFull) {
   EXPECT_EQ(t.Peek(K(1))->tat, 1);
 }
 
+TEST(BucketTableTest, LocateThenAcquireBehavesExactlyLikeFindOrAdmit) {
+  IpTable one_step(64);
+  IpTable two_step(64);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20'000; ++i) {
+    const IpBucketKey key = K(rng() % 200);
+    GcraState* a = one_step.FindOrAdmit(key);
+    const uint32_t slot = two_step.Locate(key);
+    EXPECT_EQ(slot != 0, two_step.Peek(key) != nullptr);
+    GcraState* b = two_step.Acquire(key, slot);
+    // Give the two states the same distinct value so contents compare.
+    a->tat = b->tat = i;
+    ASSERT_EQ(Contents(one_step), Contents(two_step)) << "step " << i;
+  }
+  EXPECT_EQ(one_step.hits(), two_step.hits());
+  EXPECT_EQ(one_step.evictions(), two_step.evictions());
+  EXPECT_EQ(one_step.admissions(), two_step.admissions());
+}
+
 TEST(BucketTableTest, PeekDoesNotTouchOrCount) {
   IpTable t(2);
   t.FindOrAdmit(K(1));
