@@ -32,6 +32,19 @@ GcraResult Evaluate(const Rate& rate, const GcraState* state, MonotonicTime now,
   return GcraPeek(rate, state != nullptr ? *state : kFull, now, cost);
 }
 
+// A denial charges nothing, but a TAT that a clock stepping backwards left
+// more than tau ahead of `now` is pulled back to now + tau, as `GcraCheck`
+// does. Without this the evaluation clamps the wait to tau on every call
+// while the stored TAT stays days ahead: the client is told to retry in one
+// interval and then denied again until the clock catches up with the old
+// timeline. A no-op for any state a forward-running clock produced.
+void PersistPullBack(const Rate& rate, GcraState& state, MonotonicTime now) {
+  if (rate.kind() != Rate::Kind::kLimited) return;
+  const int64_t clamped = internal::ClampNow(now);
+  const int64_t ahead = internal::GcraAhead(rate, state, clamped);
+  if (ahead > 0) state.tat = clamped + ahead;
+}
+
 }  // namespace
 
 Limiter::Limiter(const TableOptions& tables)
@@ -228,6 +241,8 @@ Decision Limiter::Check(const Request& request, MonotonicTime now) {
   auto settle = [&](const ScopePlan& scope, GcraState* state,
                     LimitScope which) {
     if (scope.spec == nullptr) return;
+    // Denied and shadow-denied buckets are not charged; they still need it.
+    if (state != nullptr) PersistPullBack(scope.spec->rate, *state, now);
     PolicyCounters& c = policy_counters_[scope.policy];
     const bool shadow_hit =
         d.shadow_denied && scope.spec->shadow_mode &&
