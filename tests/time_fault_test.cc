@@ -163,7 +163,10 @@ TEST_F(TimeFaultTest, RandomClockWalkNeverGrantsMoreThanBurstPlusElapsed) {
         now -= static_cast<int64_t>(rng() % 30) * kDay;
         break;
       case 2:
-        now += static_cast<int64_t>(rng() % 3) * kYear;
+        // Forward by years; once 100 years out, back to the start (the
+        // int64 ceiling has its own test).
+        now = now < 100 * kYear ? now + static_cast<int64_t>(rng() % 3) * kYear
+                                : 5 * kYear;
         break;
       case 3:
       case 4:
