@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
@@ -209,6 +211,31 @@ TEST(ConfigFaultTest, StrayCommaIsASyntaxErrorNotAHang) {
     EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(config.status().message(), HasSubstr("comma.yaml:1:"));
     EXPECT_THAT(config.status().message(), HasSubstr("YAML syntax error"));
+  }
+}
+
+// Regression (found by tests/fuzz/config_fuzz.cc): a plain value printed
+// "as written" when its quoted form merely had the right size, which happens
+// when escaping adds exactly the bytes that cutting at 64 removes. A raw
+// newline then split the message into a line that does not start with the
+// file name. Here a 100-byte value whose first 64 bytes escape to 85 (six
+// \x88 +18, two '\\' +2, one '\n' +1): quoted and cut it is
+// 1 + 85 + 16 = 102 bytes, the raw value's size plus two quotes.
+TEST(ConfigFaultTest, ErrorMessagesNeverCarryRawNewlines) {
+  const std::string value = std::string(6, '\x88') + "\\\\" +
+                            std::string(38, 'z') + "\n" + std::string(53, 'b');
+  ASSERT_EQ(value.size(), 100u);
+  const size_t newline = value.find('\n');
+  // A folded plain scalar: the blank line becomes the '\n' in the value.
+  const std::string yaml =
+      "tables:\n  ip:\n    ipv6_prefix: " + value.substr(0, newline) +
+      "\n\n      " + value.substr(newline + 1) + "\n";
+  absl::StatusOr<LimiterConfig> config = ParseConfig(yaml, "nl.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("ipv6_prefix: got \""));
+  for (absl::string_view line :
+       absl::StrSplit(config.status().message(), '\n')) {
+    EXPECT_TRUE(absl::StartsWith(line, "nl.yaml:")) << line;
   }
 }
 
