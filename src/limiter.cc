@@ -17,6 +17,19 @@ GcraResult EvaluateBucket(const Rate& rate, const GcraState* state,
   return GcraPeek(rate, state != nullptr ? *state : kFull, now, cost);
 }
 
+// A denial charges nothing, but a TAT that a clock stepping backwards left
+// more than tau ahead of `now` is pulled back to now + tau, as `GcraCheck`
+// does. Without this the evaluation clamps the wait to tau on every call
+// while the stored TAT stays days ahead: the client is told to retry in one
+// interval and then denied again until the clock catches up with the old
+// timeline. A no-op for any state a forward-running clock produced.
+void PersistPullBack(const Rate& rate, GcraState& state, MonotonicTime now) {
+  if (rate.kind() != Rate::Kind::kLimited) return;
+  const int64_t clamped = internal::ClampNow(now);
+  const int64_t ahead = internal::GcraAhead(rate, state, clamped);
+  if (ahead > 0) state.tat = clamped + ahead;
+}
+
 }  // namespace
 
 Limiter::Limiter(const TableOptions& tables,
@@ -286,6 +299,8 @@ Decision Limiter::Combine(const Evaluation& ip_part,
 void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
                      MonotonicTime now, int64_t cost) {
   if (scope.spec == nullptr) return;
+  // Denied and shadow-denied buckets are not charged; they still need it.
+  if (scope.bucket != nullptr) PersistPullBack(scope.spec->rate, *scope.bucket, now);
   PolicyCounters& c = policy_counters_[scope.policy];
   if (scope.verdict.allowed) {
     if (!d.allowed) return;  // Denied by the other scope: nothing happened.

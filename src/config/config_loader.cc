@@ -1,12 +1,15 @@
 // mxlimit/config.h: the top level of the file, `tables:`, `exempt:`, and
 // reading files. Policies are in policies_section.cc.
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,12 +121,57 @@ void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
   }
 }
 
+// Records where each document starts and ignores everything else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { last = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  YAML::Mark last = YAML::Mark::null_mark();
+};
+
+// yaml-cpp 0.7 can get stuck on a stray ',' outside any flow collection
+// (e.g. the text ","): it then returns empty documents forever without
+// consuming input, so `YAML::LoadAll` never returns and allocates until the
+// process runs out of memory. Walk the documents once with a parser that
+// builds nothing and stop at a document starting where the previous one did.
+// Returns the position the parser is stuck at, if it is. May throw what
+// yaml-cpp throws.
+std::optional<YAML::Mark> FindStuckParser(const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentStarts starts;
+  std::optional<int> previous;
+  while (parser.HandleNextDocument(starts)) {
+    if (previous == starts.last.pos) return starts.last;
+    previous = starts.last.pos;
+  }
+  return std::nullopt;
+}
+
 // Parses the text and reads it into `config`; every problem goes to `errors`.
 // Catches everything yaml-cpp throws.
 void ParseInto(std::string_view text, LimiterConfig& config,
                ConfigErrors& errors) {
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    const std::string owned(text);
+    if (std::optional<YAML::Mark> stuck = FindStuckParser(owned)) {
+      errors.Add(*stuck,
+                 "YAML syntax error: unexpected text, e.g. a ',' outside "
+                 "[...] or {...}");
+      return;
+    }
+    std::vector<YAML::Node> documents = YAML::LoadAll(owned);
     if (documents.empty()) return;  // Empty, or only comments: the defaults.
     // A second document would be silently ignored by a reader that takes the
     // first; an empty trailing one ("---" at the end) is harmless.

@@ -163,8 +163,13 @@ std::string DescribeValue(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   if (IsQuoted(node)) return absl::StrCat("the string ", QuoteForError(text));
   // Plain scalars print as written unless escaping or cutting is needed.
+  // Compare the bytes, not just the size: escaping can add exactly as many
+  // bytes as cutting removes, and raw newlines would then forge error lines.
   std::string quoted = QuoteForError(text);
-  if (quoted.size() == text.size() + 2 && !text.empty()) return text;
+  if (!text.empty() && quoted.size() == text.size() + 2 &&
+      std::string_view(quoted).substr(1, text.size()) == text) {
+    return text;
+  }
   return quoted;
 }
 

@@ -1,0 +1,59 @@
+// Fuzz target: the YAML config loader (`mxlimit::ParseConfig`, config.h).
+//
+// The input is the file text. Invariants:
+//   * nothing escapes: no yaml-cpp exception, no crash, whatever the bytes
+//     (deep nesting, aliases, tags, binary junk);
+//   * an accepted file is complete and valid: its policies pass
+//     `ValidatePolicies`, its tables `ValidateTableOptions`, its exempt users
+//     are well-formed user IDs, and a `Limiter` can be built from it (when the
+//     tables are small enough to build here);
+//   * a rejected file gives InvalidArgument and a message of at most
+//     kMaxConfigErrorsReported + 1 lines, each "fuzz.yaml:..." (so no
+//     unescaped newline from the input can forge a line).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "mxlimit/config.h"
+#include "mxlimit/internal/bucket_keys.h"
+#include "mxlimit/limiter.h"
+#include "mxlimit/policy.h"
+#include "tests/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mxlimit;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<LimiterConfig> config = ParseConfig(text, "fuzz.yaml");
+  if (!config.ok()) {
+    MXLIMIT_FUZZ_CHECK(config.status().code() ==
+                       absl::StatusCode::kInvalidArgument);
+    size_t lines = 0;
+    for (absl::string_view line :
+         absl::StrSplit(config.status().message(), '\n')) {
+      MXLIMIT_FUZZ_CHECK(absl::StartsWith(line, "fuzz.yaml:"));
+      ++lines;
+    }
+    MXLIMIT_FUZZ_CHECK(lines >= 1 && lines <= kMaxConfigErrorsReported + 1);
+    return 0;
+  }
+  MXLIMIT_FUZZ_CHECK(ValidatePolicies(config->policies).empty());
+  MXLIMIT_FUZZ_CHECK(ValidateTableOptions(config->tables).ok());
+  for (const std::string& user : config->exempt.users) {
+    MXLIMIT_FUZZ_CHECK(internal::IsWellFormedUserId(user));
+  }
+  for (const Cidr& net : config->exempt.ips) {
+    MXLIMIT_FUZZ_CHECK(net.prefix_len >= 0 &&
+                       net.prefix_len <= (net.v4 ? 32 : 128));
+  }
+  // Tables are allocated up front; keep the fuzzer's memory small.
+  if (config->tables.ip_capacity <= 4096 &&
+      config->tables.user_capacity <= 4096) {
+    absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(*config);
+    MXLIMIT_FUZZ_CHECK(limiter.ok());
+  }
+  return 0;
+}

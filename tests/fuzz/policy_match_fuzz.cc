@@ -1,0 +1,208 @@
+// Fuzz target: policy pattern matching (mxlimit/internal/policy_match.h) and
+// resolution (mxlimit/policy_set.h).
+//
+// First byte even: PATTERN '\n' TEXT. `GlobMatch` must equal a dynamic-
+// programming reference matcher; `ShapeOf` must describe the pattern (kind,
+// literal byte count, prefix), and for exact and trailing-'*' patterns the
+// glob must reduce to equality and prefix tests, which is what `PolicySet`'s
+// hash table and trie rely on.
+//
+// First byte odd: up to eight fuzzer-chosen policies (pattern, scope,
+// methods, sharing), compiled with or without the built-ins, then one request
+// (method, path). `Resolve` must pick, per scope, exactly the policy a naive
+// scan ranks highest (exact beats wildcard, then more literal bytes, then
+// operator over built-in, then earlier), charge the route id or the shared
+// route as the policy says, and agree with `Explain`.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mxlimit/internal/policy_match.h"
+#include "mxlimit/policy.h"
+#include "mxlimit/policy_set.h"
+#include "mxlimit/route.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/fuzz_input.h"
+
+namespace mxlimit::fuzz {
+namespace {
+
+using internal::GlobMatch;
+using internal::PatternKind;
+using internal::PatternShape;
+using internal::ShapeOf;
+
+// match[i][j]: pattern[0..i) matches text[0..j).
+bool ReferenceGlob(std::string_view pattern, std::string_view text) {
+  std::vector<std::vector<bool>> m(pattern.size() + 1,
+                                   std::vector<bool>(text.size() + 1, false));
+  m[0][0] = true;
+  for (size_t i = 1; i <= pattern.size(); ++i) {
+    const char p = pattern[i - 1];
+    for (size_t j = 0; j <= text.size(); ++j) {
+      if (p == '*') {
+        m[i][j] = m[i - 1][j] || (j > 0 && m[i][j - 1]);
+      } else {
+        m[i][j] = j > 0 && m[i - 1][j - 1] && text[j - 1] == p;
+      }
+    }
+  }
+  return m[pattern.size()][text.size()];
+}
+
+void RunGlob(FuzzInput& in) {
+  const std::string_view pattern = in.Until('\n').substr(0, 64);
+  const std::string_view text = in.Rest().substr(0, 512);
+  const bool got = GlobMatch(pattern, text);
+  MXLIMIT_FUZZ_CHECK(got == ReferenceGlob(pattern, text));
+
+  const PatternShape shape = ShapeOf(pattern);
+  size_t stars = 0;
+  for (char c : pattern) stars += c == '*';
+  MXLIMIT_FUZZ_CHECK(shape.literal_bytes == pattern.size() - stars);
+  MXLIMIT_FUZZ_CHECK(pattern.substr(0, shape.prefix.size()) == shape.prefix);
+  MXLIMIT_FUZZ_CHECK(shape.prefix.find('*') == std::string_view::npos);
+  switch (shape.kind) {
+    case PatternKind::kExact:
+      MXLIMIT_FUZZ_CHECK(stars == 0 && shape.prefix == pattern);
+      MXLIMIT_FUZZ_CHECK(got == (pattern == text));
+      break;
+    case PatternKind::kPrefix:
+      MXLIMIT_FUZZ_CHECK(stars > 0 &&
+                         shape.prefix.size() + stars == pattern.size());
+      MXLIMIT_FUZZ_CHECK(got ==
+                         (text.substr(0, shape.prefix.size()) == shape.prefix));
+      break;
+    case PatternKind::kInnerStar:
+      // A literal byte follows some '*'.
+      MXLIMIT_FUZZ_CHECK(pattern.find_first_not_of('*', shape.prefix.size()) !=
+                         std::string_view::npos);
+      break;
+  }
+}
+
+constexpr std::array<std::string_view, 6> kMethods = {"GET",    "PUT",  "POST",
+                                                      "DELETE", "HEAD", "get"};
+
+// A valid pattern from fuzzer bytes: bytes no pattern may hold become 'x',
+// and it starts with '/' or '*'.
+std::string PatternFrom(std::string_view bytes) {
+  std::string p(bytes.substr(0, 96));
+  for (char& c : p) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7F || c == '?' || c == '#') c = 'x';
+  }
+  if (p.empty() || (p[0] != '/' && p[0] != '*')) p.insert(0, "/");
+  return p;
+}
+
+const RouteNormalizer& Normalizer() {
+  static const RouteNormalizer* n = new RouteNormalizer;
+  return *n;
+}
+
+// The naive resolution the compiled set must reproduce.
+struct Naive {
+  PolicyId best[2] = {kNoPolicy, kNoPolicy};
+};
+
+Naive NaiveResolve(const PolicySet& set, std::string_view method,
+                   const Route& route, std::string_view path, bool has_user) {
+  Naive out;
+  auto better = [&](PolicyId a, PolicyId b) {  // Does `a` outrank `b`?
+    const Policy& pa = set.policy(a);
+    const Policy& pb = set.policy(b);
+    const PatternShape sa = ShapeOf(pa.match);
+    const PatternShape sb = ShapeOf(pb.match);
+    const bool ea = sa.kind == PatternKind::kExact;
+    const bool eb = sb.kind == PatternKind::kExact;
+    if (ea != eb) return ea;
+    if (sa.literal_bytes != sb.literal_bytes) {
+      return sa.literal_bytes > sb.literal_bytes;
+    }
+    if (pa.builtin != pb.builtin) return !pa.builtin;
+    return a < b;
+  };
+  for (PolicyId id = 0; id < set.size(); ++id) {
+    const Policy& p = set.policy(id);
+    if (!GlobMatch(p.match, route.key) && !GlobMatch(p.match, path)) continue;
+    bool method_ok = p.methods.empty();
+    for (const std::string& m : p.methods) method_ok |= m == method;
+    if (!method_ok) continue;
+    if (p.scope == Scope::kUser && !has_user) continue;
+    PolicyId& slot = out.best[p.scope == Scope::kIp ? 0 : 1];
+    if (slot == kNoPolicy || better(id, slot)) slot = id;
+  }
+  return out;
+}
+
+void RunPolicySet(FuzzInput& in) {
+  const uint8_t flags = in.Byte();
+  const size_t count = in.Byte() % 9;
+  std::vector<Policy> policies;
+  for (size_t i = 0; i < count; ++i) {
+    Policy p;
+    p.name = "p" + std::to_string(i);
+    const uint8_t bits = in.Byte();
+    p.scope = (bits & 1) ? Scope::kUser : Scope::kIp;
+    p.rate = *Rate::Create(10, TimeUnit::kMinute);
+    for (size_t m = 0; m < 5; ++m) {
+      if (bits & (2u << m)) p.methods.emplace_back(kMethods[m]);
+    }
+    p.match = PatternFrom(in.Until('\n'));
+    p.share_threshold = (bits & 0x80) && p.match.find('*') != std::string::npos;
+    policies.push_back(std::move(p));
+  }
+  const std::string_view method = kMethods[in.Byte() % kMethods.size()];
+  const bool has_user = flags & 2;
+  const std::string_view target = in.Rest();
+  const std::string_view path = QueryFreePath(target);
+
+  absl::StatusOr<PolicySet> set = PolicySet::Compile(
+      policies, /*include_builtins=*/flags & 1, Normalizer().keys());
+  if (!set.ok()) {
+    MXLIMIT_FUZZ_CHECK(set.status().code() ==
+                       absl::StatusCode::kInvalidArgument);
+    return;
+  }
+  const Route route = Normalizer().Normalize(method, target);
+  const PolicySet::Resolution r =
+      set->Resolve(method, route.id, path, has_user);
+  const Naive naive = NaiveResolve(*set, method, route, path, has_user);
+  MXLIMIT_FUZZ_CHECK(r.ip == naive.best[0]);
+  MXLIMIT_FUZZ_CHECK(r.user == naive.best[1]);
+
+  auto expected_route = [&](PolicyId id) -> RouteId {
+    if (id == kNoPolicy) return kFallbackRouteId;
+    return set->policy(id).share_threshold ? kSharedBucketRoute : route.id;
+  };
+  MXLIMIT_FUZZ_CHECK(r.ip_bucket_route == expected_route(r.ip));
+  MXLIMIT_FUZZ_CHECK(r.user_bucket_route == expected_route(r.user));
+
+  PolicyId explained[2] = {kNoPolicy, kNoPolicy};
+  for (const PolicyMatch& m : set->Explain(method, route.id, path, has_user)) {
+    if (m.verdict != MatchVerdict::kChosen) continue;
+    PolicyId& slot = explained[m.scope == Scope::kIp ? 0 : 1];
+    MXLIMIT_FUZZ_CHECK(slot == kNoPolicy);  // One chosen per scope.
+    slot = m.policy;
+  }
+  MXLIMIT_FUZZ_CHECK(explained[0] == r.ip && explained[1] == r.user);
+}
+
+}  // namespace
+}  // namespace mxlimit::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  mxlimit::fuzz::FuzzInput in(data, size);
+  if (in.Byte() & 1) {
+    mxlimit::fuzz::RunPolicySet(in);
+  } else {
+    mxlimit::fuzz::RunGlob(in);
+  }
+  return 0;
+}
