@@ -69,7 +69,8 @@ IpAddress ClientAddress(uint64_t i) {
   ip.bytes[1] = 0x01;
   ip.bytes[2] = 0x0d;
   ip.bytes[3] = 0xb8;
-  for (int b = 0; b < 4; ++b) ip.bytes[4 + b] = static_cast<uint8_t>(i >> (24 - 8 * b));
+  for (int b = 0; b < 4; ++b)
+    ip.bytes[4 + b] = static_cast<uint8_t>(i >> (24 - 8 * b));
   ip.bytes[15] = 1;
   return ip;
 }
@@ -105,7 +106,8 @@ Workload MakeWorkload(size_t clients, size_t draws, bool zipf,
     id += first_client;
   }
   w.users.reserve(draws);
-  for (uint64_t id : ids) w.users.push_back("@user" + std::to_string(id) + ":example.org");
+  for (uint64_t id : ids)
+    w.users.push_back("@user" + std::to_string(id) + ":example.org");
   w.requests.reserve(draws);
   for (size_t i = 0; i < draws; ++i) {
     Request r;
@@ -214,7 +216,8 @@ void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
     const Request& r = w.requests[i++ & (kDraws - 1)];
     now += 1000;
     if constexpr (kNaive) {
-      benchmark::DoNotOptimize(naive.Check(r, MonotonicTime::FromNanoseconds(now)));
+      benchmark::DoNotOptimize(
+          naive.Check(r, MonotonicTime::FromNanoseconds(now)));
     } else {
       benchmark::DoNotOptimize(
           limiter->Check(r, MonotonicTime::FromNanoseconds(now)).allowed);
@@ -224,11 +227,21 @@ void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
 }
 
 void BM_Limiter_Check(benchmark::State& s) { RunCheck<false>(s, false, false); }
-void BM_LimiterNaive_Check(benchmark::State& s) { RunCheck<true>(s, false, false); }
-void BM_Limiter_Check_Zipf(benchmark::State& s) { RunCheck<false>(s, true, false); }
-void BM_LimiterNaive_Check_Zipf(benchmark::State& s) { RunCheck<true>(s, true, false); }
-void BM_Limiter_CheckNewKey(benchmark::State& s) { RunCheck<false>(s, false, true); }
-void BM_LimiterNaive_CheckNewKey(benchmark::State& s) { RunCheck<true>(s, false, true); }
+void BM_LimiterNaive_Check(benchmark::State& s) {
+  RunCheck<true>(s, false, false);
+}
+void BM_Limiter_Check_Zipf(benchmark::State& s) {
+  RunCheck<false>(s, true, false);
+}
+void BM_LimiterNaive_Check_Zipf(benchmark::State& s) {
+  RunCheck<true>(s, true, false);
+}
+void BM_Limiter_CheckNewKey(benchmark::State& s) {
+  RunCheck<false>(s, false, true);
+}
+void BM_LimiterNaive_CheckNewKey(benchmark::State& s) {
+  RunCheck<true>(s, false, true);
+}
 
 #define MXLIMIT_KEYS ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->ArgName("keys")
 BENCHMARK(BM_Limiter_Check) MXLIMIT_KEYS;

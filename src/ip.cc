@@ -396,8 +396,8 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
                                int v6_prefix) {
   Cidr net;
   net.v4 = ip.is_v4();
-  net.prefix_len = std::clamp(net.v4 ? v4_prefix : v6_prefix, 0,
-                              net.v4 ? 32 : 128);
+  net.prefix_len =
+      std::clamp(net.v4 ? v4_prefix : v6_prefix, 0, net.v4 ? 32 : 128);
   net.base = MaskAddress(ip, v4_prefix, v6_prefix);
   if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
   return FormatCidr(net);

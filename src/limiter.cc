@@ -300,7 +300,8 @@ void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
                      MonotonicTime now, int64_t cost) {
   if (scope.spec == nullptr) return;
   // Denied and shadow-denied buckets are not charged; they still need it.
-  if (scope.bucket != nullptr) PersistPullBack(scope.spec->rate, *scope.bucket, now);
+  if (scope.bucket != nullptr)
+    PersistPullBack(scope.spec->rate, *scope.bucket, now);
   PolicyCounters& c = policy_counters_[scope.policy];
   if (scope.verdict.allowed) {
     if (!d.allowed) return;  // Denied by the other scope: nothing happened.
@@ -387,12 +388,12 @@ std::vector<std::string> Limiter::DescribeBuckets(
     return std::string(normalizer_->key(bucket_route));
   };
   if (keys.has_ip) {
-    out.push_back(absl::StrCat(
-        "ip ",
-        FormatClientPrefix(request.client, tables_.ipv4_prefix,
-                           tables_.ipv6_prefix),
-        " | policy ", e.ip.spec->name, " | route ",
-        route_part(r.ip_bucket_route)));
+    out.push_back(
+        absl::StrCat("ip ",
+                     FormatClientPrefix(request.client, tables_.ipv4_prefix,
+                                        tables_.ipv6_prefix),
+                     " | policy ", e.ip.spec->name, " | route ",
+                     route_part(r.ip_bucket_route)));
   }
   if (keys.has_user) {
     out.push_back(absl::StrCat("user ", internal::ToAbsl(request.user_id),

@@ -9,9 +9,9 @@ absl::Status ValidateTableOptions(const TableOptions& t) {
     if (value >= 1 && value <= TableOptions::kMaxCapacity) {
       return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": got ", value, ", expected 1 to ",
-                     TableOptions::kMaxCapacity));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": got ", value,
+                                                   ", expected 1 to ",
+                                                   TableOptions::kMaxCapacity));
   };
   absl::Status s = capacity("tables.ip.capacity", t.ip_capacity);
   if (!s.ok()) return s;

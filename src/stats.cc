@@ -32,8 +32,8 @@ void AppendTable(std::string& out, const char* table, const TableStats& t) {
                   t.capacity, "\n");
   absl::StrAppend(&out, "mxlimit_table_admissions_total{table=\"", table,
                   "\"} ", t.admissions, "\n");
-  absl::StrAppend(&out, "mxlimit_table_evictions_total{table=\"", table,
-                  "\"} ", t.evictions, "\n");
+  absl::StrAppend(&out, "mxlimit_table_evictions_total{table=\"", table, "\"} ",
+                  t.evictions, "\n");
   absl::StrAppend(&out, "mxlimit_table_hits_total{table=\"", table, "\"} ",
                   t.hits, "\n");
 }
@@ -65,9 +65,9 @@ std::string FormatPrometheus(const LimiterStats& stats) {
       "# HELP mxlimit_policy_requests_total Requests per policy and result.\n"
       "# TYPE mxlimit_policy_requests_total counter\n";
   for (const PolicyStats& p : stats.policies) {
-    const std::string labels = absl::StrCat(
-        "policy=\"", EscapeLabel(p.name), "\",scope=\"",
-        p.scope == Scope::kIp ? "ip" : "user", "\"");
+    const std::string labels =
+        absl::StrCat("policy=\"", EscapeLabel(p.name), "\",scope=\"",
+                     p.scope == Scope::kIp ? "ip" : "user", "\"");
     absl::StrAppend(&out, "mxlimit_policy_requests_total{", labels,
                     ",result=\"allowed\"} ", p.counters.allowed, "\n");
     absl::StrAppend(&out, "mxlimit_policy_requests_total{", labels,

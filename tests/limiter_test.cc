@@ -41,7 +41,8 @@ LimiterConfig OperatorOnly() {
 int CountAllowed(Limiter& limiter, const Request& request, int attempts,
                  MonotonicTime now) {
   int allowed = 0;
-  for (int i = 0; i < attempts; ++i) allowed += limiter.Check(request, now).allowed;
+  for (int i = 0; i < attempts; ++i)
+    allowed += limiter.Check(request, now).allowed;
   return allowed;
 }
 
@@ -74,9 +75,10 @@ TEST(LimiterTest, FreshRoomAndTxnIdsDoNotMintBuckets) {
   for (int i = 0; i < 100; ++i) {
     target = "/_matrix/client/v3/rooms/!r" + std::to_string(i) +
              "%3Ax.org/send/m.room.message/t" + std::to_string(i);
-    allowed += limiter->Check(MakeRequest("PUT", target, "198.51.100.1",
-                                          "@mallory:x.org"),
-                              At(0))
+    allowed += limiter
+                   ->Check(MakeRequest("PUT", target, "198.51.100.1",
+                                       "@mallory:x.org"),
+                           At(0))
                    .allowed;
   }
   EXPECT_EQ(allowed, 5);
@@ -92,11 +94,11 @@ TEST(LimiterTest, R0AndV3ShareOneCounter) {
   for (const char* prefix : {"r0", "v3", "api/v1", "unstable"}) {
     for (int i = 0; i < 2; ++i) {
       std::string target = std::string("/_matrix/client/") + prefix + "/sync";
-      allowed += limiter
-                     ->Check(MakeRequest("GET", target, "198.51.100.1",
-                                         "@bob:x.org"),
-                             At(0))
-                     .allowed;
+      allowed +=
+          limiter
+              ->Check(MakeRequest("GET", target, "198.51.100.1", "@bob:x.org"),
+                      At(0))
+              .allowed;
     }
   }
   EXPECT_EQ(allowed, 4);
@@ -112,10 +114,10 @@ TEST(LimiterTest, Ipv6SlashSixtyFourSharesABucketAndItsNeighbourDoesNot) {
                            "2001:db8:1:2:1234::9"};
   int allowed = 0;
   for (const char* ip : same_64) {
-    allowed += limiter
-                   ->Check(MakeRequest("POST", "/_matrix/client/v3/login", ip),
-                           At(0))
-                   .allowed;
+    allowed +=
+        limiter
+            ->Check(MakeRequest("POST", "/_matrix/client/v3/login", ip), At(0))
+            .allowed;
   }
   EXPECT_EQ(allowed, 3);
   EXPECT_TRUE(limiter
@@ -124,24 +126,24 @@ TEST(LimiterTest, Ipv6SlashSixtyFourSharesABucketAndItsNeighbourDoesNot) {
                           At(0))
                   .allowed);
   // IPv4 stays per address by default.
-  EXPECT_EQ(CountAllowed(*limiter,
-                         MakeRequest("POST", "/_matrix/client/v3/login",
-                                     "192.0.2.1"),
-                         5, At(0)),
-            3);
-  EXPECT_EQ(CountAllowed(*limiter,
-                         MakeRequest("POST", "/_matrix/client/v3/login",
-                                     "192.0.2.2"),
-                         5, At(0)),
-            3);
+  EXPECT_EQ(
+      CountAllowed(*limiter,
+                   MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.1"),
+                   5, At(0)),
+      3);
+  EXPECT_EQ(
+      CountAllowed(*limiter,
+                   MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.2"),
+                   5, At(0)),
+      3);
 }
 
 TEST(LimiterTest, ChargesBothScopesAllOrNothing) {
   LimiterConfig config = OperatorOnly();
-  config.policies.push_back(MakePolicy("per-ip", "*", Scope::kIp, 3,
-                                       TimeUnit::kMinute));
-  config.policies.push_back(MakePolicy("per-user", "*", Scope::kUser, 1,
-                                       TimeUnit::kMinute));
+  config.policies.push_back(
+      MakePolicy("per-ip", "*", Scope::kIp, 3, TimeUnit::kMinute));
+  config.policies.push_back(
+      MakePolicy("per-user", "*", Scope::kUser, 1, TimeUnit::kMinute));
   auto limiter = MakeLimiter(config);
   Request alice = MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.7",
                               "@alice:x.org");
@@ -152,8 +154,8 @@ TEST(LimiterTest, ChargesBothScopesAllOrNothing) {
     ASSERT_FALSE(d.allowed);
     EXPECT_EQ(d.limited_by, LimitScope::kUser);
   }
-  Request bob = MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.7",
-                            "@bob:x.org");
+  Request bob =
+      MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.7", "@bob:x.org");
   EXPECT_TRUE(limiter->Check(bob, At(0)).allowed);
   Request anon = MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.7");
   EXPECT_TRUE(limiter->Check(anon, At(0)).allowed);
@@ -185,8 +187,8 @@ TEST(LimiterTest, PeekNeverChargesAndChargeDrainsOrRefunds) {
 
 TEST(LimiterTest, CostAboveBurstIsNever) {
   LimiterConfig config = OperatorOnly();
-  config.policies.push_back(MakePolicy("upload", "/_matrix/media/*",
-                                       Scope::kIp, 10, TimeUnit::kMinute, 4));
+  config.policies.push_back(MakePolicy("upload", "/_matrix/media/*", Scope::kIp,
+                                       10, TimeUnit::kMinute, 4));
   auto limiter = MakeLimiter(config);
   Request req = MakeRequest("POST", "/_matrix/media/v3/upload", "192.0.2.9");
   req.cost = 5;
@@ -212,9 +214,9 @@ TEST(LimiterTest, SharedWildcardIsOneCounterAcrossRoutes) {
   int allowed = 0;
   for (int round = 0; round < 4; ++round) {
     for (const char* t : targets) {
-      allowed += limiter->Check(MakeRequest("POST", t, "192.0.2.1", "@u:x"),
-                                At(0))
-                     .allowed;
+      allowed +=
+          limiter->Check(MakeRequest("POST", t, "192.0.2.1", "@u:x"), At(0))
+              .allowed;
     }
   }
   EXPECT_EQ(allowed, 10);
@@ -238,11 +240,10 @@ TEST(LimiterTest, IsolatedWildcardGivesEachRouteItsOwnCounter) {
   }
   // A different room on the same route shares that route's counter.
   EXPECT_FALSE(limiter
-                   ->Check(MakeRequest(
-                               "PUT",
-                               "/_matrix/client/v3/rooms/!zzz%3Ax/send/"
-                               "m.room.message/2",
-                               "192.0.2.1", "@u:x"),
+                   ->Check(MakeRequest("PUT",
+                                       "/_matrix/client/v3/rooms/!zzz%3Ax/send/"
+                                       "m.room.message/2",
+                                       "192.0.2.1", "@u:x"),
                            At(0))
                    .allowed);
 }
@@ -293,18 +294,20 @@ TEST(LimiterTest, ShadowPoliciesInBothScopesAreEachCountedAsShadowDenied) {
 
 TEST(LimiterTest, ExemptRequestsAreNeitherCheckedNorCharged) {
   LimiterConfig config = OperatorOnly();
-  config.policies.push_back(MakePolicy("all-ip", "*", Scope::kIp, 1,
-                                       TimeUnit::kHour));
-  config.policies.push_back(MakePolicy("all-user", "*", Scope::kUser, 1,
-                                       TimeUnit::kHour));
+  config.policies.push_back(
+      MakePolicy("all-ip", "*", Scope::kIp, 1, TimeUnit::kHour));
+  config.policies.push_back(
+      MakePolicy("all-user", "*", Scope::kUser, 1, TimeUnit::kHour));
   config.exempt.ips.push_back(*ParseCidr("10.0.0.0/8"));
   config.exempt.users.push_back("@bridge:x.org");
   auto limiter = MakeLimiter(config);
   for (int i = 0; i < 5; ++i) {
-    EXPECT_TRUE(limiter->Check(MakeRequest("GET", "/x", "10.1.2.3"), At(0)).exempt);
     EXPECT_TRUE(
-        limiter->Check(MakeRequest("GET", "/x", "192.0.2.1", "@bridge:x.org"),
-                       At(0))
+        limiter->Check(MakeRequest("GET", "/x", "10.1.2.3"), At(0)).exempt);
+    EXPECT_TRUE(
+        limiter
+            ->Check(MakeRequest("GET", "/x", "192.0.2.1", "@bridge:x.org"),
+                    At(0))
             .allowed);
     Request flagged = MakeRequest("GET", "/x", "192.0.2.2", "@as:x.org");
     flagged.exempt = true;
@@ -315,8 +318,10 @@ TEST(LimiterTest, ExemptRequestsAreNeitherCheckedNorCharged) {
   EXPECT_EQ(stats.user_table.size, 0u);
   EXPECT_EQ(stats.exempt, 15u);
   // Not exempt: limited as usual.
-  EXPECT_TRUE(limiter->Check(MakeRequest("GET", "/x", "192.0.2.1"), At(0)).allowed);
-  EXPECT_FALSE(limiter->Check(MakeRequest("GET", "/x", "192.0.2.1"), At(0)).allowed);
+  EXPECT_TRUE(
+      limiter->Check(MakeRequest("GET", "/x", "192.0.2.1"), At(0)).allowed);
+  EXPECT_FALSE(
+      limiter->Check(MakeRequest("GET", "/x", "192.0.2.1"), At(0)).allowed);
 }
 
 TEST(LimiterTest, ReloadKeepsUnchangedBucketsAndDropsChangedOnes) {
@@ -333,14 +338,14 @@ TEST(LimiterTest, ReloadKeepsUnchangedBucketsAndDropsChangedOnes) {
 
   // New order, a new policy in front, login unchanged, sync's rate changed.
   LimiterConfig next = OperatorOnly();
-  next.policies.push_back(MakePolicy("media", "/_matrix/media/*", Scope::kIp, 5,
-                                     TimeUnit::kHour));
+  next.policies.push_back(
+      MakePolicy("media", "/_matrix/media/*", Scope::kIp, 5, TimeUnit::kHour));
   next.policies.push_back(MakePolicy("sync", "/_matrix/client/v3/sync",
                                      Scope::kIp, 3, TimeUnit::kHour));
   next.policies.push_back(MakePolicy("login", "/_matrix/client/v3/login",
                                      Scope::kIp, 2, TimeUnit::kHour));
   ASSERT_TRUE(limiter->Reload(next).ok());
-  EXPECT_FALSE(limiter->Check(login, At(0)).allowed);   // state kept
+  EXPECT_FALSE(limiter->Check(login, At(0)).allowed);    // state kept
   EXPECT_EQ(CountAllowed(*limiter, sync, 5, At(0)), 3);  // fresh buckets
 
   // A broken config is rejected whole; the old policies stay in force.
@@ -381,8 +386,8 @@ TEST(LimiterTest, RejectsBadTableOptions) {
 TEST(LimiterTest, TablesStayWithinCapacityUnderAnAddressFlood) {
   LimiterConfig config = OperatorOnly();
   config.tables.ip_capacity = 1000;
-  config.policies.push_back(MakePolicy("all", "*", Scope::kIp, 10,
-                                       TimeUnit::kMinute));
+  config.policies.push_back(
+      MakePolicy("all", "*", Scope::kIp, 10, TimeUnit::kMinute));
   auto limiter = MakeLimiter(config);
   for (uint32_t i = 0; i < 100'000; ++i) {
     Request r = MakeRequest("GET", "/_matrix/client/v3/sync", "0.0.0.0");
@@ -407,7 +412,8 @@ TEST(LimiterTest, PrometheusTextHasTablesAndPolicies) {
   limiter->Check(login, At(0));
   std::string text = FormatPrometheus(limiter->Stats());
   EXPECT_THAT(text, HasSubstr("mxlimit_table_size{table=\"ip\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("mxlimit_table_capacity{table=\"user\"} 100000\n"));
+  EXPECT_THAT(text,
+              HasSubstr("mxlimit_table_capacity{table=\"user\"} 100000\n"));
   EXPECT_THAT(text, HasSubstr("mxlimit_policy_requests_total{policy=\"login\","
                               "scope=\"ip\",result=\"denied\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE mxlimit_policy_requests_total counter"));

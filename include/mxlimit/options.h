@@ -24,7 +24,8 @@ struct TableOptions {
   // evicted to admit a new one.
   size_t ip_capacity = 100'000;
   // Client addresses are masked to these prefixes before keying: one IPv6
-  // host usually owns a whole /64, so per-address IPv6 keys would limit nothing.
+  // host usually owns a whole /64, so per-address IPv6 keys would limit
+  // nothing.
   int ipv4_prefix = 32;
   int ipv6_prefix = 64;
   // Per-user table capacity.
