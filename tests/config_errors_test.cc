@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -452,6 +453,40 @@ TEST(ConfigErrorTest, DocumentedExampleGivesTheDocumentedOutput) {
   ASSERT_FALSE(want.empty());
   want.pop_back();  // The file ends in a newline; the message does not.
   EXPECT_EQ(config.status().message(), want);
+}
+
+// The YAML blocks of docs/config.md: the first is the shape reference and must
+// load; the second quotes tests/data/bad_config.yaml byte for byte, and the
+// block after it its exact errors. Rewording one without the others fails.
+TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
+  std::ifstream in(std::string(MXLIMIT_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(in.good());
+  std::vector<std::pair<std::string, std::string>> blocks;  // fence, body
+  std::string line;
+  std::string* body = nullptr;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0) {
+      if (body == nullptr) {
+        blocks.emplace_back(line.substr(3), "");
+        body = &blocks.back().second;
+      } else {
+        body = nullptr;
+      }
+    } else if (body != nullptr) {
+      *body += line + "\n";
+    }
+  }
+  std::vector<size_t> yaml;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].first == "yaml") yaml.push_back(i);
+  }
+  ASSERT_EQ(yaml.size(), 2u);
+  absl::StatusOr<LimiterConfig> shape =
+      ParseConfig(blocks[yaml[0]].second, "config.md");
+  EXPECT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(blocks[yaml[1]].second, ReadTestData("bad_config.yaml"));
+  ASSERT_GT(blocks.size(), yaml[1] + 1);
+  EXPECT_EQ(blocks[yaml[1] + 1].second, ReadTestData("bad_config.errors"));
 }
 
 }  // namespace
