@@ -173,13 +173,13 @@ void CheckDecision(const Limiter& limiter, const Request& req,
   MXLIMIT_FUZZ_CHECK(d.remaining >= 0);
   const RouteNormalizer& n = limiter.normalizer();
   MXLIMIT_FUZZ_CHECK(d.route_id < n.size());
+  // The key is the normalizer's own string, not merely equal text; exempt
+  // requests are normalized too, so reports can name their route.
+  MXLIMIT_FUZZ_CHECK(d.route_key.data() == n.keys()[d.route_id].data());
   if (d.exempt) {
-    // Exempt requests are not even normalized.
-    MXLIMIT_FUZZ_CHECK(d.allowed && d.route_key == kFallbackRouteKey);
+    MXLIMIT_FUZZ_CHECK(d.allowed && d.policy.empty() && !d.shadow_denied);
     return;
   }
-  // The key is the normalizer's own string, not merely equal text.
-  MXLIMIT_FUZZ_CHECK(d.route_key.data() == n.keys()[d.route_id].data());
   if (d.allowed) {
     MXLIMIT_FUZZ_CHECK(d.retry_after.count() == 0 && !d.never);
     MXLIMIT_FUZZ_CHECK(d.limited_by == LimitScope::kNone && d.policy.empty());
