@@ -193,7 +193,6 @@ void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
   auto limiter = *Limiter::Create(config);
   NaiveLimiter naive(config, *limiter);
   // Warm: every client owns its bucket before timing.
-  Workload warm = MakeWorkload(keys, 0, false);
   for (uint64_t i = 0; i < keys; ++i) {
     std::string user = "@user" + std::to_string(i) + ":example.org";
     Request r;

@@ -4,9 +4,9 @@
 
 #include <fstream>
 #include <iterator>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"

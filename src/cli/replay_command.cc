@@ -38,6 +38,7 @@
 #include "CLI/CLI.hpp"
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
+#include "mxlimit/matrix_response.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/replay_report.h"
@@ -105,8 +106,7 @@ std::string BucketOwner(const Decision& d, const IpAddress& client,
 std::string RetryMillis(const Decision& d) {
   if (d.never) return "never";
   if (d.allowed) return "0";
-  const int64_t ns = d.retry_after.count();
-  return std::to_string(ns / 1'000'000 + (ns % 1'000'000 != 0));
+  return std::to_string(RetryAfterMilliseconds(d.retry_after));
 }
 
 int RunReplay(const ReplayOptions& opts) {
