@@ -1,7 +1,8 @@
 // Benchmarks of the bounded bucket table against two baselines, in one binary
 // so that one run gives the ratios:
 //
-//   BM_BucketTable_*   mxlimit::internal::BucketTable<IpBucketKey>: slab +
+//   BM_BucketTable_*   internal::BucketTable<IpBucketKey, BucketKeyHash>: slab
+//   +
 //                      intrusive uint32_t LRU links + abseil index.
 //   BM_NaiveLru_*      std::unordered_map<std::string, std::list<>::iterator>
 //                      + std::list, building the key string per request: the
@@ -124,10 +125,12 @@ class TableLru {
   explicit TableLru(size_t capacity) : table_(capacity) {}
   GcraState* Find(const IpBucketKey& k) { return table_.Find(k); }
   GcraState* FindOrAdmit(const IpBucketKey& k) { return table_.FindOrAdmit(k); }
-  const BucketTable<IpBucketKey>& table() const { return table_; }
+  const BucketTable<IpBucketKey, BucketKeyHash>& table() const {
+    return table_;
+  }
 
  private:
-  BucketTable<IpBucketKey> table_;
+  BucketTable<IpBucketKey, BucketKeyHash> table_;
 };
 
 class NaiveLru {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/route_trie.h"
 
 namespace mxlimit {
 
@@ -118,7 +119,7 @@ void Limiter::Install(std::shared_ptr<const PolicySet> next,
     return !kept[k.policy];
   });
   user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
-    return !kept[k.policy];
+    return !kept[k.policy()];
   });
 
   // Carry over per-policy counters of policies that kept their name.
@@ -170,12 +171,24 @@ struct Limiter::BucketKeys {
 Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
                                      Evaluation& e, const Route* route) const {
   BucketKeys keys;
-  e.route = route != nullptr
-                ? *route
-                : normalizer_->Normalize(request.method, request.target);
+  std::string_view path;
+  if (route != nullptr) {
+    e.route = *route;
+    path = QueryFreePath(request.target);
+  } else {
+    // RouteNormalizer::Normalize, plus the path end found by the same pass;
+    // fields are stored one by one (a returned Route copied whole stalled
+    // store-to-load forwarding on every request).
+    const internal::RouteTrie& trie = *normalizer_->trie_;
+    size_t path_size = 0;
+    const RouteId id = trie.Match(request.target, &path_size);
+    e.route.id = id;
+    e.route.key = trie.keys()[id];
+    e.route.known = id != kFallbackRouteId;
+    path = request.target.substr(0, path_size);
+  }
   const PolicySet::Resolution r = policies_->Resolve(
-      request.method, e.route.id, QueryFreePath(request.target),
-      !request.user_id.empty());
+      request.method, e.route.id, path, !request.user_id.empty());
   keys.resolution = r;
   if ((mask & kIpScope) != 0 && r.ip != kNoPolicy) {
     e.ip.policy = r.ip;
@@ -192,9 +205,8 @@ Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
     e.user.spec = &policies_->policy(r.user);
     if (e.user.spec->rate.kind() == Rate::Kind::kLimited) {
       keys.has_user = true;
-      keys.user =
-          internal::UserBucketKey::Make(request.user_id, bucket_token_[r.user],
-                                        r.user_bucket_route, user_key_secret_);
+      keys.user.Assign(request.user_id, bucket_token_[r.user],
+                       r.user_bucket_route, user_key_secret_);
     }
   }
   return keys;
@@ -213,15 +225,20 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
     return e;
   }
   const BucketKeys keys = Resolve(request, mask, e, route);
-  // Start both tables' memory loads before waiting on either.
-  if (keys.has_ip) ip_table_.Prefetch(keys.ip);
-  if (keys.has_user) user_table_.Prefetch(keys.user);
+  // Hash each key once; start both tables' memory loads before waiting on
+  // either.
+  const IpTable::HashedKey ip_key =
+      keys.has_ip ? ip_table_.Hashed(keys.ip) : IpTable::HashedKey{};
+  const UserTable::HashedKey user_key =
+      keys.has_user ? user_table_.Hashed(keys.user) : UserTable::HashedKey{};
+  if (keys.has_ip) ip_table_.Prefetch(ip_key);
+  if (keys.has_user) user_table_.Prefetch(user_key);
   // Then find both records (and prefetch their recency neighbours) before
   // relinking either, so the two tables' misses overlap.
-  const uint32_t ip_slot = keys.has_ip ? ip_table_.Locate(keys.ip) : 0;
-  const uint32_t user_slot = keys.has_user ? user_table_.Locate(keys.user) : 0;
-  if (keys.has_ip) e.ip.bucket = ip_table_.Acquire(keys.ip, ip_slot);
-  if (keys.has_user) e.user.bucket = user_table_.Acquire(keys.user, user_slot);
+  const uint32_t ip_slot = keys.has_ip ? ip_table_.Locate(ip_key) : 0;
+  const uint32_t user_slot = keys.has_user ? user_table_.Locate(user_key) : 0;
+  if (keys.has_ip) e.ip.bucket = ip_table_.Acquire(ip_key, ip_slot);
+  if (keys.has_user) e.user.bucket = user_table_.Acquire(user_key, user_slot);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
     e.ip.verdict = EvaluateBucket(e.ip.spec->rate, e.ip.bucket, now, cost);

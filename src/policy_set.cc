@@ -182,10 +182,10 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         break;
     }
   }
-  for (const auto& [text, ids] : exact_groups) {
-    set.exact_table_.emplace(text, set.AddBestTable(ids));
-  }
   internal::PrefixTrie::Builder trie;
+  for (const auto& [text, ids] : exact_groups) {
+    trie.ExactSlot(internal::FromAbsl(text)) = set.AddBestTable(ids);
+  }
   for (const auto& [prefix, ids] : prefix_groups) {
     trie.Slot(internal::FromAbsl(prefix)) = set.AddBestTable(ids);
   }
@@ -248,12 +248,8 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   };
 
   take(tables_[route_table_[rid]]);
-  if (auto it = exact_table_.find(ToAbsl(query_free_path));
-      it != exact_table_.end()) {
-    take(tables_[it->second]);
-  }
-  trie_.ForEachPrefixOf(query_free_path,
-                        [&](uint32_t table) { take(tables_[table]); });
+  trie_.ForEachMatch(query_free_path,
+                     [&](uint32_t table) { take(tables_[table]); });
 
   // Inner-'*' patterns, best rank first: stop once none can beat what both
   // scopes already hold. Ranks are never 0, so 0 stands for "nothing yet".

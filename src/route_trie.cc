@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/byte_scan.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -141,15 +143,6 @@ std::string_view OriginName(ExpandedPattern::Origin origin) {
 
 // --- Hashing
 // ------------------------------------------------------------------
-
-uint64_t Fmix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
-}
 
 uint64_t Load64(const char* p) {
   uint64_t v;
@@ -352,9 +345,33 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
 // --- Matching
 // -----------------------------------------------------------------
 
+namespace {
+
+// a[0, n) == b[0, n) without a call into libc: segments are short, and the
+// caller has already matched the hash, so this almost always succeeds.
+bool SameBytes(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      if (Load64(a + i) != Load64(b + i)) return false;
+    }
+    return Load64(a + n - 8) == Load64(b + n - 8);  // may overlap; harmless
+  }
+  if (n >= 4) {
+    return Load32(a) == Load32(b) && Load32(a + n - 4) == Load32(b + n - 4);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Constant time whatever the segment's length: the length and its first and
 // last 8 bytes. Placeholder values (long room and event IDs) cost no more to
-// look up than short literals; a false hit is settled by memcmp.
+// look up than short literals; a false hit is settled by a byte compare.
+// Not mixed here: `EdgeHash` multiplies once and the slot index is taken from
+// the product's top bits, which depend on every input bit.
 uint64_t RouteTrie::SegmentHash(const char* data, size_t size) noexcept {
   uint64_t head = 0;
   uint64_t tail = 0;
@@ -370,26 +387,28 @@ uint64_t RouteTrie::SegmentHash(const char* data, size_t size) noexcept {
         static_cast<uint64_t>(static_cast<unsigned char>(data[size / 2])) << 8 |
         static_cast<uint64_t>(static_cast<unsigned char>(data[size - 1])) << 16;
   }
-  return Fmix64(head ^ ((tail << 29) | (tail >> 35)) ^
-                (size * 0x9E3779B97F4A7C15ULL));
+  return head ^ ((tail << 29) | (tail >> 35)) ^ (size * 0x9E3779B97F4A7C15ULL);
 }
 
 uint64_t RouteTrie::EdgeHash(uint64_t segment_hash, uint32_t parent) noexcept {
-  return (segment_hash ^ ((parent + 1ULL) * 0xC2B2AE3D27D4EB4FULL)) *
-         0x9E3779B97F4A7C15ULL;
+  const uint64_t h =
+      (segment_hash ^ ((parent + 1ULL) * 0xC2B2AE3D27D4EB4FULL)) *
+      0x9E3779B97F4A7C15ULL;
+  return h ^ (h >> 31);
 }
 
 uint32_t RouteTrie::FindLiteral(uint32_t parent,
                                 const Segment& segment) const noexcept {
-  const uint64_t hash = EdgeHash(segment.hash, parent);
+  const uint64_t hash =
+      EdgeHash(SegmentHash(segment.data, segment.size), parent);
   const size_t mask = slots_.size() - 1;
   for (size_t i = SlotIndex(hash);; i = (i + 1) & mask) {
     const LiteralEdge& slot = slots_[i];
     if (slot.parent == kNone) return kNone;
     if (slot.hash == hash && slot.parent == parent &&
         slot.text_size == segment.size &&
-        std::memcmp(literal_text_.data() + slot.text_offset, segment.data,
-                    segment.size) == 0) {
+        SameBytes(literal_text_.data() + slot.text_offset, segment.data,
+                  segment.size)) {
       return slot.child;
     }
   }
@@ -417,35 +436,79 @@ RouteId RouteTrie::Descend(uint32_t node, const Segment* segments, size_t count,
   return kFallbackRouteId;
 }
 
-RouteId RouteTrie::Match(std::string_view target) const noexcept {
-  if (target.empty() || target[0] != '/' || nodes_.empty()) {
+RouteId RouteTrie::Match(std::string_view target,
+                         size_t* path_size) const noexcept {
+  // Every early return below goes through here, so `path_size` is always
+  // right; the rescan only runs for targets that cannot match anyway.
+  auto fallback = [&] {
+    if (path_size != nullptr) *path_size = QueryFreePath(target).size();
     return kFallbackRouteId;
-  }
+  };
+  if (target.empty() || target[0] != '/' || nodes_.empty()) return fallback();
   Segment segments[kMaxSegments];
   size_t count = 0;
-  // Records the segment [begin, end); false when the target cannot match.
-  auto add_segment = [&](const char* begin, const char* end) {
-    // One more segment than the longest template can never match.
-    if (count == max_segments_) return false;
-    const auto length = static_cast<size_t>(end - begin);
-    if (IsDotSegment(begin, length)) return false;
-    segments[count++] = {begin, length, SegmentHash(begin, length)};
+  const char* const begin = target.data();
+  const char* const end = begin + target.size();
+  const char* segment = begin + 1;
+  // Handles the special byte at `q`; false when the path has ended there
+  // (then `path_end` is set) or cannot match (`path_end` stays null).
+  const char* path_end = nullptr;
+  auto special = [&](const char* q) {
+    const uint8_t cls = kByteClass[static_cast<unsigned char>(*q)];
+    if (cls == kPathEnd) {
+      path_end = q;
+      return false;
+    }
+    // kInvalid, or one segment more than the longest template: no match.
+    if (cls != kSlash || count == max_segments_) return false;
+    const auto length = static_cast<size_t>(q - segment);
+    if (IsDotSegment(segment, length)) return false;
+    segments[count++] = {segment, length};
+    segment = q + 1;
     return true;
   };
-  const char* p = target.data() + 1;
-  const char* const end = target.data() + target.size();
-  const char* segment = p;
-  for (; p != end; ++p) {
-    const uint8_t cls = kByteClass[static_cast<unsigned char>(*p)];
-    if (cls == kPlain) [[likely]] {
-      continue;
+  // Whole blocks, then the last partial block as the final bytes of the
+  // target re-read with the already-scanned ones masked off.
+  const char* p = begin + 1;
+  bool more = true;
+  for (; more && end - p >= static_cast<ptrdiff_t>(kSpecialMaskWidth);
+       p += kSpecialMaskWidth) {
+    for (uint32_t m = SpecialMask(p); m != 0; m &= m - 1) {
+      if (!special(p + std::countr_zero(m))) {
+        more = false;
+        break;
+      }
     }
-    if (cls == kPathEnd) break;
-    if (cls == kInvalid) return kFallbackRouteId;
-    if (!add_segment(segment, p)) return kFallbackRouteId;
-    segment = p + 1;
   }
-  if (!add_segment(segment, p)) return kFallbackRouteId;
+  if (more && p != end) {
+    const auto left = static_cast<size_t>(end - p);
+    if (target.size() >= kSpecialMaskWidth) {
+      const char* block = end - kSpecialMaskWidth;
+      for (uint32_t m = SpecialMask(block) >> (kSpecialMaskWidth - left);
+           m != 0; m &= m - 1) {
+        if (!special(p + std::countr_zero(m))) {
+          more = false;
+          break;
+        }
+      }
+    } else {
+      for (; p != end; ++p) {
+        if (IsSpecialTargetByte(static_cast<unsigned char>(*p)) &&
+            !special(p)) {
+          more = false;
+          break;
+        }
+      }
+    }
+  }
+  if (!more && path_end == nullptr) return fallback();
+  if (path_end == nullptr) path_end = end;
+  if (path_size != nullptr) *path_size = static_cast<size_t>(path_end - begin);
+  // The last segment runs to the end of the path.
+  if (count == max_segments_) return kFallbackRouteId;
+  const auto length = static_cast<size_t>(path_end - segment);
+  if (IsDotSegment(segment, length)) return kFallbackRouteId;
+  segments[count++] = {segment, length};
   return Descend(0, segments, count, 0);
 }
 

@@ -1,6 +1,10 @@
 #include "mxlimit/internal/bucket_keys.h"
 
+#include <array>
+#include <cstring>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/hash/hash_testing.h"
@@ -76,10 +80,10 @@ TEST(UserIdShapeTest, RejectsMalformedIds) {
 TEST(UserBucketKeyTest, ShortIdsAreStoredVerbatim) {
   const UserBucketKey k =
       UserBucketKey::Make("@alice:example.org", 3, 4, kSecret);
-  EXPECT_EQ(k.kind, Kind::kInline);
+  EXPECT_EQ(k.kind(), Kind::kInline);
   EXPECT_EQ(k.inline_user_id(), "@alice:example.org");
-  EXPECT_EQ(k.policy, 3);
-  EXPECT_EQ(k.route, 4);
+  EXPECT_EQ(k.policy(), 3);
+  EXPECT_EQ(k.route(), 4);
   // The identity is exact, so the secret plays no part.
   EXPECT_EQ(k, UserBucketKey::Make("@alice:example.org", 3, 4, SipKey{}));
   EXPECT_NE(k, UserBucketKey::Make("@alice:example.com", 3, 4, kSecret));
@@ -91,8 +95,8 @@ TEST(UserBucketKeyTest, InlineBoundaryIsFortyBytes) {
   const std::string id40 = "@" + std::string(34, 'a') + ":x.io";
   const std::string id41 = "@" + std::string(35, 'a') + ":x.io";
   ASSERT_EQ(id40.size(), 40u);
-  EXPECT_EQ(UserBucketKey::Make(id40, 0, 0, kSecret).kind, Kind::kInline);
-  EXPECT_EQ(UserBucketKey::Make(id41, 0, 0, kSecret).kind, Kind::kDigest);
+  EXPECT_EQ(UserBucketKey::Make(id40, 0, 0, kSecret).kind(), Kind::kInline);
+  EXPECT_EQ(UserBucketKey::Make(id41, 0, 0, kSecret).kind(), Kind::kDigest);
   // A prefix of a stored ID is another user.
   EXPECT_NE(UserBucketKey::Make(id40, 0, 0, kSecret),
             UserBucketKey::Make(id40.substr(0, 39), 0, 0, kSecret));
@@ -103,7 +107,7 @@ TEST(UserBucketKeyTest, LongIdsAreDistinguishedByKeyedDigest) {
   std::string other = base;
   other[100] = 'c';  // Differs in one middle byte.
   const UserBucketKey a = UserBucketKey::Make(base, 1, 1, kSecret);
-  EXPECT_EQ(a.kind, Kind::kDigest);
+  EXPECT_EQ(a.kind(), Kind::kDigest);
   EXPECT_TRUE(a.inline_user_id().empty());
   EXPECT_EQ(a, UserBucketKey::Make(base, 1, 1, kSecret));
   EXPECT_NE(a, UserBucketKey::Make(other, 1, 1, kSecret));
@@ -112,9 +116,44 @@ TEST(UserBucketKeyTest, LongIdsAreDistinguishedByKeyedDigest) {
   // table must all use that table's secret.
   EXPECT_NE(a, UserBucketKey::Make(base, 1, 1, SipKey{1, 2}));
   // An inline ID never equals a digest, whatever the bytes.
-  UserBucketKey forged = a;
-  forged.kind = Kind::kInline;
+  std::array<uint64_t, UserBucketKey::kWords> words = a.words();
+  words[0] &= ~(uint64_t{0xFF} << 32);  // kind := kInline (0)
+  UserBucketKey forged;
+  std::memcpy(&forged, words.data(), sizeof forged);
+  ASSERT_EQ(forged.kind(), Kind::kInline);
   EXPECT_NE(a, forged);
+}
+
+// The inline path validates a word at a time; it must agree with the
+// byte-at-a-time definition (IsWellFormedUserId) on every ID it sees, and
+// store exactly the ID's bytes.
+TEST(UserBucketKeyTest, WordAtATimeValidationAgreesWithTheDefinition) {
+  std::mt19937_64 rng(5);
+  const char alphabet[] = {'@',    ':',  'a',    'Z',    '0',    '.', ' ',
+                           '\x7F', '\0', '\x1F', '\x80', '\xFF', '!', '='};
+  int inline_seen = 0;
+  for (int round = 0; round < 300'000; ++round) {
+    std::string id(rng() % 46, 'x');
+    for (char& c : id) {
+      // Mostly plain bytes, so that well-formed IDs come up often.
+      c = rng() % 4 != 0 ? static_cast<char>('a' + rng() % 26)
+                         : alphabet[rng() % sizeof alphabet];
+    }
+    if (!id.empty() && rng() % 2 == 0) id[0] = '@';
+    if (id.size() > 3 && rng() % 2 == 0) id[1 + rng() % (id.size() - 2)] = ':';
+    const UserBucketKey k = UserBucketKey::Make(id, 1, 2, kSecret);
+    const bool ok = IsWellFormedUserId(id);
+    ASSERT_EQ(k.kind() != Kind::kOverflow, ok) << "\"" << id << "\"";
+    if (k.kind() == Kind::kInline) {
+      ++inline_seen;
+      ASSERT_EQ(k.inline_user_id(), id);
+      // Bytes past the ID are zero (equality and hashing rely on it).
+      std::string padded(UserBucketKey::kInlineCapacity, '\0');
+      std::memcpy(padded.data(), &k.words()[1], padded.size());
+      ASSERT_EQ(padded, id + std::string(padded.size() - id.size(), '\0'));
+    }
+  }
+  EXPECT_GT(inline_seen, 10'000);  // the test did exercise the inline path
 }
 
 TEST(UserBucketKeyTest, MalformedAndOversizedIdsShareOneOverflowKey) {
@@ -122,7 +161,7 @@ TEST(UserBucketKeyTest, MalformedAndOversizedIdsShareOneOverflowKey) {
   const std::string too_long = "@" + std::string(300, 'z') + ":example.org";
   const UserBucketKey overflow =
       UserBucketKey::Make("not a user id", 5, 6, kSecret);
-  EXPECT_EQ(overflow.kind, Kind::kOverflow);
+  EXPECT_EQ(overflow.kind(), Kind::kOverflow);
   for (std::string_view bad :
        {std::string_view(""), std::string_view("@alice"),
         std::string_view("@alice:\x01"), std::string_view(huge),
@@ -151,7 +190,7 @@ TEST(UserBucketKeyTest, HashIsConsistentWithEquality) {
 }
 
 TEST(UserBucketKeyTest, WorksAsTableKeyWithFixedMemory) {
-  BucketTable<UserBucketKey> t(8);
+  BucketTable<UserBucketKey, BucketKeyHash> t(8);
   const std::string long_id = "@" + std::string(100, 'q') + ":example.org";
   t.FindOrAdmit(UserBucketKey::Make("@alice:example.org", 0, 0, kSecret))->tat =
       1;
@@ -163,6 +202,113 @@ TEST(UserBucketKeyTest, WorksAsTableKeyWithFixedMemory) {
       t.Peek(UserBucketKey::Make("@alice:example.org", 0, 0, kSecret))->tat, 1);
   EXPECT_EQ(t.Peek(UserBucketKey::Make(long_id, 0, 0, kSecret))->tat, 2);
   EXPECT_EQ(t.Peek(UserBucketKey::Make("x", 0, 0, kSecret))->tat, 4);
+}
+
+// --- BucketKeyHash ---------------------------------------------------------
+
+constexpr std::array<uint64_t, 6> kSeed = {1, 2, 3, 4, 5, 6};
+
+UserBucketKey UserKey(std::string_view id) {
+  return UserBucketKey::Make(id, 3, 9, kSecret);
+}
+
+TEST(BucketKeyHashTest, EqualKeysHashEqually) {
+  const BucketKeyHash h(kSeed);
+  const IpAddress a = Addr({0x20, 0x01, 0x0d, 0xb8, 7});
+  EXPECT_EQ(h(IpBucketKey::Make(a, 1, 2)), h(IpBucketKey::Make(a, 1, 2)));
+  EXPECT_EQ(h(UserKey("@alice:example.org")), h(UserKey("@alice:example.org")));
+  EXPECT_EQ(BucketKeyHash(kSeed)(UserKey("@a:b.c")),
+            BucketKeyHash(kSeed)(UserKey("@a:b.c")));
+}
+
+TEST(BucketKeyHashTest, EveryByteOfTheKeyCounts) {
+  // A byte left out of the hash would let keys that differ only there pile
+  // into one probe sequence. Flip each byte of each key type in turn.
+  const BucketKeyHash h(kSeed);
+  IpBucketKey ip = IpBucketKey::Make(Addr({0x20, 0x01, 0x0d, 0xb8}), 4, 5);
+  const size_t ip_hash = h(ip);
+  for (size_t i = 0; i < sizeof(IpBucketKey); ++i) {
+    IpBucketKey other = ip;
+    reinterpret_cast<unsigned char*>(&other)[i] ^= 0x01;
+    EXPECT_NE(h(other), ip_hash) << "byte " << i;
+  }
+  UserBucketKey user = UserKey("@0123456789abcdefghijklmnopqrst:a.bc.de");
+  ASSERT_EQ(user.kind(), UserBucketKey::Kind::kInline);
+  ASSERT_EQ(user.length(), 39u);
+  const size_t user_hash = h(user);
+  for (size_t i = 0; i < sizeof(UserBucketKey); ++i) {
+    UserBucketKey other = user;
+    reinterpret_cast<unsigned char*>(&other)[i] ^= 0x80;
+    EXPECT_NE(h(other), user_hash) << "byte " << i;
+  }
+}
+
+TEST(BucketKeyHashTest, UserKeyEqualityLooksAtEveryByte) {
+  const UserBucketKey user = UserKey("@0123456789abcdefghijklmnopqrst:a.bc.de");
+  for (size_t i = 0; i < sizeof(UserBucketKey); ++i) {
+    UserBucketKey other = user;
+    reinterpret_cast<unsigned char*>(&other)[i] ^= 0x10;
+    EXPECT_FALSE(other == user) << "byte " << i;
+    EXPECT_TRUE(other == other);
+  }
+}
+
+TEST(BucketKeyHashTest, SeedsGiveUnrelatedHashes) {
+  const BucketKeyHash a(kSeed);
+  const BucketKeyHash b({6, 5, 4, 3, 2, 1});
+  const BucketKeyHash random_1;
+  const BucketKeyHash random_2;
+  const UserBucketKey k = UserKey("@alice:example.org");
+  EXPECT_NE(a(k), b(k));
+  EXPECT_NE(random_1(k), random_2(k));
+}
+
+// Neighbouring clients (consecutive addresses, numbered user names) must
+// spread evenly over the index's groups (high bits) and its control-byte tags
+// (the low 7 bits abseil compares first).
+template <typename MakeKey>
+void ExpectEvenSpread(MakeKey make_key) {
+  const BucketKeyHash h;
+  constexpr int kKeys = 1 << 18;
+  constexpr int kBins = 1 << 10;
+  std::vector<int> high(kBins), low(128);
+  for (int i = 0; i < kKeys; ++i) {
+    const size_t x = h(make_key(i));
+    ++high[(x >> 7) % kBins];
+    ++low[x & 127];
+  }
+  // Binomial: mean 256 with sd 16 per high bin, 2048 with sd 45 per tag.
+  for (int n : high) {
+    EXPECT_GT(n, 256 - 6 * 16);
+    EXPECT_LT(n, 256 + 6 * 16);
+  }
+  for (int n : low) {
+    EXPECT_GT(n, 2048 - 6 * 45);
+    EXPECT_LT(n, 2048 + 6 * 45);
+  }
+}
+
+TEST(BucketKeyHashTest, ConsecutiveAddressesSpreadEvenly) {
+  ExpectEvenSpread([](int i) {
+    IpAddress a = Addr({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10});
+    a.bytes[13] = static_cast<uint8_t>(i >> 16);
+    a.bytes[14] = static_cast<uint8_t>(i >> 8);
+    a.bytes[15] = static_cast<uint8_t>(i);
+    return IpBucketKey::Make(a, 0, kSharedBucketRoute);
+  });
+  ExpectEvenSpread([](int i) {  // one /64 per client
+    IpAddress a = Addr({0x20, 0x01, 0x0d, 0xb8});
+    a.bytes[5] = static_cast<uint8_t>(i >> 16);
+    a.bytes[6] = static_cast<uint8_t>(i >> 8);
+    a.bytes[7] = static_cast<uint8_t>(i);
+    return IpBucketKey::Make(a, 0, 17);
+  });
+}
+
+TEST(BucketKeyHashTest, NumberedUserNamesSpreadEvenly) {
+  ExpectEvenSpread([](int i) {
+    return UserKey("@user" + std::to_string(i) + ":example.org");
+  });
 }
 
 // Reference vectors of SipHash-2-4-128 (key 00..0f, message 00..len-1),

@@ -26,7 +26,8 @@ IpBucketKey K(uint64_t id) {
   return k;
 }
 
-using IpTable = BucketTable<IpBucketKey>;
+// The limiter's configuration: its keys under its seeded hash.
+using IpTable = BucketTable<IpBucketKey, BucketKeyHash>;
 
 std::vector<IpBucketKey> Contents(const IpTable& t) {
   std::vector<IpBucketKey> keys;
@@ -84,9 +85,10 @@ TEST(BucketTableTest, LocateThenAcquireBehavesExactlyLikeFindOrAdmit) {
   for (int i = 0; i < 20'000; ++i) {
     const IpBucketKey key = K(rng() % 200);
     GcraState* a = one_step.FindOrAdmit(key);
-    const uint32_t slot = two_step.Locate(key);
+    const IpTable::HashedKey hashed = two_step.Hashed(key);
+    const uint32_t slot = two_step.Locate(hashed);
     EXPECT_EQ(slot != 0, two_step.Peek(key) != nullptr);
-    GcraState* b = two_step.Acquire(key, slot);
+    GcraState* b = two_step.Acquire(hashed, slot);
     // Give the two states the same distinct value so contents compare.
     a->tat = b->tat = i;
     ASSERT_EQ(Contents(one_step), Contents(two_step)) << "step " << i;

@@ -102,7 +102,7 @@ TEST(MethodClassTest, IsCaseSensitiveAndHasAnOtherClass) {
 
 std::vector<uint32_t> PrefixesOf(const PrefixTrie& trie, std::string_view t) {
   std::vector<uint32_t> out;
-  trie.ForEachPrefixOf(t, [&](uint32_t v) { out.push_back(v); });
+  trie.ForEachMatch(t, [&](uint32_t v) { out.push_back(v); });
   return out;
 }
 
@@ -125,6 +125,28 @@ TEST(PrefixTrieTest, VisitsEveryStoredPrefixShortestFirst) {
             (std::vector<uint32_t>{0, 1}));
   EXPECT_EQ(PrefixesOf(trie, ""), (std::vector<uint32_t>{0}));
   EXPECT_EQ(PrefixesOf(PrefixTrie(), "/x"), std::vector<uint32_t>{});
+}
+
+TEST(PrefixTrieTest, ExactEntriesMatchOnlyTheWholeText) {
+  PrefixTrie::Builder b;
+  b.Slot("/_matrix/client/") = 1;
+  b.ExactSlot("/_matrix/client/v3/login") = 10;
+  b.Slot("/_matrix/client/v3/login") = 11;     // Same string, prefix value.
+  b.ExactSlot("/_matrix/client/v3/log") = 12;  // Inside a folded chain.
+  b.ExactSlot("/_synapse/admin") = 13;
+  PrefixTrie trie = std::move(b).Build();
+  // Prefix values first, then the exact value for the text itself.
+  EXPECT_EQ(PrefixesOf(trie, "/_matrix/client/v3/login"),
+            (std::vector<uint32_t>{1, 11, 10}));
+  EXPECT_EQ(PrefixesOf(trie, "/_matrix/client/v3/login/"),
+            (std::vector<uint32_t>{1, 11}));
+  EXPECT_EQ(PrefixesOf(trie, "/_matrix/client/v3/log"),
+            (std::vector<uint32_t>{1, 12}));
+  EXPECT_EQ(PrefixesOf(trie, "/_matrix/client/v3/lo"),
+            (std::vector<uint32_t>{1}));
+  EXPECT_EQ(PrefixesOf(trie, "/_synapse/admin"), (std::vector<uint32_t>{13}));
+  EXPECT_EQ(PrefixesOf(trie, "/_synapse/admin/v1"), std::vector<uint32_t>{});
+  EXPECT_EQ(PrefixesOf(trie, "/_synapse/admi"), std::vector<uint32_t>{});
 }
 
 TEST(PrefixTrieTest, HandlesEveryByteValue) {

@@ -166,6 +166,10 @@ class Limiter {
 
   // The bucket keys of one request (defined in limiter.cc).
   struct BucketKeys;
+  using IpTable =
+      internal::BucketTable<internal::IpBucketKey, internal::BucketKeyHash>;
+  using UserTable =
+      internal::BucketTable<internal::UserBucketKey, internal::BucketKeyHash>;
 
   // `normalizer` is read-only, so engines may share one (ShardedLimiter's
   // shards do).
@@ -221,8 +225,8 @@ class Limiter {
   // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
   // at random per engine so users cannot aim at each other's buckets.
   internal::SipKey user_key_secret_;
-  internal::BucketTable<internal::IpBucketKey> ip_table_;
-  internal::BucketTable<internal::UserBucketKey> user_table_;
+  IpTable ip_table_;
+  UserTable user_table_;
 };
 
 }  // namespace mxlimit

@@ -133,8 +133,8 @@ class PolicySet {
   // `query_free_path` the raw target up to '?' or '#' (`QueryFreePath`);
   // `method` is case-sensitive. User-scope policies apply only if `has_user`.
   //
-  // No allocation. Cost: one route lookup, one hash lookup and one trie walk
-  // over the path (O(path length), independent of the number of exact and
+  // No allocation. Cost: one route lookup and one byte-trie walk over the
+  // path (O(path length), independent of the number of exact and
   // trailing-'*' policies), plus a glob test per inner-'*' policy that could
   // still outrank the best found so far.
   Resolution Resolve(std::string_view method, RouteId route,
@@ -196,9 +196,8 @@ class PolicySet {
   std::vector<BestTable> tables_;
   // Route side: index into tables_ per RouteId.
   std::vector<uint32_t> route_table_;
-  // Raw side: exact paths, trailing-'*' prefixes, then inner-'*' patterns by
-  // descending rank.
-  absl::flat_hash_map<std::string, uint32_t> exact_table_;
+  // Raw side: exact paths and trailing-'*' prefixes in one byte trie, then
+  // inner-'*' patterns by descending rank.
   internal::PrefixTrie trie_;
   std::vector<InnerStar> inner_;
 };

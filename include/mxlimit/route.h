@@ -147,6 +147,10 @@ class RouteNormalizer {
   std::span<const std::string_view> keys() const;
 
  private:
+  // The limiter reads the trie directly: one pass yields the route and the
+  // query-free path, and no Route is built and copied on its hot path.
+  friend class Limiter;
+
   std::unique_ptr<const internal::RouteTrie> trie_;
 };
 

@@ -7,11 +7,13 @@
 // stored once, inside the table's slab record.
 //
 //   IpBucketKey    20 bytes: 16 address bytes + policy id + route id.
-//   UserBucketKey  46 bytes: policy id + route id + kind + length + 40 bytes
-//                  holding either the user ID itself or a keyed digest of it.
+//   UserBucketKey  48 bytes: one word of policy id, route id, kind and
+//                  length, then 40 bytes holding either the user ID itself or
+//                  a keyed digest of it.
 //
-// Both compare bytewise (no padding, unused bytes always zero) and hash with
-// `absl::Hash` via `AbslHashValue`.
+// Both compare bytewise (no padding, unused bytes always zero). The limiter's
+// tables hash them with the seeded `BucketKeyHash` below; `AbslHashValue`
+// makes them usable in abseil containers too.
 //
 // Route ids: per-route policies pass the normalized route's id; policies that
 // share one budget across all their routes (`share_threshold`) pass
@@ -50,12 +52,14 @@
 #define MXLIMIT_INTERNAL_BUCKET_KEYS_H_
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include "mxlimit/internal/byte_scan.h"
 #include "mxlimit/internal/siphash.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
@@ -129,23 +133,24 @@ constexpr bool IsWellFormedUserId(std::string_view id) {
 // -----------------------------------------------------------------------------
 // UserBucketKey
 // -----------------------------------------------------------------------------
-struct UserBucketKey {
+//
+// Six 64-bit words. Word 0 holds policy (bits 0-15), route (16-31), kind
+// (32-39) and length (40-47); words 1-5 hold the inline ID's bytes in memory
+// order, or the 16-byte digest, zero padded. Built and compared a whole word
+// at a time: a key written byte by byte and then read by words stalls the
+// CPU's store-to-load forwarding on every request.
+class UserBucketKey {
+ public:
   enum class Kind : uint8_t {
-    kInline = 0,    // `bytes` holds the user ID itself (`length` bytes).
-    kDigest = 1,    // `bytes` starts with the keyed 16-byte digest.
+    kInline = 0,    // The ID itself is stored (`length()` bytes).
+    kDigest = 1,    // The keyed 16-byte digest of the ID is stored.
     kOverflow = 2,  // Malformed or oversized ID; shared per policy+route.
   };
 
   // Longest user ID stored verbatim. Chosen so that a table record (key,
   // state, links) is exactly one 64-byte cache line.
   static constexpr size_t kInlineCapacity = 40;
-
-  PolicyId policy = 0;
-  RouteId route = 0;
-  Kind kind = Kind::kOverflow;
-  uint8_t length = 0;  // Bytes of the ID when inline; 0 otherwise.
-  // Inline ID or digest, zero padded: bytewise equality relies on it.
-  std::array<uint8_t, kInlineCapacity> bytes{};
+  static constexpr size_t kWords = 1 + kInlineCapacity / 8;
 
   // Builds the key of `user_id` for one policy and route. `secret` keys the
   // digest of long IDs; use one random secret per table for its lifetime
@@ -153,47 +158,196 @@ struct UserBucketKey {
   static UserBucketKey Make(std::string_view user_id, PolicyId policy,
                             RouteId route, const SipKey& secret) {
     UserBucketKey k;
-    k.policy = policy;
-    k.route = route;
-    if (!IsWellFormedUserId(user_id)) {
-      k.kind = Kind::kOverflow;
-    } else if (user_id.size() <= kInlineCapacity) {
-      k.kind = Kind::kInline;
-      k.length = static_cast<uint8_t>(user_id.size());
-      std::memcpy(k.bytes.data(), user_id.data(), user_id.size());
-    } else {
-      k.kind = Kind::kDigest;
-      const SipDigest d = SipHash128(secret, user_id);
-      std::memcpy(k.bytes.data(), d.data(), d.size());
-    }
+    k.Assign(user_id, policy, route, secret);
     return k;
   }
 
+  // `*this = Make(...)`, built in place (the hot path avoids the copy).
+  void Assign(std::string_view user_id, PolicyId policy, RouteId route,
+              const SipKey& secret) {
+    Kind kind = Kind::kOverflow;
+    size_t length = 0;
+    if (user_id.size() <= kInlineCapacity) {
+      if (LoadInline(user_id)) {
+        kind = Kind::kInline;
+        length = user_id.size();
+      }
+    } else if (IsWellFormedUserId(user_id)) {
+      kind = Kind::kDigest;
+      const SipDigest d = SipHash128(secret, user_id);
+      std::memcpy(&words_[1], d.data(), 8);
+      std::memcpy(&words_[2], d.data() + 8, 8);
+      for (size_t i = 3; i < kWords; ++i) words_[i] = 0;
+    }
+    if (kind == Kind::kOverflow) {
+      for (size_t i = 1; i < kWords; ++i) words_[i] = 0;
+    }
+    words_[0] =
+        static_cast<uint64_t>(policy) | static_cast<uint64_t>(route) << 16 |
+        static_cast<uint64_t>(kind) << 32 | static_cast<uint64_t>(length) << 40;
+  }
+
+  PolicyId policy() const { return static_cast<PolicyId>(words_[0]); }
+  RouteId route() const { return static_cast<RouteId>(words_[0] >> 16); }
+  Kind kind() const { return static_cast<Kind>((words_[0] >> 32) & 0xFF); }
+  // Bytes of the ID when inline; 0 otherwise.
+  size_t length() const { return (words_[0] >> 40) & 0xFF; }
+
   // The user ID when stored inline; empty for digests and overflow.
   std::string_view inline_user_id() const {
-    return kind == Kind::kInline
-               ? std::string_view(reinterpret_cast<const char*>(bytes.data()),
-                                  length)
+    return kind() == Kind::kInline
+               ? std::string_view(reinterpret_cast<const char*>(&words_[1]),
+                                  length())
                : std::string_view();
   }
 
+  // The key as words, for hashing.
+  const std::array<uint64_t, kWords>& words() const { return words_; }
+
   friend bool operator==(const UserBucketKey& a, const UserBucketKey& b) {
-    return std::memcmp(&a, &b, sizeof(UserBucketKey)) == 0;
+    uint64_t diff = 0;  // Branch-free; libc's memcmp call cost more.
+    for (size_t i = 0; i < kWords; ++i) diff |= a.words_[i] ^ b.words_[i];
+    return diff == 0;
   }
 
   template <typename H>
   friend H AbslHashValue(H h, const UserBucketKey& k) {
-    // Padding-free and zero-filled: the object bytes are the identity.
-    return H::combine_contiguous(std::move(h),
-                                 reinterpret_cast<const unsigned char*>(&k),
-                                 sizeof(UserBucketKey));
+    return H::combine_contiguous(std::move(h), k.words_.data(), kWords);
   }
+
+ private:
+  static uint64_t Load64(const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+
+  // Stores `id` (at most 40 bytes) zero padded into words 1-5 and returns
+  // whether it is well formed: the same answer as IsWellFormedUserId, a word
+  // at a time, without reading past the ID's last byte.
+  bool LoadInline(std::string_view id) {
+    const size_t n = id.size();
+    if (n < 4) return false;
+    if constexpr (std::endian::native != std::endian::little) {
+      for (size_t i = 1; i < kWords; ++i) words_[i] = 0;
+      std::memcpy(&words_[1], id.data(), n);
+      return IsWellFormedUserId(id);
+    }
+    const char* p = id.data();
+    // The last, partial word: the ID's final n % 8 bytes (all 8 when n is a
+    // multiple of 8), read without going past the end.
+    const size_t full = (n - 1) / 8;   // words before the last one
+    const size_t rest = n - 8 * full;  // 1..8 bytes in the last word
+    uint64_t last;
+    if (n >= 8) {
+      last = Load64(p + n - 8) >> (8 * (8 - rest));
+    } else {  // 4..7 bytes: two overlapping 4-byte loads
+      uint32_t lo, hi;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, p + n - 4, 4);
+      last = lo | static_cast<uint64_t>(hi) << (8 * (n - 4));
+    }
+    uint64_t bad = 0;
+    uint64_t colon_word = 0;  // SwarEqual(':') of the first word with one
+    size_t colon_base = 0;
+    for (size_t i = 0; i < kInlineCapacity / 8; ++i) {
+      uint64_t w = 0;
+      uint64_t valid = 0;  // 0x80 in each byte that belongs to the ID
+      if (i < full) {
+        w = Load64(p + 8 * i);
+        valid = kSwarHigh;
+      } else if (i == full) {
+        w = last;
+        valid = kSwarHigh >> (8 * (8 - rest));
+      }
+      words_[1 + i] = w;
+      bad |= SwarControlOrSpace(w) & valid;
+      const uint64_t colons = SwarEqual(w, ':') & valid;
+      if (colon_word == 0 && colons != 0) {
+        colon_word = colons;
+        colon_base = 8 * i;
+      }
+    }
+    if (bad != 0 || p[0] != '@' || colon_word == 0) return false;
+    const size_t colon =
+        colon_base + static_cast<size_t>(std::countr_zero(colon_word)) / 8;
+    return colon >= 2 && colon + 1 < n;
+  }
+
+  std::array<uint64_t, kWords> words_{};
 };
 
-static_assert(sizeof(UserBucketKey) == 46);
+static_assert(sizeof(UserBucketKey) == 48);
 static_assert(std::is_trivially_copyable_v<UserBucketKey>);
 static_assert(std::has_unique_object_representations_v<UserBucketKey>,
               "bytewise equality needs a padding-free layout");
+
+// -----------------------------------------------------------------------------
+// BucketKeyHash
+// -----------------------------------------------------------------------------
+//
+// The hash the limiter's tables use for both key types: inline, a handful of
+// 64x64->128-bit multiplies over the key's words, each word first XORed with
+// a word of a per-table random seed. Compared with `absl::Hash` it costs no
+// call into the shared library and no byte-stream state machine, which
+// matters because the key is hashed on every request.
+//
+// Seeded so that clients cannot precompute keys that pile into one probe
+// sequence of the index (addresses and user IDs are partly attacker-chosen).
+// Equal keys hash equally under one hasher; a table keeps its hasher for its
+// lifetime.
+class BucketKeyHash {
+ public:
+  // Draws a fresh seed from the operating system (construction only).
+  BucketKeyHash();
+  explicit BucketKeyHash(const std::array<uint64_t, 6>& seed) : seed_(seed) {}
+
+  size_t operator()(const IpBucketKey& k) const {
+    uint64_t lo, hi;
+    std::memcpy(&lo, k.address.data(), 8);
+    std::memcpy(&hi, k.address.data() + 8, 8);
+    const uint64_t ids = static_cast<uint64_t>(k.policy) |
+                         (static_cast<uint64_t>(k.route) << 16);
+    return Fold(Mix(lo ^ seed_[0], hi ^ seed_[1]) ^ ids, seed_[2]);
+  }
+
+  size_t operator()(const UserBucketKey& k) const {
+    const std::array<uint64_t, UserBucketKey::kWords>& w = k.words();
+    const uint64_t a = Mix(w[0] ^ seed_[0], w[1] ^ seed_[1]);
+    const uint64_t c = Mix(w[2] ^ seed_[2], w[3] ^ seed_[3]);
+    const uint64_t d = Mix(w[4] ^ seed_[4], w[5] ^ seed_[5]);
+    return Fold(a ^ c, d ^ seed_[0]);
+  }
+
+ private:
+  // Both halves of the 128-bit product: every output bit depends on every
+  // input bit of both operands.
+  static uint64_t Mix(uint64_t a, uint64_t b) {
+#if defined(__SIZEOF_INT128__)
+    __extension__ using U128 = unsigned __int128;  // not ISO C++: say so
+    const U128 r = static_cast<U128>(a) * b;
+    return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+#else
+    // No 128-bit product: a 64-bit multiply with xor-shifts (weaker but
+    // still mixes every input bit into the high bits the index uses).
+    uint64_t h = (a ^ (b >> 29)) * (b | 1);
+    h ^= h >> 32;
+    return h * 0x9E3779B97F4A7C15ULL ^ b;
+#endif
+  }
+  static uint64_t Fold(uint64_t a, uint64_t b) {
+    return Mix(a ^ 0x9E3779B97F4A7C15ULL, b ^ 0xC2B2AE3D27D4EB4FULL);
+  }
+
+  std::array<uint64_t, 6> seed_;
+};
+
+inline BucketKeyHash::BucketKeyHash() {
+  const SipKey a = RandomSipKey();
+  const SipKey b = RandomSipKey();
+  const SipKey c = RandomSipKey();
+  seed_ = {a.k0, a.k1, b.k0, b.k1, c.k0, c.k1};
+}
 
 }  // namespace mxlimit::internal
 

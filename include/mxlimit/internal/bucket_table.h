@@ -78,11 +78,12 @@ class BucketTable {
 
   // Allocates everything the table will ever use. `capacity` is clamped to
   // [1, kMaxCapacity]; a table always holds at least one bucket.
-  explicit BucketTable(size_t capacity)
+  explicit BucketTable(size_t capacity, Hash hash = Hash())
       : capacity_(ClampCapacity(capacity)),
         slab_(new Entry[capacity_ + 1]),
-        index_(IndexBucketCount(capacity_), IndexHash{slab_.get(), Hash()},
-               IndexEq{slab_.get()}) {
+        index_(IndexBucketCount(capacity_), IndexHash{slab_.get(), hash},
+               IndexEq{slab_.get()}),
+        hash_(hash) {
     slab_[0].prev = 0;
     slab_[0].next = 0;
     // At full size the index must stay within abseil's rehash-in-place
@@ -99,10 +100,19 @@ class BucketTable {
 
   // --- Request path ---------------------------------------------------------
 
+  // A key together with its hash. A caller that needs several operations on
+  // one key per request (Prefetch, Locate, Acquire) hashes it once.
+  // `key` must stay alive while the HashedKey is used.
+  struct HashedKey {
+    const Key* key;
+    size_t hash;
+  };
+  HashedKey Hashed(const Key& key) const { return {&key, hash_(key)}; }
+
   // The state of `key` if present, after marking it most recently used;
   // nullptr otherwise. Counts a hit when found.
   GcraState* Find(const Key& key) {
-    auto it = index_.find(KeyRef{&key}, hash_(key));
+    auto it = index_.find(Hashed(key));
     if (it == index_.end()) return nullptr;
     ++hits_;
     MoveToTail(*it);
@@ -113,7 +123,7 @@ class BucketTable {
   // evicting the least recently used entry first when the table is full.
   // Never returns nullptr and never allocates.
   GcraState* FindOrAdmit(const Key& key) {
-    auto it = index_.find(KeyRef{&key}, hash_(key));
+    auto it = index_.find(Hashed(key));
     if (it != index_.end()) {
       ++hits_;
       MoveToTail(*it);
@@ -131,8 +141,8 @@ class BucketTable {
   // key's slot (0 when absent) and prefetches what `Acquire` will touch;
   // `Acquire` then touches or admits exactly as `FindOrAdmit` would.
   // REQUIRES: nothing changes this table between the two calls.
-  uint32_t Locate(const Key& key) const {
-    auto it = index_.find(KeyRef{&key}, hash_(key));
+  uint32_t Locate(HashedKey key) const {
+    auto it = index_.find(key);
     if (it == index_.end()) {
       // An admission at capacity reuses the least recently used record.
       if (size_ == capacity_) PrefetchForWrite(slab_[0].next);
@@ -143,32 +153,32 @@ class BucketTable {
     PrefetchForWrite(e.next);
     return *it;
   }
-  GcraState* Acquire(const Key& key, uint32_t located) {
+  GcraState* Acquire(HashedKey key, uint32_t located) {
     if (located != 0) {
       ++hits_;
       MoveToTail(located);
       return &slab_[located].state;
     }
-    return &slab_[Admit(key)].state;
+    return &slab_[Admit(*key.key)].state;
   }
 
   // The state of `key` without marking it used and without counting a hit;
   // nullptr when absent.
   const GcraState* Peek(const Key& key) const {
-    auto it = index_.find(KeyRef{&key}, hash_(key));
+    auto it = index_.find(Hashed(key));
     return it == index_.end() ? nullptr : &slab_[*it].state;
   }
 
   // Issues prefetches for the index group `key` hashes to, so that the cache
   // misses of lookups in two tables can overlap: prefetch both keys, then
   // look both up. Changes nothing.
-  void Prefetch(const Key& key) const { index_.prefetch(KeyRef{&key}); }
+  void Prefetch(HashedKey key) const { index_.prefetch(key); }
 
   // --- Maintenance (reloads, admin, stats) ---------------------------------
 
   // Forgets `key`. Returns whether it was present.
   bool Erase(const Key& key) {
-    auto it = index_.find(KeyRef{&key}, hash_(key));
+    auto it = index_.find(Hashed(key));
     if (it == index_.end()) return false;
     const uint32_t slot = *it;
     index_.erase(it);
@@ -279,17 +289,14 @@ class BucketTable {
     Key key{};
   };
 
-  // Heterogeneous lookup argument: a key not (yet) in the slab.
-  struct KeyRef {
-    const Key* key;
-  };
-
+  // Heterogeneous lookups pass a `HashedKey` (a key not, or not yet, in the
+  // slab) whose hash was computed once by the caller.
   struct IndexHash {
     using is_transparent = void;
     const Entry* slab;
     [[no_unique_address]] Hash hash;
     size_t operator()(uint32_t slot) const { return hash(slab[slot].key); }
-    size_t operator()(KeyRef ref) const { return hash(*ref.key); }
+    size_t operator()(HashedKey ref) const { return ref.hash; }
   };
   struct IndexEq {
     using is_transparent = void;
@@ -297,10 +304,10 @@ class BucketTable {
     bool operator()(uint32_t a, uint32_t b) const {
       return a == b || slab[a].key == slab[b].key;
     }
-    bool operator()(KeyRef a, uint32_t b) const {
+    bool operator()(HashedKey a, uint32_t b) const {
       return *a.key == slab[b].key;
     }
-    bool operator()(uint32_t a, KeyRef b) const {
+    bool operator()(uint32_t a, HashedKey b) const {
       return slab[a].key == *b.key;
     }
   };

@@ -2,11 +2,13 @@
 // File: internal/prefix_trie.h
 // -----------------------------------------------------------------------------
 //
-// `PrefixTrie` is a byte trie over a set of strings (the literal prefixes of
-// trailing-'*' patterns), each carrying a 32-bit value. One walk over a text
-// visits every stored prefix of that text, shortest first, in O(|text|) steps
-// whatever the number of stored prefixes: the cost of resolving a raw path
-// does not grow with the number of trailing-'*' policies.
+// `PrefixTrie` is a byte trie over a set of strings, each carrying 32-bit
+// values: a *prefix* value (the literal prefix of a trailing-'*' pattern)
+// and an *exact* value (an exact pattern). One walk over a text visits every
+// stored prefix of that text, shortest first, then the exact entry for the
+// text itself, in O(|text|) steps whatever the number of stored strings: the
+// cost of resolving a raw path does not grow with the number of policies,
+// and an exact raw-path pattern costs no hashing of the path.
 //
 // Layout: a radix tree. Chains of single-child nodes without a value are
 // folded into one node whose label holds the chain's bytes, so a walk does one
@@ -19,8 +21,8 @@
 //   PrefixTrie::Builder b;
 //   b.Slot("/_matrix/client/v3/keys/") = 7;
 //   PrefixTrie trie = std::move(b).Build();
-//   trie.ForEachPrefixOf("/_matrix/client/v3/keys/claim",
-//                        [](uint32_t v) { /* v == 7 */ });
+//   trie.ForEachMatch("/_matrix/client/v3/keys/claim",
+//                     [](uint32_t v) { /* v == 7 */ });
 
 #ifndef MXLIMIT_INTERNAL_PREFIX_TRIE_H_
 #define MXLIMIT_INTERNAL_PREFIX_TRIE_H_
@@ -44,27 +46,16 @@ class PrefixTrie {
    public:
     Builder() : nodes_(1) {}
 
-    // The value slot for `prefix`, created (holding kNone) on first use. The
-    // reference is valid until the next call.
+    // The prefix value slot for `prefix`, created (holding kNone) on first
+    // use. The reference is valid until the next call.
     uint32_t& Slot(std::string_view prefix) {
-      uint32_t node = 0;
-      for (char c : prefix) {
-        const auto byte = static_cast<uint8_t>(c);
-        uint32_t next = kNone;
-        for (const auto& [label, child] : nodes_[node].children) {
-          if (label == byte) {
-            next = child;
-            break;
-          }
-        }
-        if (next == kNone) {
-          next = static_cast<uint32_t>(nodes_.size());
-          nodes_[node].children.emplace_back(byte, next);
-          nodes_.emplace_back();
-        }
-        node = next;
-      }
-      return nodes_[node].value;
+      return nodes_[NodeFor(prefix)].value;
+    }
+
+    // The exact value slot for `text`: visited only when the whole text
+    // equals it. The reference is valid until the next call.
+    uint32_t& ExactSlot(std::string_view text) {
+      return nodes_[NodeFor(text)].exact;
     }
 
     PrefixTrie Build() && {
@@ -80,6 +71,7 @@ class PrefixTrie {
         std::sort(tmp.children.begin(), tmp.children.end());
         Node& node = trie.nodes_[i];
         node.value = tmp.value;
+        node.exact = tmp.exact;
         node.first_edge = static_cast<uint32_t>(trie.labels_.size());
         node.edge_count = static_cast<uint16_t>(tmp.children.size());
         for (const auto& [label, child] : tmp.children) {
@@ -91,7 +83,7 @@ class PrefixTrie {
           next.label_begin = static_cast<uint32_t>(trie.chain_bytes_.size());
           uint32_t end = child;
           while (nodes_[end].children.size() == 1 &&
-                 nodes_[end].value == kNone) {
+                 nodes_[end].value == kNone && nodes_[end].exact == kNone) {
             trie.chain_bytes_.push_back(
                 static_cast<char>(nodes_[end].children[0].first));
             end = nodes_[end].children[0].second;
@@ -110,17 +102,42 @@ class PrefixTrie {
     struct TmpNode {
       std::vector<std::pair<uint8_t, uint32_t>> children;
       uint32_t value = kNone;
+      uint32_t exact = kNone;
     };
+
+    // The node spelling `text`, created with its ancestors on first use.
+    uint32_t NodeFor(std::string_view text) {
+      uint32_t node = 0;
+      for (char c : text) {
+        const auto byte = static_cast<uint8_t>(c);
+        uint32_t next = kNone;
+        for (const auto& [label, child] : nodes_[node].children) {
+          if (label == byte) {
+            next = child;
+            break;
+          }
+        }
+        if (next == kNone) {
+          next = static_cast<uint32_t>(nodes_.size());
+          nodes_[node].children.emplace_back(byte, next);
+          nodes_.emplace_back();
+        }
+        node = next;
+      }
+      return node;
+    }
+
     std::vector<TmpNode> nodes_;
   };
 
   // An empty trie (no prefix stored, not even "").
   PrefixTrie() = default;
 
-  // Calls `visit(value)` for each stored prefix of `text` whose value is not
-  // kNone, shortest first. No allocation.
+  // Calls `visit(value)` for the prefix value of each stored prefix of
+  // `text`, shortest first, then for the exact value stored for `text`
+  // itself; kNone values are skipped. No allocation.
   template <typename Visit>
-  void ForEachPrefixOf(std::string_view text, Visit&& visit) const {
+  void ForEachMatch(std::string_view text, Visit&& visit) const {
     if (nodes_.empty()) return;
     uint32_t node = 0;
     size_t i = 0;
@@ -135,7 +152,11 @@ class PrefixTrie {
         i += n.label_length;
       }
       if (n.value != kNone) visit(n.value);
-      if (i == text.size() || n.edge_count == 0) return;
+      if (i == text.size()) {
+        if (n.exact != kNone) visit(n.exact);
+        return;
+      }
+      if (n.edge_count == 0) return;
       const uint8_t* first = labels_.data() + n.first_edge;
       const uint8_t* last = first + n.edge_count;
       const auto byte = static_cast<uint8_t>(text[i++]);
@@ -157,7 +178,8 @@ class PrefixTrie {
     uint32_t label_begin = 0;
     uint32_t label_length = 0;
     uint32_t first_edge = 0;
-    uint32_t value = kNone;
+    uint32_t value = kNone;   // for texts this node's string is a prefix of
+    uint32_t exact = kNone;   // for the text equal to this node's string
     uint16_t edge_count = 0;  // At most 256.
   };
   std::vector<Node> nodes_;

@@ -15,17 +15,20 @@
 // RouteId of the key it serves; an alias costs nodes, never lookup time.
 //
 // Matching (`Match`) is two steps with no allocation:
-//   1. One pass over the target's bytes up to the first '?' or '#': it finds
-//      the segment boundaries, rejects bytes no request-target may hold (C0
-//      controls, space, DEL), rejects dot segments ("." and ".."), and gives up
-//      as soon as the path has more segments than the longest template.
-//   2. A walk down the trie. At each node the segment is first looked up among
-//      the literal edges (one probe into a table shared by all nodes, keyed by
-//      parent node and a constant-time hash of the segment's length, first
-//      and last 8 bytes, confirmed by memcmp); if that branch does not end in a
-//      route, the placeholder edge is tried. Every node is visited at most
-//      once, so the walk is bounded by the path's segment count and the trie
-//      depth, never by the number of templates.
+//   1. One pass over the target's bytes up to the first '?' or '#', 16 bytes
+//      per step (internal/byte_scan.h): it finds the segment boundaries,
+//      rejects bytes no request-target may hold (C0 controls, space, DEL),
+//      rejects dot segments ("." and ".."), and gives up as soon as the path
+//      has more segments than the longest template.
+//   2. A walk down the trie. At each node that has literal edges the segment
+//      is first looked up among them (one probe into a table shared by all
+//      nodes, keyed by parent node and a constant-time hash of the segment's
+//      length, first and last 8 bytes, confirmed by an inline byte compare);
+//      if that branch does not end in a route, the placeholder edge is tried.
+//      Segments under nodes without literals (room IDs, event IDs) are never
+//      hashed. Every node is visited at most once, so the walk is bounded by
+//      the path's segment count and the trie depth, never by the number of
+//      templates.
 //
 // Thread safety: a built `RouteTrie` is immutable; any number of threads may
 // call `Match` concurrently.
@@ -100,7 +103,10 @@ class RouteTrie {
 
   // The RouteId `target` is served as, or kFallbackRouteId. `target` is the
   // raw request target; everything from the first '?' or '#' is ignored.
-  RouteId Match(std::string_view target) const noexcept;
+  // When `path_size` is not null it receives QueryFreePath(target).size(),
+  // found by the same pass (policies match the raw path too).
+  RouteId Match(std::string_view target,
+                size_t* path_size = nullptr) const noexcept;
 
   // All keys indexed by RouteId; keys()[0] == kFallbackRouteKey.
   std::span<const std::string_view> keys() const { return keys_; }
@@ -134,7 +140,6 @@ class RouteTrie {
   struct Segment {
     const char* data;
     size_t size;
-    uint64_t hash;
   };
 
   RouteTrie() = default;

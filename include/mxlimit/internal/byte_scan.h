@@ -1,0 +1,108 @@
+// -----------------------------------------------------------------------------
+// File: internal/byte_scan.h
+// -----------------------------------------------------------------------------
+//
+// NOTE: internal to mxlimit.
+//
+// Finds the bytes of a request target that the route matcher must stop at,
+// many bytes per step instead of one: '/' (ends a segment), '?' and '#' (end
+// the path), and the bytes no request target may hold (C0 controls, space,
+// DEL). Everything else, UTF-8 and percent signs included, is plain.
+//
+// Two implementations answer the same question:
+//   SpecialBytes8   portable SWAR over one 64-bit word (exact per byte: no
+//                   carry crosses a byte, so no false positives)
+//   SpecialBytes16  SSE2 over 16 bytes, where the target has SSE2 (every
+//                   x86-64 CPU); byte_scan_test checks both against a
+//                   byte-at-a-time reference.
+// `SpecialMask` picks the widest one available.
+//
+// Bit i of a result is set when byte i (in memory order) is special.
+
+#ifndef MXLIMIT_INTERNAL_BYTE_SCAN_H_
+#define MXLIMIT_INTERNAL_BYTE_SCAN_H_
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace mxlimit::internal {
+
+// The reference definition, one byte at a time.
+constexpr bool IsSpecialTargetByte(unsigned char c) {
+  return c <= 0x20 || c == 0x7F || c == '/' || c == '?' || c == '#';
+}
+
+// SWAR byte tests on one 64-bit word: each returns 0x80 in every byte of `x`
+// that passes and 0 elsewhere. Exact per byte: no carry or borrow crosses a
+// byte boundary, so a byte's answer never depends on its neighbours.
+inline constexpr uint64_t kSwarLow7 = 0x7F7F7F7F7F7F7F7FULL;
+inline constexpr uint64_t kSwarHigh = 0x8080808080808080ULL;
+inline constexpr uint64_t kSwarOnes = 0x0101010101010101ULL;
+
+// Bytes equal to `c`: (t & 0x7F) + 0x7F carries into bit 7 iff the low seven
+// bits of t are non-zero.
+constexpr uint64_t SwarEqual(uint64_t x, unsigned char c) {
+  const uint64_t t = x ^ (kSwarOnes * c);
+  return ~(((t & kSwarLow7) + kSwarLow7) | t) & kSwarHigh;
+}
+
+// Bytes <= `c`, for c < 0x80: for bytes below 0x80, (b & 0x7F) + (0x7F - c)
+// reaches bit 7 iff b > c; bytes from 0x80 up never pass.
+constexpr uint64_t SwarAtMost(uint64_t x, unsigned char c) {
+  return ~(((x & kSwarLow7) + kSwarOnes * (0x7F - c)) | x) & kSwarHigh;
+}
+
+// Bytes no request target or user ID may hold: C0 controls, space, DEL.
+constexpr uint64_t SwarControlOrSpace(uint64_t x) {
+  return SwarAtMost(x, 0x20) | SwarEqual(x, 0x7F);
+}
+
+// SWAR over the 8 bytes at `p`. Returns one bit per byte (bit i: byte i).
+inline uint32_t SpecialBytes8(const char* p) {
+  uint64_t x;
+  std::memcpy(&x, p, sizeof x);
+  if constexpr (std::endian::native == std::endian::big) {
+    x = __builtin_bswap64(x);  // Byte 0 in the low bits, as on little-endian.
+  }
+  const uint64_t hits = SwarControlOrSpace(x) | SwarEqual(x, '/') |
+                        SwarEqual(x, '?') | SwarEqual(x, '#');
+  // Gather bit 7 of each byte into bits 0..7 (the products land on distinct
+  // bit positions, so nothing carries).
+  return static_cast<uint32_t>(((hits >> 7) * 0x0102040810204080ULL) >> 56);
+}
+
+#if defined(__SSE2__)
+// SSE2 over the 16 bytes at `p`. Returns one bit per byte (bit i: byte i).
+inline uint32_t SpecialBytes16(const char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i m = _mm_cmpeq_epi8(v, _mm_set1_epi8('/'));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('?')));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+  // Unsigned v <= 0x20 exactly when min(v, 0x20) == v.
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v));
+  return static_cast<uint32_t>(_mm_movemask_epi8(m));
+}
+inline constexpr size_t kSpecialMaskWidth = 16;
+#else
+inline constexpr size_t kSpecialMaskWidth = 8;
+#endif
+
+// The special bytes among the kSpecialMaskWidth bytes at `p`.
+inline uint32_t SpecialMask(const char* p) {
+#if defined(__SSE2__)
+  return SpecialBytes16(p);
+#else
+  return SpecialBytes8(p);
+#endif
+}
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_INTERNAL_BYTE_SCAN_H_
