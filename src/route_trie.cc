@@ -321,17 +321,26 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   }
   trie.slots_.assign(slots, LiteralEdge{});
   trie.slot_shift_ = 64 - bits;
+  trie.slot_mask_ = slots - 1;
+  size_t text_bytes = 0;
+  for (const PendingEdge& edge : edges) text_bytes += edge.text.size();
+  if (trie.nodes_.size() >= kNoEdge || text_bytes > UINT16_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "route table too large for the matcher: ", trie.nodes_.size(),
+        " trie nodes (at most ", kNoEdge - 1, "), ", text_bytes,
+        " bytes of literal segments (at most ", UINT16_MAX, ")"));
+  }
   for (const PendingEdge& edge : edges) {
     LiteralEdge slot;
-    slot.parent = edge.parent;
-    slot.child = edge.child;
-    slot.text_offset = static_cast<uint32_t>(trie.literal_text_.size());
-    slot.text_size = static_cast<uint32_t>(edge.text.size());
+    slot.words = Words(edge.text.data(), edge.text.size());
+    slot.parent = static_cast<uint16_t>(edge.parent);
+    slot.child = static_cast<uint16_t>(edge.child);
+    slot.size = static_cast<uint16_t>(edge.text.size());
+    slot.text_offset = static_cast<uint16_t>(trie.literal_text_.size());
+    slot.child_node = trie.nodes_[edge.child];  // final: all patterns added
     trie.literal_text_.append(edge.text);
-    slot.hash =
-        EdgeHash(SegmentHash(edge.text.data(), edge.text.size()), edge.parent);
-    size_t i = trie.SlotIndex(slot.hash);
-    while (trie.slots_[i].parent != kNone) i = (i + 1) & (slots - 1);
+    size_t i = trie.SlotIndex(slot.words, slot.size, slot.parent);
+    while (trie.slots_[i].parent != kNoEdge) i = (i + 1) & trie.slot_mask_;
     trie.slots_[i] = slot;
   }
   trie.literal_edge_count_ = edges.size();
@@ -367,73 +376,104 @@ bool SameBytes(const char* a, const char* b, size_t n) {
 
 }  // namespace
 
-// Constant time whatever the segment's length: the length and its first and
-// last 8 bytes. Placeholder values (long room and event IDs) cost no more to
-// look up than short literals; a false hit is settled by a byte compare.
-// Not mixed here: `EdgeHash` multiplies once and the slot index is taken from
-// the product's top bits, which depend on every input bit.
-uint64_t RouteTrie::SegmentHash(const char* data, size_t size) noexcept {
-  uint64_t head = 0;
-  uint64_t tail = 0;
+// Constant time whatever the segment's length: the first and last 8 bytes.
+// Placeholder values (long room and event IDs) cost no more to look up than
+// short literals. Up to 16 bytes the two words cover every byte.
+inline RouteTrie::SegmentWords RouteTrie::Words(const char* data,
+                                                size_t size) noexcept {
+  SegmentWords w;
   if (size >= 8) {
-    head = Load64(data);
-    tail = Load64(data + size - 8);
+    w.head = Load64(data);
+    w.tail = Load64(data + size - 8);
   } else if (size >= 4) {
-    head = Load32(data);
-    tail = Load32(data + size - 4);
-  } else if (size > 0) {
-    head =
+    w.head = Load32(data);
+    w.tail = Load32(data + size - 4);
+  } else if (size > 0) {  // bytes 0, size / 2 and size - 1 are all of them
+    w.head =
         static_cast<uint64_t>(static_cast<unsigned char>(data[0])) |
         static_cast<uint64_t>(static_cast<unsigned char>(data[size / 2])) << 8 |
         static_cast<uint64_t>(static_cast<unsigned char>(data[size - 1])) << 16;
   }
-  return head ^ ((tail << 29) | (tail >> 35)) ^ (size * 0x9E3779B97F4A7C15ULL);
+  return w;
 }
 
-uint64_t RouteTrie::EdgeHash(uint64_t segment_hash, uint32_t parent) noexcept {
-  const uint64_t h =
-      (segment_hash ^ ((parent + 1ULL) * 0xC2B2AE3D27D4EB4FULL)) *
-      0x9E3779B97F4A7C15ULL;
-  return h ^ (h >> 31);
+// One multiply; the index is the product's top bits, which depend on every
+// input bit. The parent goes in unmultiplied, so the walk's critical path
+// (parent known -> slot loaded) is an xor, a multiply and a shift.
+inline size_t RouteTrie::SlotIndex(const SegmentWords& w, size_t size,
+                                   uint32_t parent) const noexcept {
+  const uint64_t x = w.head ^ ((w.tail << 29) | (w.tail >> 35)) ^
+                     (size * 0xC2B2AE3D27D4EB4FULL) ^
+                     (static_cast<uint64_t>(parent) << 40);
+  return static_cast<size_t>((x * 0x9E3779B97F4A7C15ULL) >> slot_shift_);
 }
 
-uint32_t RouteTrie::FindLiteral(uint32_t parent,
-                                const Segment& segment) const noexcept {
-  const uint64_t hash =
-      EdgeHash(SegmentHash(segment.data, segment.size), parent);
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = SlotIndex(hash);; i = (i + 1) & mask) {
+const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
+    uint32_t parent, const Segment& segment) const noexcept {
+  const SegmentWords w = Words(segment.data, segment.size);
+  for (size_t i = SlotIndex(w, segment.size, parent);;
+       i = (i + 1) & slot_mask_) {
     const LiteralEdge& slot = slots_[i];
-    if (slot.parent == kNone) return kNone;
-    if (slot.hash == hash && slot.parent == parent &&
-        slot.text_size == segment.size &&
-        SameBytes(literal_text_.data() + slot.text_offset, segment.data,
-                  segment.size)) {
-      return slot.child;
+    if (slot.parent == kNoEdge) return nullptr;
+    if (slot.parent == parent && slot.size == segment.size &&
+        slot.words.head == w.head && slot.words.tail == w.tail &&
+        (segment.size <= 16 ||
+         SameBytes(literal_text_.data() + slot.text_offset, segment.data,
+                   segment.size))) {
+      return &slot;
     }
   }
 }
 
-RouteId RouteTrie::Descend(uint32_t node, const Segment* segments, size_t count,
-                           size_t depth) const noexcept {
-  const Node& here = nodes_[node];
-  if (depth == count) return here.route;
-  const Segment& segment = segments[depth];
-  // Literal first: `/query/directory` is its own route although
-  // `/query/{queryType}` would match too. If the literal branch ends without
-  // a route, the placeholder branch still gets its chance.
-  if (here.has_literals) {
-    uint32_t child = FindLiteral(node, segment);
-    if (child != kNone) {
-      RouteId id = Descend(child, segments, count, depth + 1);
-      if (id != kFallbackRouteId) return id;
+// Depth-first, literal edges before the placeholder edge: `/query/directory`
+// is its own route although `/query/{queryType}` would match too, and if the
+// literal branch ends without a route the placeholder branch still gets its
+// chance. Iterative, with the pending placeholder branches on a small stack
+// (at most one per segment), deepest first as recursion would take them.
+RouteId RouteTrie::Descend(const Segment* segments,
+                           size_t count) const noexcept {
+  struct Pending {
+    uint32_t node;
+    uint32_t depth;
+  };
+  Pending pending[kMaxSegments];
+  size_t pending_count = 0;
+  // The current node's id and a copy of it: a literal edge brings the copy
+  // along, so only placeholder edges (and backtracking) read `nodes_`.
+  uint32_t node = 0;
+  Node here = nodes_[0];
+  size_t depth = 0;
+  while (true) {
+    bool stuck = false;
+    for (; depth < count; ++depth) {
+      const Segment& segment = segments[depth];
+      const bool placeholder_fits =
+          here.placeholder != kNone &&
+          (segment.size != 0 || here.placeholder_may_be_empty);
+      const LiteralEdge* literal =
+          here.has_literals ? FindLiteral(node, segment) : nullptr;
+      if (literal != nullptr) {
+        if (placeholder_fits) {
+          pending[pending_count++] = {here.placeholder,
+                                      static_cast<uint32_t>(depth + 1)};
+        }
+        node = literal->child;
+        here = literal->child_node;
+      } else if (placeholder_fits) {
+        node = here.placeholder;
+        here = nodes_[node];
+      } else {
+        stuck = true;
+        break;
+      }
     }
+    if (!stuck && here.route != kFallbackRouteId) return here.route;
+    if (pending_count == 0) return kFallbackRouteId;
+    --pending_count;
+    node = pending[pending_count].node;
+    here = nodes_[node];
+    depth = pending[pending_count].depth;
   }
-  if (here.placeholder != kNone &&
-      (segment.size != 0 || here.placeholder_may_be_empty)) {
-    return Descend(here.placeholder, segments, count, depth + 1);
-  }
-  return kFallbackRouteId;
 }
 
 RouteId RouteTrie::Match(std::string_view target,
@@ -450,66 +490,62 @@ RouteId RouteTrie::Match(std::string_view target,
   const char* const begin = target.data();
   const char* const end = begin + target.size();
   const char* segment = begin + 1;
-  // Handles the special byte at `q`; false when the path has ended there
-  // (then `path_end` is set) or cannot match (`path_end` stays null).
-  const char* path_end = nullptr;
-  auto special = [&](const char* q) {
-    const uint8_t cls = kByteClass[static_cast<unsigned char>(*q)];
-    if (cls == kPathEnd) {
-      path_end = q;
-      return false;
-    }
-    // kInvalid, or one segment more than the longest template: no match.
-    if (cls != kSlash || count == max_segments_) return false;
+  // Ends the current segment at `q`; false when the path cannot match (a
+  // dot segment, or one segment more than the longest template).
+  auto cut = [&](const char* q) {
     const auto length = static_cast<size_t>(q - segment);
-    if (IsDotSegment(segment, length)) return false;
+    if (count == max_segments_ || IsDotSegment(segment, length)) return false;
     segments[count++] = {segment, length};
     segment = q + 1;
     return true;
   };
-  // Whole blocks, then the last partial block as the final bytes of the
-  // target re-read with the already-scanned ones masked off.
+  // The path ends at the first stop byte ('?', '#', or a byte no target may
+  // hold), else at the end of the target.
+  const char* path_end = end;
+  bool stopped = false;
+  // Takes the masks of the bytes from `base` on: cuts at every '/' before
+  // the first stop byte. False when the scan is over (stopped or no match).
+  auto take = [&](const char* base, TargetMasks m) {
+    uint32_t slashes = m.slash;
+    if (m.stop != 0) slashes &= (m.stop & (0 - m.stop)) - 1;
+    for (; slashes != 0; slashes &= slashes - 1) {
+      if (!cut(base + std::countr_zero(slashes))) return false;
+    }
+    if (m.stop == 0) return true;
+    stopped = true;
+    path_end = base + std::countr_zero(m.stop);
+    return false;
+  };
   const char* p = begin + 1;
-  bool more = true;
-  for (; more && end - p >= static_cast<ptrdiff_t>(kSpecialMaskWidth);
-       p += kSpecialMaskWidth) {
-    for (uint32_t m = SpecialMask(p); m != 0; m &= m - 1) {
-      if (!special(p + std::countr_zero(m))) {
-        more = false;
-        break;
-      }
-    }
+  bool go_on = true;
+  while (go_on && end - p >= static_cast<ptrdiff_t>(kScanWidth)) {
+    go_on = take(p, ScanTarget(p));
+    p += kScanWidth;
   }
-  if (more && p != end) {
+  if (go_on && p != end) {
     const auto left = static_cast<size_t>(end - p);
-    if (target.size() >= kSpecialMaskWidth) {
-      const char* block = end - kSpecialMaskWidth;
-      for (uint32_t m = SpecialMask(block) >> (kSpecialMaskWidth - left);
-           m != 0; m &= m - 1) {
-        if (!special(p + std::countr_zero(m))) {
-          more = false;
-          break;
-        }
-      }
+    TargetMasks m;
+    if (target.size() >= kScanWidth) {
+      // The last kScanWidth bytes of the target, already-scanned ones
+      // shifted out.
+      m = ScanTarget(end - kScanWidth);
+      m.slash >>= kScanWidth - left;
+      m.stop >>= kScanWidth - left;
     } else {
-      for (; p != end; ++p) {
-        if (IsSpecialTargetByte(static_cast<unsigned char>(*p)) &&
-            !special(p)) {
-          more = false;
-          break;
-        }
+      for (size_t i = 0; i < left; ++i) {
+        const auto c = static_cast<unsigned char>(p[i]);
+        if (c == '/') m.slash |= 1u << i;
+        if (IsTargetStopByte(c)) m.stop |= 1u << i;
       }
     }
+    go_on = take(p, m);
   }
-  if (!more && path_end == nullptr) return fallback();
-  if (path_end == nullptr) path_end = end;
+  if (!go_on && !stopped) return fallback();
+  if (stopped && *path_end != '?' && *path_end != '#') return fallback();
   if (path_size != nullptr) *path_size = static_cast<size_t>(path_end - begin);
   // The last segment runs to the end of the path.
-  if (count == max_segments_) return kFallbackRouteId;
-  const auto length = static_cast<size_t>(path_end - segment);
-  if (IsDotSegment(segment, length)) return kFallbackRouteId;
-  segments[count++] = {segment, length};
-  return Descend(0, segments, count, 0);
+  if (!cut(path_end)) return kFallbackRouteId;
+  return Descend(segments, count);
 }
 
 }  // namespace mxlimit::internal

@@ -1,4 +1,4 @@
-// The wide special-byte scanners agree with the byte-at-a-time definition.
+// The wide target scanners agree with the byte-at-a-time definition.
 
 #include "mxlimit/internal/byte_scan.h"
 
@@ -10,12 +10,31 @@
 namespace mxlimit::internal {
 namespace {
 
-uint32_t Reference(const char* p, size_t width) {
-  uint32_t mask = 0;
+TargetMasks Reference(const char* p, size_t width) {
+  TargetMasks m;
   for (size_t i = 0; i < width; ++i) {
-    if (IsSpecialTargetByte(static_cast<unsigned char>(p[i]))) mask |= 1u << i;
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (c == '/') m.slash |= 1u << i;
+    if (IsTargetStopByte(c)) m.stop |= 1u << i;
   }
-  return mask;
+  return m;
+}
+
+// Every scanner built here on the 16 bytes at `p`, against the reference.
+void ExpectAllAgree(const std::string& bytes) {
+  ASSERT_EQ(bytes.size(), 16u);
+  const TargetMasks want = Reference(bytes.data(), 16);
+  const TargetMasks lo = ScanTarget8(bytes.data());
+  const TargetMasks hi = ScanTarget8(bytes.data() + 8);
+  EXPECT_EQ(lo.slash | hi.slash << 8, want.slash);
+  EXPECT_EQ(lo.stop | hi.stop << 8, want.stop);
+#if defined(__SSE2__)
+  EXPECT_EQ(ScanTarget16(bytes.data()).slash, want.slash);
+  EXPECT_EQ(ScanTarget16(bytes.data()).stop, want.stop);
+#endif
+  const uint32_t width_mask = (uint32_t{1} << kScanWidth) - 1;
+  EXPECT_EQ(ScanTarget(bytes.data()).slash, want.slash & width_mask);
+  EXPECT_EQ(ScanTarget(bytes.data()).stop, want.stop & width_mask);
 }
 
 TEST(ByteScanTest, EveryByteValueAtEveryPosition) {
@@ -23,12 +42,8 @@ TEST(ByteScanTest, EveryByteValueAtEveryPosition) {
     for (size_t pos = 0; pos < 16; ++pos) {
       std::string bytes(16, 'a');
       bytes[pos] = static_cast<char>(c);
-      const uint32_t want = Reference(bytes.data(), 16);
-      EXPECT_EQ(SpecialBytes8(bytes.data()), want & 0xFF) << c << "@" << pos;
-      EXPECT_EQ(SpecialBytes8(bytes.data() + 8), want >> 8) << c << "@" << pos;
-#if defined(__SSE2__)
-      EXPECT_EQ(SpecialBytes16(bytes.data()), want) << c << "@" << pos;
-#endif
+      SCOPED_TRACE(testing::Message() << c << "@" << pos);
+      ExpectAllAgree(bytes);
     }
   }
 }
@@ -42,29 +57,38 @@ TEST(ByteScanTest, NeighboursDoNotLeakIntoEachOther) {
   for (unsigned char a : interesting) {
     for (unsigned char b : interesting) {
       std::string bytes(16, 'x');
-      for (size_t i = 0; i < 16; ++i)
+      for (size_t i = 0; i < 16; ++i) {
         bytes[i] = static_cast<char>(i % 2 ? b : a);
-      const uint32_t want = Reference(bytes.data(), 16);
-      EXPECT_EQ(SpecialBytes8(bytes.data()), want & 0xFF);
-#if defined(__SSE2__)
-      EXPECT_EQ(SpecialBytes16(bytes.data()), want);
-#endif
+      }
+      SCOPED_TRACE(testing::Message() << int{a} << "," << int{b});
+      ExpectAllAgree(bytes);
     }
   }
 }
 
-TEST(ByteScanTest, RandomWords) {
+TEST(ByteScanTest, RandomBlocks) {
   std::mt19937_64 rng(11);
   std::string bytes(16, '\0');
   for (int round = 0; round < 200'000; ++round) {
     for (char& c : bytes) c = static_cast<char>(rng());
-    const uint32_t want = Reference(bytes.data(), 16);
-    ASSERT_EQ(SpecialBytes8(bytes.data()), want & 0xFF);
-#if defined(__SSE2__)
-    ASSERT_EQ(SpecialBytes16(bytes.data()), want);
-#endif
-    ASSERT_EQ(SpecialMask(bytes.data()),
-              want & ((uint64_t{1} << kSpecialMaskWidth) - 1));
+    ExpectAllAgree(bytes);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(ByteScanTest, SwarByteTestsAreExact) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 100'000; ++round) {
+    const uint64_t x = rng();
+    const auto c = static_cast<unsigned char>(rng() % 0x80);
+    const uint64_t eq = SwarEqual(x, c);
+    const uint64_t le = SwarAtMost(x, c);
+    for (int i = 0; i < 8; ++i) {
+      const auto b = static_cast<unsigned char>(x >> (8 * i));
+      ASSERT_EQ((eq >> (8 * i + 7)) & 1, b == c ? 1u : 0u);
+      ASSERT_EQ((le >> (8 * i + 7)) & 1, b <= c ? 1u : 0u);
+      ASSERT_EQ(eq & (0x7FULL << (8 * i)), 0u);
+    }
   }
 }
 

@@ -10,14 +10,13 @@
 // DEL). Everything else, UTF-8 and percent signs included, is plain.
 //
 // Two implementations answer the same question:
-//   SpecialBytes8   portable SWAR over one 64-bit word (exact per byte: no
-//                   carry crosses a byte, so no false positives)
-//   SpecialBytes16  SSE2 over 16 bytes, where the target has SSE2 (every
-//                   x86-64 CPU); byte_scan_test checks both against a
-//                   byte-at-a-time reference.
-// `SpecialMask` picks the widest one available.
-//
-// Bit i of a result is set when byte i (in memory order) is special.
+//   ScanTarget8   portable SWAR over one 64-bit word (exact per byte: no
+//                 carry crosses a byte, so no false positives)
+//   ScanTarget16  SSE2 over 16 bytes, where the target has SSE2 (every
+//                 x86-64 CPU); byte_scan_test checks both against a
+//                 byte-at-a-time reference.
+// `ScanTarget` picks the widest one available. The SWAR byte tests are also
+// used to validate user IDs a word at a time (bucket_keys.h).
 
 #ifndef MXLIMIT_INTERNAL_BYTE_SCAN_H_
 #define MXLIMIT_INTERNAL_BYTE_SCAN_H_
@@ -33,9 +32,9 @@
 
 namespace mxlimit::internal {
 
-// The reference definition, one byte at a time.
-constexpr bool IsSpecialTargetByte(unsigned char c) {
-  return c <= 0x20 || c == 0x7F || c == '/' || c == '?' || c == '#';
+// The reference definitions, one byte at a time.
+constexpr bool IsTargetStopByte(unsigned char c) {
+  return c <= 0x20 || c == 0x7F || c == '?' || c == '#';
 }
 
 // SWAR byte tests on one 64-bit word: each returns 0x80 in every byte of `x`
@@ -63,43 +62,60 @@ constexpr uint64_t SwarControlOrSpace(uint64_t x) {
   return SwarAtMost(x, 0x20) | SwarEqual(x, 0x7F);
 }
 
-// SWAR over the 8 bytes at `p`. Returns one bit per byte (bit i: byte i).
-inline uint32_t SpecialBytes8(const char* p) {
+// What a block of target bytes holds, one bit per byte (bit i: byte i):
+//   slash  '/'
+//   stop   '?', '#' (the path ends) or a byte no target may hold
+struct TargetMasks {
+  uint32_t slash = 0;
+  uint32_t stop = 0;
+};
+
+namespace byte_scan_detail {
+// Gathers bit 7 of each byte into bits 0..7 (the partial products land on
+// distinct bit positions, so nothing carries).
+constexpr uint32_t GatherHighBits(uint64_t hits) {
+  return static_cast<uint32_t>(((hits >> 7) * 0x0102040810204080ULL) >> 56);
+}
+}  // namespace byte_scan_detail
+
+// SWAR over the 8 bytes at `p`.
+inline TargetMasks ScanTarget8(const char* p) {
   uint64_t x;
   std::memcpy(&x, p, sizeof x);
   if constexpr (std::endian::native == std::endian::big) {
     x = __builtin_bswap64(x);  // Byte 0 in the low bits, as on little-endian.
   }
-  const uint64_t hits = SwarControlOrSpace(x) | SwarEqual(x, '/') |
-                        SwarEqual(x, '?') | SwarEqual(x, '#');
-  // Gather bit 7 of each byte into bits 0..7 (the products land on distinct
-  // bit positions, so nothing carries).
-  return static_cast<uint32_t>(((hits >> 7) * 0x0102040810204080ULL) >> 56);
+  const uint64_t stop =
+      SwarControlOrSpace(x) | SwarEqual(x, '?') | SwarEqual(x, '#');
+  return {byte_scan_detail::GatherHighBits(SwarEqual(x, '/')),
+          byte_scan_detail::GatherHighBits(stop)};
 }
 
 #if defined(__SSE2__)
-// SSE2 over the 16 bytes at `p`. Returns one bit per byte (bit i: byte i).
-inline uint32_t SpecialBytes16(const char* p) {
+// SSE2 over the 16 bytes at `p`.
+inline TargetMasks ScanTarget16(const char* p) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  __m128i m = _mm_cmpeq_epi8(v, _mm_set1_epi8('/'));
-  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('?')));
-  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
-  m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+  const __m128i slash = _mm_cmpeq_epi8(v, _mm_set1_epi8('/'));
+  __m128i stop = _mm_cmpeq_epi8(v, _mm_set1_epi8('?'));
+  stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
+  stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
   // Unsigned v <= 0x20 exactly when min(v, 0x20) == v.
-  m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v));
-  return static_cast<uint32_t>(_mm_movemask_epi8(m));
+  stop = _mm_or_si128(stop,
+                      _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v));
+  return {static_cast<uint32_t>(_mm_movemask_epi8(slash)),
+          static_cast<uint32_t>(_mm_movemask_epi8(stop))};
 }
-inline constexpr size_t kSpecialMaskWidth = 16;
+inline constexpr size_t kScanWidth = 16;
 #else
-inline constexpr size_t kSpecialMaskWidth = 8;
+inline constexpr size_t kScanWidth = 8;
 #endif
 
-// The special bytes among the kSpecialMaskWidth bytes at `p`.
-inline uint32_t SpecialMask(const char* p) {
+// The masks of the kScanWidth bytes at `p`, with the widest scanner built in.
+inline TargetMasks ScanTarget(const char* p) {
 #if defined(__SSE2__)
-  return SpecialBytes16(p);
+  return ScanTarget16(p);
 #else
-  return SpecialBytes8(p);
+  return ScanTarget8(p);
 #endif
 }
 

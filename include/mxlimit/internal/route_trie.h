@@ -22,9 +22,10 @@
 //      has more segments than the longest template.
 //   2. A walk down the trie. At each node that has literal edges the segment
 //      is first looked up among them (one probe into a table shared by all
-//      nodes, keyed by parent node and a constant-time hash of the segment's
-//      length, first and last 8 bytes, confirmed by an inline byte compare);
-//      if that branch does not end in a route, the placeholder edge is tried.
+//      nodes, keyed by parent node and the segment's length, first and last
+//      8 bytes, which the slot stores: a literal of up to 16 bytes is
+//      confirmed without reading its text); if that branch does not end in
+//      a route, the placeholder edge is tried.
 //      Segments under nodes without literals (room IDs, event IDs) are never
 //      hashed. Every node is visited at most once, so the walk is bounded by
 //      the path's segment count and the trie depth, never by the number of
@@ -127,14 +128,32 @@ class RouteTrie {
     uint32_t placeholder = kNone;
   };
 
-  // A slot of the open-addressing table of literal edges.
-  struct LiteralEdge {
-    uint64_t hash = 0;
-    uint32_t parent = kNone;  // kNone marks an empty slot.
-    uint32_t child = kNone;
-    uint32_t text_offset = 0;  // into literal_text_
-    uint32_t text_size = 0;
+  // A segment's identity for the literal table, with its size: the first
+  // and last bytes (up to 8 each; see `Words`). Up to 16 bytes the words hold
+  // every byte, so equal words and sizes mean equal segments.
+  struct SegmentWords {
+    uint64_t head = 0;
+    uint64_t tail = 0;
   };
+
+  // Node ids and literal text offsets fit in 16 bits (Build checks), so a
+  // literal edge fits in half a cache line.
+  static constexpr uint16_t kNoEdge = UINT16_MAX;
+
+  // A slot of the open-addressing table of literal edges. It carries a copy
+  // of the child node, so following a literal edge is one memory access, not
+  // two dependent ones; and matching a segment of up to 16 bytes reads
+  // nothing but the slot (longer literals are confirmed against
+  // `literal_text_`).
+  struct LiteralEdge {
+    SegmentWords words;
+    uint16_t parent = kNoEdge;  // kNoEdge marks an empty slot.
+    uint16_t child = kNoEdge;
+    uint16_t size = 0;
+    uint16_t text_offset = 0;  // into literal_text_ (literals over 16 bytes)
+    Node child_node;
+  };
+  static_assert(sizeof(LiteralEdge) == 32);
 
   // A path segment as `Match` sees it.
   struct Segment {
@@ -144,15 +163,13 @@ class RouteTrie {
 
   RouteTrie() = default;
 
-  static uint64_t SegmentHash(const char* data, size_t size) noexcept;
-  static uint64_t EdgeHash(uint64_t segment_hash, uint32_t parent) noexcept;
-  size_t SlotIndex(uint64_t edge_hash) const noexcept {
-    return static_cast<size_t>(edge_hash >> slot_shift_);
-  }
+  static SegmentWords Words(const char* data, size_t size) noexcept;
+  size_t SlotIndex(const SegmentWords& w, size_t size,
+                   uint32_t parent) const noexcept;
 
-  uint32_t FindLiteral(uint32_t parent, const Segment& segment) const noexcept;
-  RouteId Descend(uint32_t node, const Segment* segments, size_t count,
-                  size_t depth) const noexcept;
+  const LiteralEdge* FindLiteral(uint32_t parent,
+                                 const Segment& segment) const noexcept;
+  RouteId Descend(const Segment* segments, size_t count) const noexcept;
 
   std::vector<Node> nodes_;
   std::vector<LiteralEdge> slots_;
@@ -160,6 +177,7 @@ class RouteTrie {
   std::vector<std::string_view> keys_;
   size_t literal_edge_count_ = 0;
   size_t max_segments_ = 0;
+  size_t slot_mask_ = 0;
   int slot_shift_ = 64;
 };
 
