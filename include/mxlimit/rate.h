@@ -172,8 +172,8 @@ class Rate {
     if (unlimited()) return "unlimited";
     if (blocked()) return "blocked";
     return absl::StrCat(requests_per_unit_, "/",
-                        internal::ToAbsl(TimeUnitName(unit_)),
-                        " burst ", burst_);
+                        internal::ToAbsl(TimeUnitName(unit_)), " burst ",
+                        burst_);
   }
 
   friend constexpr bool operator==(const Rate&, const Rate&) = default;
@@ -232,7 +232,8 @@ constexpr int64_t GcraAhead(const Rate& rate, const GcraState& state,
                             int64_t now) {
   if (state.tat <= now) return 0;  // Also covers kFresh.
   // tat > now, so the unsigned difference is exact even across the range.
-  uint64_t ahead = static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
+  uint64_t ahead =
+      static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
   uint64_t tau = static_cast<uint64_t>(rate.tolerance_ns());
   return static_cast<int64_t>(std::min(ahead, tau));
 }
@@ -255,7 +256,8 @@ constexpr GcraResult GcraPeek(const Rate& rate, const GcraState& state,
   cost = std::max<int64_t>(cost, 0);
   const int64_t t = rate.interval_ns();
   const int64_t tau = rate.tolerance_ns();
-  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  const int64_t ahead =
+      internal::GcraAhead(rate, state, internal::ClampNow(now));
   // All terms are within [0, 2^62]: no overflow.
   const int64_t wait = ahead + cost * t - tau;
   if (wait > 0) {
@@ -263,7 +265,10 @@ constexpr GcraResult GcraPeek(const Rate& rate, const GcraState& state,
     return r;
   }
   r.allowed = true;
-  r.remaining = (tau - (ahead + cost * t)) / t;
+  // An idle (full) bucket, the common case, needs no division: tau is
+  // burst * t, so the quotient is burst - cost.
+  r.remaining =
+      ahead == 0 ? rate.burst() - cost : (tau - (ahead + cost * t)) / t;
   return r;
 }
 
@@ -273,7 +278,8 @@ constexpr GcraResult GcraCheck(const Rate& rate, GcraState& state,
                                MonotonicTime now, int64_t cost = 1) {
   GcraResult r = GcraPeek(rate, state, now, cost);
   if (rate.unlimited() || rate.blocked()) return r;
-  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  const int64_t ahead =
+      internal::GcraAhead(rate, state, internal::ClampNow(now));
   if (r.allowed) {
     state.tat = internal::ClampNow(now) + ahead +
                 std::max<int64_t>(cost, 0) * rate.interval_ns();
@@ -293,7 +299,8 @@ constexpr void GcraCharge(const Rate& rate, GcraState& state, MonotonicTime now,
   if (rate.unlimited() || rate.blocked() || cost == 0) return;
   const int64_t t = rate.interval_ns();
   const int64_t tau = rate.tolerance_ns();
-  const int64_t ahead = internal::GcraAhead(rate, state, internal::ClampNow(now));
+  const int64_t ahead =
+      internal::GcraAhead(rate, state, internal::ClampNow(now));
   const int64_t n = std::clamp<int64_t>(cost, -rate.burst(), rate.burst());
   const int64_t next = std::clamp<int64_t>(ahead + n * t, 0, tau);
   state.tat = internal::ClampNow(now) + next;

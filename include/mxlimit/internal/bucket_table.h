@@ -9,8 +9,10 @@
 // evictions, never memory, and no operation allocates afterwards.
 //
 // Layout. Entries live in a slab of `capacity + 1` fixed-size records
-// allocated once. Record 0 is a dummy list head; records 1..capacity hold
-// (key, GcraState, prev, next). `prev`/`next` are `uint32_t` slab indices
+// allocated once (large slabs and indexes on transparent huge pages, see
+// internal/huge_page_allocator.h: at a million buckets the page walks cost
+// as much as the accesses). Record 0 is a dummy list head; records 1..capacity
+// hold (key, GcraState, prev, next). `prev`/`next` are `uint32_t` slab indices
 // forming an intrusive, circular, doubly-linked recency list through the dummy
 // head: head.next is the least recently used entry, head.prev the most
 // recently used one. With the dummy head, "empty list", "first" and "last"
@@ -62,6 +64,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "mxlimit/internal/huge_page_allocator.h"
 #include "mxlimit/rate.h"
 
 namespace mxlimit::internal {
@@ -80,7 +83,7 @@ class BucketTable {
   // [1, kMaxCapacity]; a table always holds at least one bucket.
   explicit BucketTable(size_t capacity, Hash hash = Hash())
       : capacity_(ClampCapacity(capacity)),
-        slab_(new Entry[capacity_ + 1]),
+        slab_(MakeHugeArray<Entry>(capacity_ + 1)),
         index_(IndexBucketCount(capacity_), IndexHash{slab_.get(), hash},
                IndexEq{slab_.get()}),
         hash_(hash) {
@@ -388,10 +391,11 @@ class BucketTable {
     --size_;
   }
 
-  using Index = absl::flat_hash_set<uint32_t, IndexHash, IndexEq>;
+  using Index = absl::flat_hash_set<uint32_t, IndexHash, IndexEq,
+                                    HugePageAllocator<uint32_t>>;
 
   const size_t capacity_;
-  std::unique_ptr<Entry[]> slab_;
+  HugeArray<Entry> slab_;
   Index index_;
   [[no_unique_address]] Hash hash_;
   size_t size_ = 0;
