@@ -337,11 +337,15 @@ void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
 
 Decision Limiter::Check(const Request& request, MonotonicTime now) {
   const Evaluation e = Evaluate(request, now, kBothScopes);
-  if (e.exempt) return ExemptDecision(e.route);
-  const Decision d = Combine(e, e);
-  const int64_t cost = std::max<int64_t>(request.cost, 0);
-  Settle(e.ip, d, now, cost);
-  Settle(e.user, d, now, cost);
+  // One named result, built in place: returning one of two objects (or a
+  // copy of one) made the compiler copy a Decision written field by field
+  // with wide loads, which stalls store-to-load forwarding.
+  Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
+  if (!e.exempt) {
+    const int64_t cost = std::max<int64_t>(request.cost, 0);
+    Settle(e.ip, d, now, cost);
+    Settle(e.user, d, now, cost);
+  }
   return d;
 }
 

@@ -345,6 +345,62 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   }
   trie.literal_edge_count_ = edges.size();
 
+  // The prefix jumps: every node three literal edges below the root with no
+  // placeholder edge at the root or the two nodes between, and segments of
+  // at most 16 bytes (so the words alone identify them).
+  struct JumpCandidate {
+    const PendingEdge* edges[kJumpDepth];
+  };
+  std::vector<JumpCandidate> jump_candidates;
+  std::vector<std::vector<const PendingEdge*>> children_of(trie.nodes_.size());
+  for (const PendingEdge& edge : edges) {
+    children_of[edge.parent].push_back(&edge);
+  }
+  auto jumpable = [&](uint32_t node) {
+    return trie.nodes_[node].placeholder == kNone;
+  };
+  if (jumpable(0)) {
+    for (const PendingEdge* e0 : children_of[0]) {
+      if (!jumpable(e0->child)) continue;
+      for (const PendingEdge* e1 : children_of[e0->child]) {
+        if (!jumpable(e1->child)) continue;
+        for (const PendingEdge* e2 : children_of[e1->child]) {
+          jump_candidates.push_back({{e0, e1, e2}});
+        }
+      }
+    }
+  }
+  std::erase_if(jump_candidates, [](const JumpCandidate& c) {
+    for (const PendingEdge* e : c.edges) {
+      if (e->text.size() > 16) return true;
+    }
+    return false;
+  });
+  size_t jump_slots = 16;
+  int jump_bits = 4;
+  while (jump_slots < 2 * jump_candidates.size()) {
+    jump_slots *= 2;
+    ++jump_bits;
+  }
+  trie.jumps_.assign(jump_slots, PrefixJump{});
+  trie.jump_mask_ = jump_slots - 1;
+  trie.jump_shift_ = 64 - jump_bits;
+  for (const JumpCandidate& c : jump_candidates) {
+    PrefixJump jump;
+    size_t sizes[kJumpDepth];
+    for (size_t d = 0; d < kJumpDepth; ++d) {
+      jump.words[d] = Words(c.edges[d]->text.data(), c.edges[d]->text.size());
+      jump.sizes[d] = static_cast<uint16_t>(c.edges[d]->text.size());
+      sizes[d] = c.edges[d]->text.size();
+    }
+    jump.node = static_cast<uint16_t>(c.edges[kJumpDepth - 1]->child);
+    jump.target = trie.nodes_[jump.node];
+    size_t i = JumpIndex(jump.words, sizes, trie.jump_shift_);
+    while (trie.jumps_[i].node != kNoEdge) i = (i + 1) & trie.jump_mask_;
+    trie.jumps_[i] = jump;
+  }
+  trie.prefix_jump_count_ = jump_candidates.size();
+
   trie.keys_.reserve(spec.templates.size() + 1);
   trie.keys_.push_back(kFallbackRouteKey);
   for (std::string_view key : spec.templates) trie.keys_.push_back(key);
@@ -408,6 +464,41 @@ inline size_t RouteTrie::SlotIndex(const SegmentWords& w, size_t size,
   return static_cast<size_t>((x * 0x9E3779B97F4A7C15ULL) >> slot_shift_);
 }
 
+inline size_t RouteTrie::JumpIndex(const SegmentWords* words,
+                                   const size_t* sizes, int shift) noexcept {
+  uint64_t x = 0;
+  for (size_t d = 0; d < kJumpDepth; ++d) {
+    x = (x ^ words[d].head ^ ((words[d].tail << 29) | (words[d].tail >> 35)) ^
+         (sizes[d] * 0xC2B2AE3D27D4EB4FULL)) *
+        0x9E3779B97F4A7C15ULL;
+  }
+  return static_cast<size_t>(x >> shift);
+}
+
+uint32_t RouteTrie::Jump(const Segment* segments, Node* target) const noexcept {
+  SegmentWords words[kJumpDepth];
+  size_t sizes[kJumpDepth];
+  for (size_t d = 0; d < kJumpDepth; ++d) {
+    sizes[d] = segments[d].size;
+    if (sizes[d] > 16) return kNone;  // never a jump (its words are partial)
+    words[d] = Words(segments[d].data, sizes[d]);
+  }
+  for (size_t i = JumpIndex(words, sizes, jump_shift_);;
+       i = (i + 1) & jump_mask_) {
+    const PrefixJump& j = jumps_[i];
+    if (j.node == kNoEdge) return kNone;
+    bool same = true;
+    for (size_t d = 0; d < kJumpDepth; ++d) {
+      same &= j.sizes[d] == sizes[d] && j.words[d].head == words[d].head &&
+              j.words[d].tail == words[d].tail;
+    }
+    if (same) {
+      *target = j.target;
+      return j.node;
+    }
+  }
+}
+
 const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
     uint32_t parent, const Segment& segment) const noexcept {
   const SegmentWords w = Words(segment.data, segment.size);
@@ -430,8 +521,8 @@ const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
 // literal branch ends without a route the placeholder branch still gets its
 // chance. Iterative, with the pending placeholder branches on a small stack
 // (at most one per segment), deepest first as recursion would take them.
-RouteId RouteTrie::Descend(const Segment* segments,
-                           size_t count) const noexcept {
+RouteId RouteTrie::Descend(const Segment* segments, size_t count, uint32_t node,
+                           size_t depth) const noexcept {
   struct Pending {
     uint32_t node;
     uint32_t depth;
@@ -440,9 +531,7 @@ RouteId RouteTrie::Descend(const Segment* segments,
   size_t pending_count = 0;
   // The current node's id and a copy of it: a literal edge brings the copy
   // along, so only placeholder edges (and backtracking) read `nodes_`.
-  uint32_t node = 0;
-  Node here = nodes_[0];
-  size_t depth = 0;
+  Node here = nodes_[node];
   while (true) {
     bool stuck = false;
     for (; depth < count; ++depth) {
@@ -545,7 +634,12 @@ RouteId RouteTrie::Match(std::string_view target,
   if (path_size != nullptr) *path_size = static_cast<size_t>(path_end - begin);
   // The last segment runs to the end of the path.
   if (!cut(path_end)) return kFallbackRouteId;
-  return Descend(segments, count);
+  if (count > kJumpDepth) {
+    Node target;
+    const uint32_t jump = Jump(segments, &target);
+    if (jump != kNone) return Descend(segments, count, jump, kJumpDepth);
+  }
+  return Descend(segments, count, 0, 0);
 }
 
 }  // namespace mxlimit::internal

@@ -27,9 +27,12 @@
 //      confirmed without reading its text); if that branch does not end in
 //      a route, the placeholder edge is tried.
 //      Segments under nodes without literals (room IDs, event IDs) are never
-//      hashed. Every node is visited at most once, so the walk is bounded by
-//      the path's segment count and the trie depth, never by the number of
-//      templates.
+//      hashed. The first three levels are nearly always a fixed prefix
+//      (`_matrix/client/v3`), so one probe into a small table of such
+//      three-literal prefixes jumps straight to depth 3 when none of the
+//      nodes on the way has a placeholder to fall back on. Every node is
+//      visited at most once, so the walk is bounded by the path's segment count
+//      and the trie depth, never by the number of templates.
 //
 // Thread safety: a built `RouteTrie` is immutable; any number of threads may
 // call `Match` concurrently.
@@ -116,6 +119,7 @@ class RouteTrie {
   size_t max_segments() const { return max_segments_; }
   size_t node_count() const { return nodes_.size(); }
   size_t literal_edge_count() const { return literal_edge_count_; }
+  size_t prefix_jump_count() const { return prefix_jump_count_; }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -169,7 +173,23 @@ class RouteTrie {
 
   const LiteralEdge* FindLiteral(uint32_t parent,
                                  const Segment& segment) const noexcept;
-  RouteId Descend(const Segment* segments, size_t count) const noexcept;
+  RouteId Descend(const Segment* segments, size_t count, uint32_t node,
+                  size_t depth) const noexcept;
+
+  // The first three segments as one key: the node they lead to when each is
+  // a literal edge and no node on the way has a placeholder edge, so the
+  // walk could not have gone anywhere else.
+  static constexpr size_t kJumpDepth = 3;
+  struct PrefixJump {
+    SegmentWords words[kJumpDepth];
+    uint16_t sizes[kJumpDepth] = {kNoEdge, kNoEdge, kNoEdge};  // kNoEdge: empty
+    uint16_t node = kNoEdge;
+    Node target;
+  };
+  static size_t JumpIndex(const SegmentWords* words, const size_t* sizes,
+                          int shift) noexcept;
+  // The node the first three segments jump to, or kNone.
+  uint32_t Jump(const Segment* segments, Node* target) const noexcept;
 
   std::vector<Node> nodes_;
   std::vector<LiteralEdge> slots_;
@@ -179,6 +199,10 @@ class RouteTrie {
   size_t max_segments_ = 0;
   size_t slot_mask_ = 0;
   int slot_shift_ = 64;
+  std::vector<PrefixJump> jumps_;  // open addressing, at most half full
+  size_t jump_mask_ = 0;
+  int jump_shift_ = 64;
+  size_t prefix_jump_count_ = 0;
 };
 
 }  // namespace mxlimit::internal
