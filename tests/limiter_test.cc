@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "gmock/gmock.h"
@@ -136,6 +137,50 @@ TEST(LimiterTest, Ipv6SlashSixtyFourSharesABucketAndItsNeighbourDoesNot) {
                    MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.2"),
                    5, At(0)),
       3);
+}
+
+// The per-IP key keeps exactly the configured prefix: for every prefix length
+// an address that differs from the first only after the prefix shares its
+// bucket, one that differs in the prefix's last bit does not.
+TEST(LimiterTest, ConfiguredPrefixesDecideWhichAddressesShareABucket) {
+  for (int v4 : {0, 1, 8, 17, 24, 31, 32}) {
+    for (int v6 : {0, 7, 48, 64, 65, 127, 128}) {
+      LimiterConfig config = OperatorOnly();
+      config.tables.ipv4_prefix = v4;
+      config.tables.ipv6_prefix = v6;
+      config.policies.push_back(MakePolicy("login", "/_matrix/client/v3/login",
+                                           Scope::kIp, 1, TimeUnit::kHour));
+      auto limiter = MakeLimiter(config);
+      // Flips bit `bit` (0 = most significant) of the address's own bits.
+      auto flip = [](IpAddress a, int bit, bool is_v4) {
+        const int at = (is_v4 ? 96 : 0) + bit;
+        a.bytes[at / 8] ^= static_cast<uint8_t>(0x80 >> (at % 8));
+        return a;
+      };
+      auto login = [&](const IpAddress& ip) {
+        Request r = MakeRequest("POST", "/_matrix/client/v3/login", "::");
+        r.client = ip;
+        return limiter->Check(r, At(0)).allowed;
+      };
+      const IpAddress base4 = Ip("203.0.113.77");
+      const IpAddress base6 = Ip("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff");
+      for (auto [base, prefix, width, is_v4] :
+           {std::tuple{base4, v4, 32, true},
+            std::tuple{base6, v6, 128, false}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << (is_v4 ? "v4 /" : "v6 /") << prefix);
+        ASSERT_TRUE(login(base));  // a new bucket
+        if (prefix < width) {
+          EXPECT_FALSE(login(flip(base, width - 1, is_v4)))
+              << "a bit after the prefix must not matter";
+        }
+        if (prefix > 0) {
+          EXPECT_TRUE(login(flip(base, prefix - 1, is_v4)))
+              << "the prefix's last bit must matter";
+        }
+      }
+    }
+  }
 }
 
 TEST(LimiterTest, ChargesBothScopesAllOrNothing) {

@@ -210,7 +210,22 @@ class Limiter {
   void Install(std::shared_ptr<const PolicySet> next,
                const ExemptOptions& exempt);
 
+  // MaskAddress(ip, tables_.ipv4_prefix, tables_.ipv6_prefix), inline: the
+  // table's prefixes as two precomputed 16-byte masks.
+  IpAddress MaskClient(const IpAddress& ip) const;
+  // IsExempt for a request without the flag needs no work when no address
+  // or user is exempt.
+  bool MaybeExempt(const Request& request) const {
+    return request.exempt || has_exemptions_;
+  }
+
   TableOptions tables_;
+  struct AddressMask {
+    uint64_t high = 0;  // bytes 0-7 in memory order
+    uint64_t low = 0;   // bytes 8-15
+  };
+  AddressMask v4_mask_;
+  AddressMask v6_mask_;
   std::shared_ptr<const RouteNormalizer> normalizer_;
   // Immutable; ShardedLimiter shares one set among its shards.
   std::shared_ptr<const PolicySet> policies_;
@@ -220,6 +235,7 @@ class Limiter {
   std::vector<uint16_t> bucket_token_;
   std::vector<Cidr> exempt_ips_;
   absl::flat_hash_set<std::string> exempt_users_;
+  bool has_exemptions_ = false;
   std::vector<PolicyCounters> policy_counters_;
   uint64_t exempt_requests_ = 0;
   // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
