@@ -196,19 +196,11 @@ bool Limiter::IsExempt(const Request& request) const {
          exempt_users_.contains(internal::ToAbsl(request.user_id));
 }
 
-// The bucket keys of one request; a scope's key is set only when its policy
-// is a limited rate (unlimited and blocked policies need no state).
-struct Limiter::BucketKeys {
-  PolicySet::Resolution resolution;
-  bool has_ip = false;
-  bool has_user = false;
-  internal::IpBucketKey ip;
-  internal::UserBucketKey user;
-};
-
-Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
-                                     Evaluation& e, const Route* route) const {
-  BucketKeys keys;
+void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+                      const Route* route) const {
+  // Written in place: a returned key copied whole would stall
+  // store-to-load forwarding (it is built a word at a time).
+  BucketKeys& keys = e.keys;
   std::string_view path;
   if (route != nullptr) {
     e.route = *route;
@@ -246,7 +238,6 @@ Limiter::BucketKeys Limiter::Resolve(const Request& request, ScopeMask mask,
                        r.user_bucket_route, user_key_secret_);
     }
   }
-  return keys;
 }
 
 Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
@@ -261,28 +252,37 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
                   : normalizer_->Normalize(request.method, request.target);
     return e;
   }
-  const BucketKeys keys = Resolve(request, mask, e, route);
+  Resolve(request, mask, e, route);
+  const BucketKeys& keys = e.keys;
   // Hash each key once; start both tables' memory loads before waiting on
-  // either.
-  const IpTable::HashedKey ip_key =
-      keys.has_ip ? ip_table_.Hashed(keys.ip) : IpTable::HashedKey{};
-  const UserTable::HashedKey user_key =
-      keys.has_user ? user_table_.Hashed(keys.user) : UserTable::HashedKey{};
-  if (keys.has_ip) ip_table_.Prefetch(ip_key);
-  if (keys.has_user) user_table_.Prefetch(user_key);
-  // Then find both records (and prefetch their recency neighbours) before
-  // relinking either, so the two tables' misses overlap.
-  const uint32_t ip_slot = keys.has_ip ? ip_table_.Locate(ip_key) : 0;
-  const uint32_t user_slot = keys.has_user ? user_table_.Locate(user_key) : 0;
-  if (keys.has_ip) e.ip.bucket = ip_table_.Acquire(ip_key, ip_slot);
-  if (keys.has_user) e.user.bucket = user_table_.Acquire(user_key, user_slot);
+  // either. Then find both records (prefetching what relinking will touch)
+  // so the two tables' misses overlap.
+  e.ip.has_bucket = keys.has_ip;
+  e.user.has_bucket = keys.has_user;
+  if (keys.has_ip) {
+    e.ip.hash = ip_table_.Hashed(keys.ip).hash;
+    ip_table_.Prefetch({&keys.ip, e.ip.hash});
+  }
+  if (keys.has_user) {
+    e.user.hash = user_table_.Hashed(keys.user).hash;
+    user_table_.Prefetch({&keys.user, e.user.hash});
+  }
+  const GcraState* ip_state = nullptr;
+  const GcraState* user_state = nullptr;
+  if (keys.has_ip) {
+    e.ip.slot = ip_table_.Locate({&keys.ip, e.ip.hash});
+    ip_state = ip_table_.StateAt(e.ip.slot);
+  }
+  if (keys.has_user) {
+    e.user.slot = user_table_.Locate({&keys.user, e.user.hash});
+    user_state = user_table_.StateAt(e.user.slot);
+  }
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
-    e.ip.verdict = EvaluateBucket(e.ip.spec->rate, e.ip.bucket, now, cost);
+    e.ip.verdict = EvaluateBucket(e.ip.spec->rate, ip_state, now, cost);
   }
   if (e.user.spec != nullptr) {
-    e.user.verdict =
-        EvaluateBucket(e.user.spec->rate, e.user.bucket, now, cost);
+    e.user.verdict = EvaluateBucket(e.user.spec->rate, user_state, now, cost);
   }
   return e;
 }
@@ -297,7 +297,8 @@ Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
                   : normalizer_->Normalize(request.method, request.target);
     return e;
   }
-  const BucketKeys keys = Resolve(request, mask, e, route);
+  Resolve(request, mask, e, route);
+  const BucketKeys& keys = e.keys;
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
     e.ip.verdict = EvaluateBucket(
@@ -350,19 +351,33 @@ Decision Limiter::Combine(const Evaluation& ip_part,
   return d;
 }
 
-void Limiter::Settle(const ScopeCheck& scope, const Decision& d,
-                     MonotonicTime now, int64_t cost) {
+void Limiter::SettleIp(const Evaluation& e, const Decision& d,
+                       MonotonicTime now, int64_t cost) {
+  GcraState* bucket =
+      e.ip.has_bucket ? ip_table_.Acquire({&e.keys.ip, e.ip.hash}, e.ip.slot)
+                      : nullptr;
+  Settle(e.ip, bucket, d, now, cost);
+}
+
+void Limiter::SettleUser(const Evaluation& e, const Decision& d,
+                         MonotonicTime now, int64_t cost) {
+  GcraState* bucket =
+      e.user.has_bucket
+          ? user_table_.Acquire({&e.keys.user, e.user.hash}, e.user.slot)
+          : nullptr;
+  Settle(e.user, bucket, d, now, cost);
+}
+
+void Limiter::Settle(const ScopeCheck& scope, GcraState* bucket,
+                     const Decision& d, MonotonicTime now, int64_t cost) {
   if (scope.spec == nullptr) return;
   // Denied and shadow-denied buckets are not charged; they still need it.
-  if (scope.bucket != nullptr)
-    PersistPullBack(scope.spec->rate, *scope.bucket, now);
+  if (bucket != nullptr) PersistPullBack(scope.spec->rate, *bucket, now);
   PolicyCounters& c = policy_counters_[scope.policy];
   if (scope.verdict.allowed) {
     if (!d.allowed) return;  // Denied by the other scope: nothing happened.
     ++c.allowed;
-    if (scope.bucket != nullptr) {
-      GcraCharge(scope.spec->rate, *scope.bucket, now, cost);
-    }
+    if (bucket != nullptr) GcraCharge(scope.spec->rate, *bucket, now, cost);
   } else if (scope.spec->shadow_mode) {
     // Would have denied: counted, never charged, and the request's fate is
     // the other scope's business.
@@ -380,8 +395,8 @@ Decision Limiter::Check(const Request& request, MonotonicTime now) {
   Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
   if (!e.exempt) {
     const int64_t cost = std::max<int64_t>(request.cost, 0);
-    Settle(e.ip, d, now, cost);
-    Settle(e.user, d, now, cost);
+    SettleIp(e, d, now, cost);
+    SettleUser(e, d, now, cost);
   }
   return d;
 }
@@ -400,7 +415,8 @@ void Limiter::ChargeScopes(const Request& request, MonotonicTime now,
                            ScopeMask mask) {
   if (IsExempt(request)) return;
   Evaluation e;
-  const BucketKeys keys = Resolve(request, mask, e);
+  Resolve(request, mask, e);
+  const BucketKeys& keys = e.keys;
   if (keys.has_ip) {
     GcraCharge(e.ip.spec->rate, *ip_table_.FindOrAdmit(keys.ip), now,
                request.cost);
@@ -439,7 +455,8 @@ std::vector<std::string> Limiter::DescribeBuckets(
   std::vector<std::string> out;
   if (IsExempt(request)) return out;
   Evaluation e;
-  const BucketKeys keys = Resolve(request, kBothScopes, e);
+  Resolve(request, kBothScopes, e);
+  const BucketKeys& keys = e.keys;
   const PolicySet::Resolution& r = keys.resolution;
   auto route_part = [&](RouteId bucket_route) -> std::string {
     if (bucket_route == kSharedBucketRoute) return "* (shared)";

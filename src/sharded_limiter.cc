@@ -134,8 +134,8 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   // Nothing is charged until both scopes have answered.
   Decision d = Limiter::Combine(ip_part, user_part);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  a.engine->Settle(ip_part.ip, d, now, cost);
-  b.engine->Settle(user_part.user, d, now, cost);
+  a.engine->SettleIp(ip_part, d, now, cost);
+  b.engine->SettleUser(user_part, d, now, cost);
   PinNames(a, b, d);
   return d;
 }

@@ -143,29 +143,44 @@ class Limiter {
   // the per-user scope.
   enum ScopeMask : uint8_t { kIpScope = 1, kUserScope = 2, kBothScopes = 3 };
 
-  // One scope's part of a request: the policy that applies, its bucket, and
-  // what that bucket alone answers.
+  // One scope's part of a request: the policy that applies, where its
+  // bucket is, and what that bucket alone answers.
   struct ScopeCheck {
     PolicyId policy = kNoPolicy;
     // Null when no policy applies in the scope.
     const Policy* spec = nullptr;
-    // Null for unlimited and blocked policies (no state), and in `Inspect`.
-    GcraState* bucket = nullptr;
+    // Whether the scope has a bucket (a limited policy applies), the hash of
+    // its key, and the table slot `Locate` found (0: not in the table yet).
+    bool has_bucket = false;
+    size_t hash = 0;
+    uint32_t slot = 0;
     GcraResult verdict;
   };
 
-  // A request resolved and evaluated, nothing charged yet. `Check` is
-  // Evaluate, then Combine, then Settle each scope: charges happen only once
-  // both scopes have answered, which is what makes a check all-or-nothing.
+  // The bucket keys of one request; a scope's key is set only when its
+  // policy is a limited rate (unlimited and blocked policies need no state).
+  struct BucketKeys {
+    PolicySet::Resolution resolution;
+    bool has_ip = false;
+    bool has_user = false;
+    internal::IpBucketKey ip;
+    internal::UserBucketKey user;
+  };
+
+  // A request resolved and evaluated, nothing charged and no table changed
+  // yet. `Check` is Evaluate, then Combine, then SettleIp and SettleUser:
+  // charges happen only once both scopes have answered, which is what makes
+  // a check all-or-nothing; and the buckets are relinked (or admitted) only
+  // then, so the memory loads that relinking needs, started by Evaluate,
+  // overlap with the evaluation instead of stalling it.
   struct Evaluation {
     bool exempt = false;
     Route route;
     ScopeCheck ip;
     ScopeCheck user;
+    BucketKeys keys;
   };
 
-  // The bucket keys of one request (defined in limiter.cc).
-  struct BucketKeys;
   using IpTable =
       internal::BucketTable<internal::IpBucketKey, internal::BucketKeyHash>;
   using UserTable =
@@ -178,12 +193,13 @@ class Limiter {
 
   // Normalizes (unless `route` is given: a route the same normalizer already
   // produced for this request) and resolves `request`, fills in `e.route` and
-  // the policies of the scopes in `mask`, and returns their bucket keys.
+  // the policies of the scopes in `mask` and their bucket keys (`e.keys`).
   // Touches no table.
-  BucketKeys Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-                     const Route* route = nullptr) const;
-  // Finds or admits the buckets of the scopes in `mask` and evaluates them.
-  // Counts and stops at exempt requests.
+  void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+               const Route* route = nullptr) const;
+  // Locates the buckets of the scopes in `mask` and evaluates them; changes
+  // no table (Settle* does). Counts and stops at exempt requests.
+  // REQUIRES: the engine's tables do not change until `e` is settled.
   Evaluation Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
                       const Route* route = nullptr);
   // The same without admitting a bucket or counting anything (for Peek).
@@ -193,10 +209,14 @@ class Limiter {
   // `user_part` (the same evaluation, for a lone engine).
   static Decision Combine(const Evaluation& ip_part,
                           const Evaluation& user_part);
-  // Counts one scope of a decided request and, when `d` allows it, charges
-  // its bucket.
-  void Settle(const ScopeCheck& scope, const Decision& d, MonotonicTime now,
-              int64_t cost);
+  // Settle one scope of a decided request: touch (or admit) its bucket,
+  // count the outcome and, when `d` allows the request, charge the bucket.
+  void SettleIp(const Evaluation& e, const Decision& d, MonotonicTime now,
+                int64_t cost);
+  void SettleUser(const Evaluation& e, const Decision& d, MonotonicTime now,
+                  int64_t cost);
+  void Settle(const ScopeCheck& scope, GcraState* bucket, const Decision& d,
+              MonotonicTime now, int64_t cost);
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
   bool IsExempt(const Request& request) const;
   static Decision ExemptDecision(const Route& route);

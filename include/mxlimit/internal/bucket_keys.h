@@ -274,7 +274,11 @@ class UserBucketKey {
     return colon >= 2 && colon + 1 < n;
   }
 
-  std::array<uint64_t, kWords> words_{};
+  // Left uninitialized by default construction (`UserBucketKey k;`): the
+  // limiter keeps one inside every request's evaluation and fills it only
+  // when a per-user policy applies; zeroing it first cost more than the key.
+  // `Make` and `Assign` set every word; `UserBucketKey k{}` is all zero.
+  std::array<uint64_t, kWords> words_;
 };
 
 static_assert(sizeof(UserBucketKey) == 48);

@@ -156,6 +156,11 @@ class BucketTable {
     PrefetchForWrite(e.next);
     return *it;
   }
+  // The state in slot `located` (from Locate) without touching anything;
+  // nullptr for 0 (absent). For evaluating a bucket before relinking it.
+  const GcraState* StateAt(uint32_t located) const {
+    return located != 0 ? &slab_[located].state : nullptr;
+  }
   GcraState* Acquire(HashedKey key, uint32_t located) {
     if (located != 0) {
       ++hits_;
