@@ -144,6 +144,15 @@ std::string_view OriginName(ExpandedPattern::Origin origin) {
 // --- Hashing
 // ------------------------------------------------------------------
 
+// log2 of the size of an open-addressing table for `entries`: a power of two
+// (at least 16) at most half full, so probes stay short and always reach an
+// empty slot.
+int HalfFullTableBits(size_t entries) {
+  int bits = 4;
+  while ((size_t{1} << bits) < 2 * entries) ++bits;
+  return bits;
+}
+
 uint64_t Load64(const char* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof v);
@@ -311,14 +320,9 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
     trie.max_segments_ = std::max(trie.max_segments_, parsed.size());
   }
 
-  // The literal edge table: a power of two at most half full, so probes stay
-  // short and always reach an empty slot.
-  size_t slots = 16;
-  int bits = 4;
-  while (slots < 2 * edges.size()) {
-    slots *= 2;
-    ++bits;
-  }
+  // The literal edge table, at most half full.
+  const int bits = HalfFullTableBits(edges.size());
+  const size_t slots = size_t{1} << bits;
   trie.slots_.assign(slots, LiteralEdge{});
   trie.slot_shift_ = 64 - bits;
   trie.slot_mask_ = slots - 1;
@@ -376,12 +380,8 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
     }
     return false;
   });
-  size_t jump_slots = 16;
-  int jump_bits = 4;
-  while (jump_slots < 2 * jump_candidates.size()) {
-    jump_slots *= 2;
-    ++jump_bits;
-  }
+  const int jump_bits = HalfFullTableBits(jump_candidates.size());
+  const size_t jump_slots = size_t{1} << jump_bits;
   trie.jumps_.assign(jump_slots, PrefixJump{});
   trie.jump_mask_ = jump_slots - 1;
   trie.jump_shift_ = 64 - jump_bits;
