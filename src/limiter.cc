@@ -240,16 +240,22 @@ void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
   }
 }
 
+bool Limiter::MarkExempt(const Request& request, const Route* route,
+                         Evaluation& e) const {
+  if (!MaybeExempt(request) || !IsExempt(request)) return false;
+  e.exempt = true;
+  // Still normalized, so the decision and reports name the route.
+  e.route = route != nullptr
+                ? *route
+                : normalizer_->Normalize(request.method, request.target);
+  return true;
+}
+
 Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
                                       ScopeMask mask, const Route* route) {
   Evaluation e;
-  if (MaybeExempt(request) && IsExempt(request)) {
-    // Still normalized, so the decision and reports name the route.
+  if (MarkExempt(request, route, e)) {
     ++exempt_requests_;
-    e.exempt = true;
-    e.route = route != nullptr
-                  ? *route
-                  : normalizer_->Normalize(request.method, request.target);
     return e;
   }
   Resolve(request, mask, e, route);
@@ -290,13 +296,7 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
 Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
                                      ScopeMask mask, const Route* route) const {
   Evaluation e;
-  if (MaybeExempt(request) && IsExempt(request)) {
-    e.exempt = true;
-    e.route = route != nullptr
-                  ? *route
-                  : normalizer_->Normalize(request.method, request.target);
-    return e;
-  }
+  if (MarkExempt(request, route, e)) return e;
   Resolve(request, mask, e, route);
   const BucketKeys& keys = e.keys;
   const int64_t cost = std::max<int64_t>(request.cost, 0);

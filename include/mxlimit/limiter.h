@@ -219,6 +219,9 @@ class Limiter {
               MonotonicTime now, int64_t cost);
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
   bool IsExempt(const Request& request) const;
+  // When `request` is exempt: marks `e` so, with its route, and returns true.
+  bool MarkExempt(const Request& request, const Route* route,
+                  Evaluation& e) const;
   static Decision ExemptDecision(const Route& route);
 
   // Reload in two steps, so that a ShardedLimiter compiles a config once and
