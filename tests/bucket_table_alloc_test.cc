@@ -33,6 +33,13 @@ TEST(BucketTableAllocTest, CountingOperatorNewSeesAllocations) {
   auto* p = new BucketTable<IpBucketKey>(10);
   EXPECT_GT(Allocations(), before);  // The counter works.
   delete p;
+  // Every block a table owns is seen: the over-aligned 64-byte user records
+  // and, for large tables, the huge-page slab and index.
+  for (size_t capacity : {size_t{10}, size_t{200'000}}) {
+    const long start = Allocations();
+    { BucketTable<UserBucketKey, BucketKeyHash> t(capacity); }
+    EXPECT_EQ(Allocations() - start, 2) << capacity;  // slab + index
+  }
 }
 
 // Churn: admissions at capacity, hits, misses, erasures, a clear. Enough

@@ -59,4 +59,33 @@ inline long AllocationCount() {
   std::free(p);
 }
 
+// The over-aligned forms too: the bucket tables' 64-byte records and their
+// huge-page blocks come through them.
+[[gnu::noinline]] void* operator new(std::size_t size, std::align_val_t al) {
+  mxlimit::testing::allocation_count.fetch_add(1, std::memory_order_relaxed);
+  const auto align = static_cast<std::size_t>(al);
+  const std::size_t rounded = (size + align - 1) / align * align;
+  if (void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void* operator new[](std::size_t size, std::align_val_t al) {
+  return ::operator new(size, al);
+}
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete(void* p, std::size_t,
+                                       std::align_val_t) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete[](void* p, std::size_t,
+                                         std::align_val_t) noexcept {
+  std::free(p);
+}
+
 #endif  // MXLIMIT_TESTS_TESTING_COUNTING_NEW_H_

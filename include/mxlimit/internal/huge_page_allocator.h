@@ -40,11 +40,15 @@ constexpr size_t HugeBlockBytes(size_t bytes) {
   return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
 }
 
+// Everything goes through operator new (over-aligned forms where needed),
+// so allocation-counting tests see every block.
 inline void* AllocateMaybeHuge(size_t bytes, size_t align) {
   const size_t huge = HugeBlockBytes(bytes);
-  if (huge == 0) return ::operator new(bytes, std::align_val_t(align));
-  void* p = std::aligned_alloc(kHugePageBytes, huge);
-  if (p == nullptr) throw std::bad_alloc();
+  if (huge == 0) {
+    if (align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator new(bytes);
+    return ::operator new(bytes, std::align_val_t(align));
+  }
+  void* p = ::operator new(huge, std::align_val_t(kHugePageBytes));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   // Advice only: failure (an old kernel, THP disabled) changes nothing.
   (void)madvise(p, huge, MADV_HUGEPAGE);
@@ -53,10 +57,13 @@ inline void* AllocateMaybeHuge(size_t bytes, size_t align) {
 }
 
 inline void DeallocateMaybeHuge(void* p, size_t bytes, size_t align) {
-  if (HugeBlockBytes(bytes) == 0) {
-    ::operator delete(p, std::align_val_t(align));
+  const size_t huge = HugeBlockBytes(bytes);
+  if (huge != 0) {
+    ::operator delete(p, std::align_val_t(kHugePageBytes));
+  } else if (align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+    ::operator delete(p);
   } else {
-    std::free(p);
+    ::operator delete(p, std::align_val_t(align));
   }
 }
 
