@@ -313,6 +313,20 @@ IpAddress MaskAddress(const IpAddress& ip, int v4_prefix, int v6_prefix) {
   return out;
 }
 
+AddressMasker::AddressMasker(int v4_prefix, int v6_prefix)
+    : v4_(FirstBits(96 + std::clamp(v4_prefix, 0, 32))),
+      v6_(FirstBits(std::clamp(v6_prefix, 0, 128))) {}
+
+AddressMasker::Mask AddressMasker::FirstBits(int bits) {
+  IpAddress ones;
+  ones.bytes.fill(0xFF);
+  KeepBits(ones, bits);
+  Mask m;
+  std::memcpy(&m.high, ones.bytes.data(), 8);
+  std::memcpy(&m.low, ones.bytes.data() + 8, 8);
+  return m;
+}
+
 bool Cidr::Contains(const IpAddress& ip) const {
   // Two 64-bit compares under a mask: this runs once per exempt network on
   // every request.

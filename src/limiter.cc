@@ -32,29 +32,12 @@ void PersistPullBack(const Rate& rate, GcraState& state, MonotonicTime now) {
   if (ahead > 0) state.tat = clamped + ahead;
 }
 
-// A mask keeping the first `bits` bits of an address, as two words in the
-// address's own byte order (so a plain AND applies it).
-template <typename Mask>
-Mask FirstBits(int bits) {
-  uint8_t bytes[16] = {};
-  for (int i = 0; i < 16; ++i) {
-    const int keep = std::clamp(bits - 8 * i, 0, 8);
-    bytes[i] = static_cast<uint8_t>(0xFF00 >> keep);
-  }
-  Mask m;
-  std::memcpy(&m.high, bytes, 8);
-  std::memcpy(&m.low, bytes + 8, 8);
-  return m;
-}
-
 }  // namespace
 
 Limiter::Limiter(const TableOptions& tables,
                  std::shared_ptr<const RouteNormalizer> normalizer)
     : tables_(tables),
-      v4_mask_(
-          FirstBits<AddressMask>(96 + std::clamp(tables.ipv4_prefix, 0, 32))),
-      v6_mask_(FirstBits<AddressMask>(std::clamp(tables.ipv6_prefix, 0, 128))),
+      client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       normalizer_(std::move(normalizer)),
       user_key_secret_(internal::RandomSipKey()),
       ip_table_(tables.ip_capacity),
@@ -169,24 +152,6 @@ Decision Limiter::ExemptDecision(const Route& route) {
   return d;
 }
 
-IpAddress Limiter::MaskClient(const IpAddress& ip) const {
-  uint64_t high, low;
-  std::memcpy(&high, ip.bytes.data(), 8);
-  std::memcpy(&low, ip.bytes.data() + 8, 8);
-  // v4-mapped: ten zero bytes, then 0xFF 0xFF (memory order).
-  static constexpr uint8_t kMappedMarker[4] = {0, 0, 0xFF, 0xFF};
-  uint32_t marker, mid;
-  std::memcpy(&marker, kMappedMarker, 4);
-  std::memcpy(&mid, ip.bytes.data() + 8, 4);
-  const AddressMask& m = high == 0 && mid == marker ? v4_mask_ : v6_mask_;
-  high &= m.high;
-  low &= m.low;
-  IpAddress out;
-  std::memcpy(out.bytes.data(), &high, 8);
-  std::memcpy(out.bytes.data() + 8, &low, 8);
-  return out;
-}
-
 bool Limiter::IsExempt(const Request& request) const {
   if (request.exempt) return true;
   for (const Cidr& net : exempt_ips_) {
@@ -225,8 +190,9 @@ void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
     e.ip.spec = &policies_->policy(r.ip);
     if (e.ip.spec->rate.kind() == Rate::Kind::kLimited) {
       keys.has_ip = true;
-      keys.ip = internal::IpBucketKey::Make(
-          MaskClient(request.client), bucket_token_[r.ip], r.ip_bucket_route);
+      keys.ip =
+          internal::IpBucketKey::Make(client_mask_.Apply(request.client),
+                                      bucket_token_[r.ip], r.ip_bucket_route);
     }
   }
   if ((mask & kUserScope) != 0 && r.user != kNoPolicy) {

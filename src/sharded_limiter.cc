@@ -40,6 +40,7 @@ size_t ShardedLimiter::DefaultShardCount() {
 
 ShardedLimiter::ShardedLimiter(const TableOptions& tables, size_t shard_count)
     : tables_(tables),
+      client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       shard_count_(shard_count),
       shards_(std::make_unique<Shard[]>(shard_count)) {}
 
@@ -78,8 +79,7 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
 size_t ShardedLimiter::IpShard(const IpAddress& client) const {
   // The same masking as the per-IP bucket key: every address that shares a
   // bucket shares a shard.
-  const IpAddress masked =
-      MaskAddress(client, tables_.ipv4_prefix, tables_.ipv6_prefix);
+  const IpAddress masked = client_mask_.Apply(client);
   const size_t h = absl::Hash<absl::string_view>{}(absl::string_view(
       reinterpret_cast<const char*>(masked.bytes.data()), masked.bytes.size()));
   return h & (shard_count_ - 1);

@@ -187,6 +187,27 @@ TEST(FormatIpAddressTest, FollowsRfc5952) {
   EXPECT_EQ(RoundTrip("2001:0DB8:00AB:000C::0001"), "2001:db8:ab:c::1");
 }
 
+// The precomputed form agrees with MaskAddress for every prefix pair,
+// including out-of-range ones (clamped), on v4-mapped and IPv6 addresses.
+TEST(AddressMaskerTest, AgreesWithMaskAddress) {
+  std::mt19937_64 rng(23);
+  for (int v4 = -1; v4 <= 33; ++v4) {
+    for (int v6 : {-5, 0, 1, 7, 8, 9, 48, 63, 64, 65, 96, 120, 127, 128, 200}) {
+      const AddressMasker masker(v4, v6);
+      for (int round = 0; round < 40; ++round) {
+        IpAddress ip;
+        for (uint8_t& b : ip.bytes) b = static_cast<uint8_t>(rng());
+        if (round % 2 == 0) {  // v4-mapped
+          for (int i = 0; i < 10; ++i) ip.bytes[i] = 0;
+          ip.bytes[10] = ip.bytes[11] = 0xFF;
+        }
+        ASSERT_EQ(masker.Apply(ip), MaskAddress(ip, v4, v6))
+            << FormatIpAddress(ip) << " /" << v4 << " /" << v6;
+      }
+    }
+  }
+}
+
 TEST(MaskAddressTest, Ipv6To64) {
   IpAddress masked =
       MaskAddress(Ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), 32, 64);

@@ -35,6 +35,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -73,6 +74,46 @@ std::string FormatIpAddress(const IpAddress& ip);
 // Prefixes outside 0-32 / 0-128 are clamped into range (the YAML loader
 // rejects them earlier; this is the safe treatment for code-built options).
 IpAddress MaskAddress(const IpAddress& ip, int v4_prefix, int v6_prefix);
+
+// MaskAddress with the prefixes fixed up front: the two prefixes become two
+// 16-byte masks once, and each address is masked with two 64-bit ANDs, no
+// branch on the prefix. For code that masks every request's address (the
+// limiter's per-IP keys, the sharded limiter's shard choice).
+class AddressMasker {
+ public:
+  AddressMasker(int v4_prefix, int v6_prefix);
+
+  // MaskAddress(ip, v4_prefix, v6_prefix).
+  IpAddress Apply(const IpAddress& ip) const {
+    uint64_t high, low;
+    std::memcpy(&high, ip.bytes.data(), 8);
+    std::memcpy(&low, ip.bytes.data() + 8, 8);
+    // v4-mapped: ten zero bytes, then 0xFF 0xFF (memory order).
+    static constexpr uint8_t kMappedMarker[4] = {0, 0, 0xFF, 0xFF};
+    uint32_t marker, mid;
+    std::memcpy(&marker, kMappedMarker, 4);
+    std::memcpy(&mid, ip.bytes.data() + 8, 4);
+    const Mask& m = high == 0 && mid == marker ? v4_ : v6_;
+    high &= m.high;
+    low &= m.low;
+    IpAddress out;
+    std::memcpy(out.bytes.data(), &high, 8);
+    std::memcpy(out.bytes.data() + 8, &low, 8);
+    return out;
+  }
+
+ private:
+  // The first N bits of an address set, as two words in the address's own
+  // byte order (so a plain AND applies them).
+  struct Mask {
+    uint64_t high = 0;  // bytes 0-7
+    uint64_t low = 0;   // bytes 8-15
+  };
+  static Mask FirstBits(int bits);
+
+  Mask v4_;
+  Mask v6_;
+};
 
 // A network: address and prefix length. IPv4 networks are stored v4-mapped with
 // the prefix counted in IPv4 bits (0-32); IPv6 prefixes are 0-128.

@@ -233,9 +233,6 @@ class Limiter {
   void Install(std::shared_ptr<const PolicySet> next,
                const ExemptOptions& exempt);
 
-  // MaskAddress(ip, tables_.ipv4_prefix, tables_.ipv6_prefix), inline: the
-  // table's prefixes as two precomputed 16-byte masks.
-  IpAddress MaskClient(const IpAddress& ip) const;
   // IsExempt for a request without the flag needs no work when no address
   // or user is exempt.
   bool MaybeExempt(const Request& request) const {
@@ -243,12 +240,8 @@ class Limiter {
   }
 
   TableOptions tables_;
-  struct AddressMask {
-    uint64_t high = 0;  // bytes 0-7 in memory order
-    uint64_t low = 0;   // bytes 8-15
-  };
-  AddressMask v4_mask_;
-  AddressMask v6_mask_;
+  // The tables' client prefixes (MaskAddress), precomputed.
+  AddressMasker client_mask_;
   std::shared_ptr<const RouteNormalizer> normalizer_;
   // Immutable; ShardedLimiter shares one set among its shards.
   std::shared_ptr<const PolicySet> policies_;

@@ -158,6 +158,7 @@ class ShardedLimiter {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const TableOptions tables_;
+  const AddressMasker client_mask_;
   const size_t shard_count_;
   // Fixed at construction: `shards_[i]` never moves, only its contents
   // change under its own lock.
