@@ -8,6 +8,17 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/route_trie.h"
 
+// `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
+// tables, Combine, Settle*), so the evaluation stays in registers rather than
+// crossing five calls as a 240-byte struct; the out-of-line forms remain for
+// ShardedLimiter and Peek. Needs -fno-semantic-interposition under -fPIC
+// (CMakeLists.txt), else GCC may not inline exported functions at all.
+#if defined(__GNUC__)
+#define MXLIMIT_FLATTEN __attribute__((flatten))
+#else
+#define MXLIMIT_FLATTEN
+#endif
+
 namespace mxlimit {
 
 namespace {
@@ -19,17 +30,12 @@ GcraResult EvaluateBucket(const Rate& rate, const GcraState* state,
   return GcraPeek(rate, state != nullptr ? *state : kFull, now, cost);
 }
 
-// A denial charges nothing, but a TAT that a clock stepping backwards left
-// more than tau ahead of `now` is pulled back to now + tau, as `GcraCheck`
-// does. Without this the evaluation clamps the wait to tau on every call
-// while the stored TAT stays days ahead: the client is told to retry in one
-// interval and then denied again until the clock catches up with the old
-// timeline. A no-op for any state a forward-running clock produced.
-void PersistPullBack(const Rate& rate, GcraState& state, MonotonicTime now) {
-  if (rate.kind() != Rate::Kind::kLimited) return;
-  const int64_t clamped = internal::ClampNow(now);
-  const int64_t ahead = internal::GcraAhead(rate, state, clamped);
-  if (ahead > 0) state.tat = clamped + ahead;
+// How far the bucket's TAT lies ahead of `now`, in [0, tau] (0 for a fresh
+// bucket): all that settling it needs, see Limiter::Settle.
+int64_t BucketLead(const Rate& rate, const GcraState* state,
+                   MonotonicTime now) {
+  if (state == nullptr || rate.kind() != Rate::Kind::kLimited) return 0;
+  return internal::GcraAhead(rate, *state, internal::ClampNow(now));
 }
 
 }  // namespace
@@ -252,9 +258,11 @@ Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   if (e.ip.spec != nullptr) {
     e.ip.verdict = EvaluateBucket(e.ip.spec->rate, ip_state, now, cost);
+    e.ip.lead = BucketLead(e.ip.spec->rate, ip_state, now);
   }
   if (e.user.spec != nullptr) {
     e.user.verdict = EvaluateBucket(e.user.spec->rate, user_state, now, cost);
+    e.user.lead = BucketLead(e.user.spec->rate, user_state, now);
   }
   return e;
 }
@@ -337,23 +345,40 @@ void Limiter::SettleUser(const Evaluation& e, const Decision& d,
 void Limiter::Settle(const ScopeCheck& scope, GcraState* bucket,
                      const Decision& d, MonotonicTime now, int64_t cost) {
   if (scope.spec == nullptr) return;
-  // Denied and shadow-denied buckets are not charged; they still need it.
-  if (bucket != nullptr) PersistPullBack(scope.spec->rate, *bucket, now);
-  PolicyCounters& c = policy_counters_[scope.policy];
-  if (scope.verdict.allowed) {
-    if (!d.allowed) return;  // Denied by the other scope: nothing happened.
-    ++c.allowed;
-    if (bucket != nullptr) GcraCharge(scope.spec->rate, *bucket, now, cost);
-  } else if (scope.spec->shadow_mode) {
-    // Would have denied: counted, never charged, and the request's fate is
-    // the other scope's business.
-    if (d.allowed) ++c.shadow_denied;
-  } else {
-    ++c.denied;
+  const bool charged = scope.verdict.allowed && d.allowed;
+  if (bucket != nullptr) {
+    // The bucket is as Evaluate found it (nothing touches a table between
+    // Evaluate and Settle), so its lead is still `scope.lead`, and the new
+    // TAT is what GcraCheck would store: now + lead + cost * interval when
+    // charged (the verdict proved that within tau), else now + lead. The
+    // latter changes nothing unless a clock stepping backwards left the TAT
+    // more than tau ahead: the pull-back is kept, so the client is not told
+    // to retry in one interval and then denied until the clock catches up.
+    const int64_t base = internal::ClampNow(now) + scope.lead;
+    if (charged) {
+      bucket->tat = base + cost * scope.spec->rate.interval_ns();
+    } else if (scope.lead > 0) {
+      bucket->tat = base;
+    }
   }
+  PolicyCounters& c = policy_counters_[scope.policy];
+  if (charged) {
+    ++c.allowed;
+  } else if (!scope.verdict.allowed) {
+    // Denied and shadow-denied buckets are never charged. A shadow denial
+    // is counted only when the request went through (the other scope may
+    // have denied it for real).
+    if (!scope.spec->shadow_mode) {
+      ++c.denied;
+    } else if (d.allowed) {
+      ++c.shadow_denied;
+    }
+  }
+  // Allowed here but denied by the other scope: nothing happened.
 }
 
-Decision Limiter::Check(const Request& request, MonotonicTime now) {
+MXLIMIT_FLATTEN Decision Limiter::Check(const Request& request,
+                                        MonotonicTime now) {
   const Evaluation e = Evaluate(request, now, kBothScopes);
   // One named result, built in place: returning one of two objects (or a
   // copy of one) made the compiler copy a Decision written field by field

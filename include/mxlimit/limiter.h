@@ -155,6 +155,8 @@ class Limiter {
     size_t hash = 0;
     uint32_t slot = 0;
     GcraResult verdict;
+    // How far the bucket's TAT was ahead of `now`, in [0, tau].
+    int64_t lead = 0;
   };
 
   // The bucket keys of one request; a scope's key is set only when its
