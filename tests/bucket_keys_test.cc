@@ -119,7 +119,7 @@ TEST(UserBucketKeyTest, LongIdsAreDistinguishedByKeyedDigest) {
   std::array<uint64_t, UserBucketKey::kWords> words = a.words();
   words[0] &= ~(uint64_t{0xFF} << 32);  // kind := kInline (0)
   UserBucketKey forged;
-  std::memcpy(&forged, words.data(), sizeof forged);
+  std::memcpy(static_cast<void*>(&forged), words.data(), sizeof forged);
   ASSERT_EQ(forged.kind(), Kind::kInline);
   EXPECT_NE(a, forged);
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -89,6 +91,47 @@ TEST(ByteScanTest, SwarByteTestsAreExact) {
       ASSERT_EQ((le >> (8 * i + 7)) & 1, b <= c ? 1u : 0u);
       ASSERT_EQ(eq & (0x7FULL << (8 * i)), 0u);
     }
+  }
+}
+
+// The ID scanners against a byte-at-a-time reference on 40 bytes.
+void ExpectIdScannersAgree(const std::string& bytes) {
+  ASSERT_EQ(bytes.size(), 40u);
+  uint64_t w[kIdWords];
+  std::memcpy(w, bytes.data(), sizeof w);  // little-endian: byte 0 low
+  IdMasks want;
+  for (size_t i = 0; i < 40; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c <= 0x20 || c == 0x7F) want.bad |= uint64_t{1} << i;
+    if (c == ':') want.colon |= uint64_t{1} << i;
+  }
+  const uint64_t forty = (uint64_t{1} << 40) - 1;
+  EXPECT_EQ(ScanIdWords8(w).bad & forty, want.bad);
+  EXPECT_EQ(ScanIdWords8(w).colon & forty, want.colon);
+#if defined(__SSE2__)
+  EXPECT_EQ(ScanIdWords16(w).bad & forty, want.bad);
+  EXPECT_EQ(ScanIdWords16(w).colon & forty, want.colon);
+#endif
+}
+
+TEST(ByteScanTest, IdScannersAgreeOnEveryByteValueAndPosition) {
+  if constexpr (std::endian::native != std::endian::little) GTEST_SKIP();
+  for (int c = 0; c < 256; ++c) {
+    for (size_t pos = 0; pos < 40; ++pos) {
+      std::string bytes(40, 'u');
+      bytes[pos] = static_cast<char>(c);
+      if (pos + 1 < 40) bytes[pos + 1] = static_cast<char>(255 - c);
+      SCOPED_TRACE(testing::Message() << c << "@" << pos);
+      ExpectIdScannersAgree(bytes);
+      if (HasFailure()) return;
+    }
+  }
+  std::mt19937_64 rng(5);
+  std::string bytes(40, '\0');
+  for (int round = 0; round < 50'000; ++round) {
+    for (char& c : bytes) c = static_cast<char>(rng());
+    ExpectIdScannersAgree(bytes);
+    if (HasFailure()) return;
   }
 }
 

@@ -247,30 +247,18 @@ class UserBucketKey {
       std::memcpy(&hi, p + n - 4, 4);
       last = lo | static_cast<uint64_t>(hi) << (8 * (n - 4));
     }
-    uint64_t bad = 0;
-    uint64_t colon_word = 0;  // SwarEqual(':') of the first word with one
-    size_t colon_base = 0;
-    for (size_t i = 0; i < kInlineCapacity / 8; ++i) {
-      uint64_t w = 0;
-      uint64_t valid = 0;  // 0x80 in each byte that belongs to the ID
-      if (i < full) {
-        w = Load64(p + 8 * i);
-        valid = kSwarHigh;
-      } else if (i == full) {
-        w = last;
-        valid = kSwarHigh >> (8 * (8 - rest));
-      }
-      words_[1 + i] = w;
-      bad |= SwarControlOrSpace(w) & valid;
-      const uint64_t colons = SwarEqual(w, ':') & valid;
-      if (colon_word == 0 && colons != 0) {
-        colon_word = colons;
-        colon_base = 8 * i;
-      }
+    static_assert(kInlineCapacity / 8 == kIdWords);
+    uint64_t w[kIdWords];
+    for (size_t i = 0; i < kIdWords; ++i) {
+      w[i] = i < full ? Load64(p + 8 * i) : i == full ? last : 0;
+      words_[1 + i] = w[i];
     }
-    if (bad != 0 || p[0] != '@' || colon_word == 0) return false;
-    const size_t colon =
-        colon_base + static_cast<size_t>(std::countr_zero(colon_word)) / 8;
+    // Bit i stands for byte i; only the ID's own n bytes count (n <= 40).
+    const uint64_t valid = (uint64_t{1} << n) - 1;
+    const IdMasks m = ScanIdWords(w);
+    const uint64_t colons = m.colon & valid;
+    if ((m.bad & valid) != 0 || p[0] != '@' || colons == 0) return false;
+    const auto colon = static_cast<size_t>(std::countr_zero(colons));
     return colon >= 2 && colon + 1 < n;
   }
 
