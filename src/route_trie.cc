@@ -257,7 +257,8 @@ inline size_t RouteTrie::JumpIndex(const SegmentWords* words,
   return static_cast<size_t>(x >> shift);
 }
 
-uint32_t RouteTrie::Jump(const Segment* segments, Node* target) const noexcept {
+inline uint32_t RouteTrie::Jump(const Segment* segments,
+                                Node* target) const noexcept {
   SegmentWords words[kJumpDepth];
   size_t sizes[kJumpDepth];
   for (size_t d = 0; d < kJumpDepth; ++d) {
@@ -281,7 +282,7 @@ uint32_t RouteTrie::Jump(const Segment* segments, Node* target) const noexcept {
   }
 }
 
-const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
+inline const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
     uint32_t parent, const Segment& segment) const noexcept {
   const SegmentWords w = Words(segment.data, segment.size);
   for (size_t i = SlotIndex(w, segment.size, parent);;
@@ -303,8 +304,8 @@ const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
 // literal branch ends without a route the placeholder branch still gets its
 // chance. Iterative, with the pending placeholder branches on a small stack
 // (at most one per segment), deepest first as recursion would take them.
-RouteId RouteTrie::Descend(const Segment* segments, size_t count, uint32_t node,
-                           size_t depth) const noexcept {
+inline RouteId RouteTrie::Descend(const Segment* segments, size_t count,
+                                  uint32_t node, size_t depth) const noexcept {
   struct Pending {
     uint32_t node;
     uint32_t depth;

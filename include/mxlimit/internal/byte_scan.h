@@ -135,9 +135,9 @@ inline constexpr size_t kIdWords = 5;
 inline IdMasks ScanIdWords8(const uint64_t* w) {
   IdMasks m;
   for (size_t i = 0; i < kIdWords; ++i) {
-    m.bad |= uint64_t{byte_scan_detail::GatherHighBits(
-                 SwarControlOrSpace(w[i]))}
-             << (8 * i);
+    m.bad |=
+        uint64_t{byte_scan_detail::GatherHighBits(SwarControlOrSpace(w[i]))}
+        << (8 * i);
     m.colon |= uint64_t{byte_scan_detail::GatherHighBits(SwarEqual(w[i], ':'))}
                << (8 * i);
   }
@@ -151,11 +151,11 @@ inline IdMasks ScanIdWords16(const uint64_t* w) {
   IdMasks m;
   for (size_t i = 0; i < kIdWords; i += 2) {
     const uint64_t hi = i + 1 < kIdWords ? w[i + 1] : 0;
-    const __m128i v = _mm_set_epi64x(static_cast<int64_t>(hi),
-                                     static_cast<int64_t>(w[i]));
-    const __m128i bad = _mm_or_si128(
-        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v),
-        _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+    const __m128i v =
+        _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(w[i]));
+    const __m128i bad =
+        _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v),
+                     _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
     const __m128i colon = _mm_cmpeq_epi8(v, _mm_set1_epi8(':'));
     m.bad |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(bad))} << (8 * i);
     m.colon |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(colon))}
