@@ -319,9 +319,13 @@ inline RouteId RouteTrie::Descend(const Segment* segments, size_t count,
     bool stuck = false;
     for (; depth < count; ++depth) {
       const Segment& segment = segments[depth];
+      // "." and ".." are never a placeholder's value, and no literal is a
+      // dot segment (templates reject them), so a path holding one matches
+      // nothing and falls back; checked only here, where it can matter.
       const bool placeholder_fits =
           here.placeholder != kNone &&
-          (segment.size != 0 || here.placeholder_may_be_empty);
+          (segment.size != 0 || here.placeholder_may_be_empty) &&
+          !IsDotSegment(segment.data, segment.size);
       const LiteralEdge* literal =
           here.has_literals ? FindLiteral(node, segment) : nullptr;
       if (literal != nullptr) {
@@ -362,11 +366,11 @@ RouteId RouteTrie::Match(std::string_view target,
   const char* const begin = target.data();
   const char* const end = begin + target.size();
   const char* segment = begin + 1;
-  // Ends the current segment at `q`; false when the path cannot match (a
-  // dot segment, or one segment more than the longest template).
+  // Ends the current segment at `q`; false when the path cannot match (one
+  // segment more than the longest template). Dot segments: see Descend.
   auto cut = [&](const char* q) {
     const auto length = static_cast<size_t>(q - segment);
-    if (count == max_segments_ || IsDotSegment(segment, length)) return false;
+    if (count == max_segments_) return false;
     segments[count++] = {segment, length};
     segment = q + 1;
     return true;
@@ -378,8 +382,9 @@ RouteId RouteTrie::Match(std::string_view target,
   // Takes the masks of the bytes from `base` on: cuts at every '/' before
   // the first stop byte. False when the scan is over (stopped or no match).
   auto take = [&](const char* base, TargetMasks m) {
-    uint32_t slashes = m.slash;
-    if (m.stop != 0) slashes &= (m.stop & (0 - m.stop)) - 1;
+    // Slashes below the first stop byte; all of them when there is none
+    // ((0 & 0) - 1 keeps every bit), without a branch on where the path ends.
+    uint32_t slashes = m.slash & ((m.stop & (0 - m.stop)) - 1);
     for (; slashes != 0; slashes &= slashes - 1) {
       if (!cut(base + std::countr_zero(slashes))) return false;
     }
