@@ -305,16 +305,17 @@ inline const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
 // chance. Iterative, with the pending placeholder branches on a small stack
 // (at most one per segment), deepest first as recursion would take them.
 inline RouteId RouteTrie::Descend(const Segment* segments, size_t count,
-                                  uint32_t node, size_t depth) const noexcept {
+                                  uint32_t node, Node here,
+                                  size_t depth) const noexcept {
   struct Pending {
     uint32_t node;
     uint32_t depth;
   };
   Pending pending[kMaxSegments];
   size_t pending_count = 0;
-  // The current node's id and a copy of it: a literal edge brings the copy
-  // along, so only placeholder edges (and backtracking) read `nodes_`.
-  Node here = nodes_[node];
+  // The current node's id and `here`, a copy of it: a literal edge (and a
+  // prefix jump) brings the copy along, so only placeholder edges and
+  // backtracking read `nodes_`.
   while (true) {
     bool stuck = false;
     for (; depth < count; ++depth) {
@@ -425,9 +426,11 @@ RouteId RouteTrie::Match(std::string_view target,
   if (count > kJumpDepth) {
     Node target;
     const uint32_t jump = Jump(segments, &target);
-    if (jump != kNone) return Descend(segments, count, jump, kJumpDepth);
+    if (jump != kNone) {
+      return Descend(segments, count, jump, target, kJumpDepth);
+    }
   }
-  return Descend(segments, count, 0, 0);
+  return Descend(segments, count, 0, nodes_[0], 0);
 }
 
 }  // namespace mxlimit::internal

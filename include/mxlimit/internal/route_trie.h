@@ -175,8 +175,9 @@ class RouteTrie {
   // route_trie.cc so that they fold into Match (about -3 ns per request).
   const LiteralEdge* FindLiteral(uint32_t parent,
                                  const Segment& segment) const noexcept;
+  // The walk from `node` (whose copy is `here`) at segment `depth`.
   RouteId Descend(const Segment* segments, size_t count, uint32_t node,
-                  size_t depth) const noexcept;
+                  Node here, size_t depth) const noexcept;
 
   // The first three segments as one key: the node they lead to when each is
   // a literal edge and no node on the way has a placeholder edge, so the
