@@ -25,8 +25,8 @@ LimiterConfig ManyPolicies(int n) {
   for (int i = 0; i < n; ++i) {
     Policy p;
     p.name = "room-" + std::to_string(i);
-    p.match =
-        "/_matrix/client/v3/rooms/!room" + std::to_string(i) + ":example.org/*";
+    p.match = {"/_matrix/client/v3/rooms/!room" + std::to_string(i) +
+               ":example.org/*"};
     p.scope = i % 2 ? Scope::kUser : Scope::kIp;
     p.share_threshold = i % 5 == 0;
     p.rate = *Rate::Create(1'000'000, TimeUnit::kSecond);

@@ -50,7 +50,7 @@ LimiterConfig BenchConfig() {
   for (Scope scope : {Scope::kIp, Scope::kUser}) {
     Policy p;
     p.name = scope == Scope::kIp ? "all-ip" : "all-user";
-    p.match = "*";
+    p.match = {"*"};
     p.scope = scope;
     p.share_threshold = true;
     p.rate = *Rate::Create(100, TimeUnit::kSecond);

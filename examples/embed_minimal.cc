@@ -11,7 +11,7 @@ int main() {
   mxlimit::LimiterConfig config;  // the built-in policies stay on
   mxlimit::Policy login;
   login.name = "login";
-  login.match = "/_matrix/client/v3/login";
+  login.match = {"/_matrix/client/v3/login"};
   login.scope = mxlimit::Scope::kIp;
   login.rate =
       *mxlimit::Rate::Create(3, mxlimit::TimeUnit::kMinute, /*burst=*/2);

@@ -12,6 +12,7 @@
 
 #include <cassert>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,63 +27,86 @@ using U = TimeUnit;
 constexpr Scope kIp = Scope::kIp;
 constexpr Scope kUser = Scope::kUser;
 
+// Every method but OPTIONS: CORS preflights are answered by the proxy or the
+// server without work, and a browser client sends one before many requests,
+// so only the aggregate caps count them.
+constexpr std::string_view kNoPreflight = "GET,HEAD,POST,PUT,DELETE,PATCH,CONNECT,TRACE";
+constexpr std::string_view kRoute = "route";
+constexpr std::string_view kNetwork = "network";
+constexpr std::string_view kAggregate = "aggregate";
+// IPv4 /24 and IPv6 /48: what one tenant of a hosting provider commonly gets.
+constexpr ClientPrefix kPerNetwork{24, 48};
+
 struct BuiltinRow {
   std::string_view name;
+  std::string_view layer;
   Scope scope;
   std::string_view methods;  // Comma-separated; empty = every method.
-  std::string_view match;
+  std::string_view match;    // Comma-separated patterns.
   bool share_threshold;
   int64_t requests_per_unit;
   TimeUnit unit;
   int64_t burst;
   std::string_view source;
+  std::optional<ClientPrefix> client_prefix = std::nullopt;
 };
 
 // clang-format off
-constexpr BuiltinRow kBuiltins[] = {
-  // name, scope, methods, match, share, rate, unit, burst, source
-  {"login-per-ip", kIp, "POST", "/_matrix/client/v3/login", false, 612, U::kHour, 3,
-   "Synapse rc_login.address: per_second 0.17 (= 612/hour), burst_count 3"},
-  {"registration-per-ip", kIp, "POST", "/_matrix/client/v3/register", false, 612, U::kHour, 3,
+const BuiltinRow kBuiltins[] = {
+  // name, layer, scope, methods, match, share, rate, unit, burst, source
+  {"login-per-ip", kRoute, kIp, "POST", "/_matrix/client/v3/login", false, 259, U::kDay, 5,
+   "Synapse rc_login.address: per_second 0.003 (= 259.2/day, rounded down), burst_count 5"},
+  {"registration-per-ip", kRoute, kIp, "POST", "/_matrix/client/v3/register", false, 612, U::kHour, 3,
    "Synapse rc_registration: per_second 0.17 (= 612/hour), burst_count 3"},
-  {"3pid-request-token-per-ip", kIp, "POST", "/_matrix/client/v3/*/requestToken", true, 259, U::kDay, 5,
+  {"registration-token-validity-per-ip", kRoute, kIp, "GET", "/_matrix/client/v1/register/m.login.registration_token/validity", false, 6, U::kMinute, 5,
+   "Synapse rc_registration_token_validity: per_second 0.1 (= 6/minute), burst_count 5"},
+  {"3pid-request-token-per-ip", kRoute, kIp, "POST", "/_matrix/client/v3/*/requestToken", true, 259, U::kDay, 5,
    "Synapse rc_3pid_validation: per_second 0.003 (= 259.2/day, rounded down), burst_count 5"},
-  {"message-send", kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/send/*", true, 12, U::kMinute, 10,
+  {"message-send", kRoute, kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/send/*", true, 12, U::kMinute, 10,
    "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
-  {"state-send", kUser, "PUT", "/_matrix/client/v3/rooms/{roomId}/state/*", true, 12, U::kMinute, 10,
+  {"state-send", kRoute, kUser, "PUT", "/_matrix/client/v3/rooms/{roomId}/state/*", true, 12, U::kMinute, 10,
    "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
-  {"redaction", kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/redact/*", true, 12, U::kMinute, 10,
+  {"redaction", kRoute, kUser, "PUT,POST", "/_matrix/client/v3/rooms/{roomId}/redact/*", true, 12, U::kMinute, 10,
    "Synapse rc_message: per_second 0.2 (= 12/minute), burst_count 10"},
-  {"join-by-id-or-alias", kUser, "POST", "/_matrix/client/v3/join/*", true, 6, U::kMinute, 10,
+  {"join-by-id-or-alias", kRoute, kUser, "POST", "/_matrix/client/v3/join/*", true, 6, U::kMinute, 10,
    "Synapse rc_joins.local: per_second 0.1 (= 6/minute), burst_count 10"},
-  {"join-room", kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/join", false, 6, U::kMinute, 10,
+  {"join-room", kRoute, kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/join", false, 6, U::kMinute, 10,
    "Synapse rc_joins.local: per_second 0.1 (= 6/minute), burst_count 10"},
-  {"invite", kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/invite", false, 18, U::kMinute, 10,
+  {"invite", kRoute, kUser, "POST", "/_matrix/client/v3/rooms/{roomId}/invite", false, 18, U::kMinute, 10,
    "Synapse rc_invites.per_issuer: per_second 0.3 (= 18/minute), burst_count 10"},
-  {"room-creation", kUser, "POST", "/_matrix/client/v3/createRoom", false, 1382, U::kDay, 10,
+  {"room-creation", kRoute, kUser, "POST", "/_matrix/client/v3/createRoom", false, 1382, U::kDay, 10,
    "Synapse rc_room_creation: per_second 0.016 (= 1382.4/day, rounded down), burst_count 10"},
-  {"media-create", kUser, "POST", "/_matrix/media/v1/create", false, 10, U::kSecond, 50,
+  {"media-create", kRoute, kUser, "POST", "/_matrix/media/v1/create", false, 10, U::kSecond, 50,
    "Synapse rc_media_create: per_second 10 (= 10/second), burst_count 50"},
-  {"media-upload", kUser, "POST,PUT", "/_matrix/media/v3/upload*", true, 10, U::kSecond, 50,
+  {"media-upload", kRoute, kUser, "POST,PUT", "/_matrix/media/v3/upload*", true, 10, U::kSecond, 50,
    "no Synapse request-count limit on uploads; mirrors rc_media_create (per_second 10, burst_count 50)"},
-  {"report", kUser, "POST", "/_matrix/client/v3/*/report*", true, 1, U::kSecond, 5,
+  {"report", kRoute, kUser, "POST", "/_matrix/client/v3/*/report*", true, 1, U::kSecond, 5,
    "Synapse rc_reports: per_second 1 (= 1/second), burst_count 5"},
-  {"keys-per-user", kUser, "", "/_matrix/client/v3/keys/*", true, 120, U::kMinute, 120,
+  {"presence-per-user", kRoute, kUser, "PUT", "/_matrix/client/v3/presence/{userId}/status", false, 6, U::kMinute, 1,
+   "Synapse rc_presence.per_user: per_second 0.1 (= 6/minute), burst_count 1"},
+  {"delayed-event-mgmt", kRoute, kUser, "GET,POST", "/_matrix/client/unstable/org.matrix.msc4140/delayed_events*", true, 1, U::kSecond, 5,
+   "Synapse rc_delayed_event_mgmt: per_second 1 (= 1/second), burst_count 5"},
+  {"keys-per-user", kRoute, kUser, kNoPreflight, "/_matrix/client/v3/keys/*", true, 120, U::kMinute, 120,
    "mxlimit: 120/minute per user across /keys/ (no Synapse rc_ for keys)"},
-  {"keys-per-user-r0", kUser, "", "/_matrix/client/r0/keys/*", true, 120, U::kMinute, 120,
-   "mxlimit: as keys-per-user, for raw r0 paths the normalizer does not know"},
-  {"keys-per-user-unstable", kUser, "", "/_matrix/client/unstable/keys/*", true, 120, U::kMinute, 120,
-   "mxlimit: as keys-per-user, for raw unstable paths"},
-  {"unknown-paths-per-ip", kIp, "", "<fallback>", false, 120, U::kMinute, 60,
+  {"unknown-paths-per-ip", kRoute, kIp, kNoPreflight, "<fallback>", false, 120, U::kMinute, 60,
    "mxlimit: paths no Matrix endpoint serves (scanners, probes); one counter per address for all of them"},
-  {"catch-all-ip", kIp, "", "*", false, 6000, U::kMinute, 1000,
+  {"catch-all-ip", kRoute, kIp, kNoPreflight, "*", false, 6000, U::kMinute, 1000,
    "mxlimit: generous per-address, per-route ceiling (shared addresses carry many clients)"},
-  {"catch-all-user", kUser, "", "*", false, 1200, U::kMinute, 200,
+  {"catch-all-user", kRoute, kUser, kNoPreflight, "*", false, 1200, U::kMinute, 200,
    "mxlimit: generous per-user, per-route ceiling (several devices per user)"},
+  {"login-per-network", kNetwork, kIp, "POST", "/_matrix/client/v3/login", false, 60, U::kHour, 20,
+   "mxlimit: per IPv4 /24 and IPv6 /48, so rotating addresses inside one allocation gains no fresh bursts", kPerNetwork},
+  {"registration-per-network", kNetwork, kIp, "POST", "/_matrix/client/v3/register", false, 30, U::kHour, 10,
+   "mxlimit: per IPv4 /24 and IPv6 /48, as login-per-network", kPerNetwork},
+  {"aggregate-per-ip", kAggregate, kIp, "", "*", true, 12000, U::kMinute, 2000,
+   "mxlimit: one counter per address across every route (twice one route's catch-all): stops floods spread over many routes"},
+  {"aggregate-per-user", kAggregate, kUser, "", "*", true, 2400, U::kMinute, 400,
+   "mxlimit: one counter per user across every route (twice one route's catch-all)"},
 };
 // clang-format on
 
-std::vector<std::string> SplitMethods(std::string_view methods) {
+// "a,b" -> {"a", "b"}; "" -> {}.
+std::vector<std::string> SplitList(std::string_view methods) {
   std::vector<std::string> out;
   while (!methods.empty()) {
     size_t comma = methods.find(',');
@@ -104,8 +128,10 @@ std::vector<Policy> BuiltinPolicies() {
     assert(rate.ok() && "built-in rate rows are valid by construction");
     Policy p;
     p.name = std::string(row.name);
-    p.match = std::string(row.match);
-    p.methods = SplitMethods(row.methods);
+    p.match = SplitList(row.match);
+    p.methods = SplitList(row.methods);
+    p.layer = std::string(row.layer);
+    p.client_prefix = row.client_prefix;
     p.scope = row.scope;
     p.rate = rate.ok() ? *rate : Rate::Unlimited();
     p.share_threshold = row.share_threshold;

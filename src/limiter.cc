@@ -92,7 +92,8 @@ absl::Status Limiter::Reload(const LimiterConfig& config) {
 absl::StatusOr<std::shared_ptr<const PolicySet>> Limiter::CompilePolicies(
     const LimiterConfig& config, const RouteNormalizer& normalizer) {
   absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
-      config.policies, config.builtin_policies, normalizer.keys());
+      config.policies, config.builtin_policies, normalizer.keys(),
+      config.shadow_mode);
   if (!compiled.ok()) return compiled.status();
   return std::make_shared<const PolicySet>(*std::move(compiled));
 }
@@ -111,7 +112,8 @@ void Limiter::Install(std::shared_ptr<const PolicySet> next,
     if (!o.has_value()) continue;
     const Policy& op = policies_->policy(*o);
     if (op.scope == np.scope && op.rate == np.rate &&
-        op.share_threshold == np.share_threshold) {
+        op.share_threshold == np.share_threshold && op.layer == np.layer &&
+        op.client_prefix == np.client_prefix) {
       tokens[n] = bucket_token_[*o];
       assigned[n] = true;
       kept[tokens[n]] = true;
@@ -139,9 +141,19 @@ void Limiter::Install(std::shared_ptr<const PolicySet> next,
     }
   }
 
+  std::vector<AddressMasker> masks;
+  masks.reserve(next->size());
+  for (const Policy& p : next->policies()) {
+    masks.push_back(p.client_prefix.has_value()
+                        ? AddressMasker(p.client_prefix->ipv4,
+                                        p.client_prefix->ipv6)
+                        : client_mask_);
+  }
+
   absl::flat_hash_set<std::string> users(exempt.users.begin(),
                                          exempt.users.end());
   policies_ = std::move(next);
+  ip_masks_ = std::move(masks);
   bucket_token_ = std::move(tokens);
   policy_counters_ = std::move(counters);
   exempt_ips_ = exempt.ips;
@@ -169,9 +181,6 @@ bool Limiter::IsExempt(const Request& request) const {
 
 void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
                       const Route* route) const {
-  // Written in place: a returned key copied whole would stall
-  // store-to-load forwarding (it is built a word at a time).
-  BucketKeys& keys = e.keys;
   std::string_view path;
   if (route != nullptr) {
     e.route = *route;
@@ -188,26 +197,39 @@ void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
     e.route.known = id != kFallbackRouteId;
     path = request.target.substr(0, path_size);
   }
-  const PolicySet::Resolution r = policies_->Resolve(
-      request.method, e.route.id, path, !request.user_id.empty());
-  keys.resolution = r;
-  if ((mask & kIpScope) != 0 && r.ip != kNoPolicy) {
-    e.ip.policy = r.ip;
-    e.ip.spec = &policies_->policy(r.ip);
-    if (e.ip.spec->rate.kind() == Rate::Kind::kLimited) {
-      keys.has_ip = true;
-      keys.ip =
-          internal::IpBucketKey::Make(client_mask_.Apply(request.client),
-                                      bucket_token_[r.ip], r.ip_bucket_route);
-    }
-  }
-  if ((mask & kUserScope) != 0 && r.user != kNoPolicy) {
-    e.user.policy = r.user;
-    e.user.spec = &policies_->policy(r.user);
-    if (e.user.spec->rate.kind() == Rate::Kind::kLimited) {
-      keys.has_user = true;
-      keys.user.Assign(request.user_id, bucket_token_[r.user],
-                       r.user_bucket_route, user_key_secret_);
+  const bool has_user = !request.user_id.empty();
+  const PolicySet::Resolution r =
+      policies_->Resolve(request.method, e.route.id, path, has_user);
+  e.ip_policy = r.ip;
+  e.user_policy = r.user;
+  // The user part of every user key is built (and checked) once.
+  internal::UserBucketKey user_key;
+  bool user_key_built = false;
+  const IpAddress& client = request.client;
+  for (const ResolvedPolicy& a : r.all()) {
+    const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
+    if ((mask & scope) == 0) continue;
+    BucketCheck& c = e.checks.Add(e.count);
+    c.policy = a.policy;
+    c.spec = &policies_->policy(a.policy);
+    c.layer = a.layer;
+    c.scope = a.scope;
+    c.shadow = a.shadow;
+    c.has_bucket = c.spec->rate.kind() == Rate::Kind::kLimited;
+    if (!c.has_bucket) continue;
+    // Written in place: a returned key copied whole would stall
+    // store-to-load forwarding (it is built a word at a time).
+    if (a.scope == Scope::kIp) {
+      c.key.ip = internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
+                                             bucket_token_[a.policy],
+                                             a.bucket_route);
+    } else {
+      if (!user_key_built) {
+        user_key.Assign(request.user_id, 0, 0, user_key_secret_);
+        user_key_built = true;
+      }
+      c.key.user = user_key;
+      c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
     }
   }
 }
@@ -223,92 +245,88 @@ bool Limiter::MarkExempt(const Request& request, const Route* route,
   return true;
 }
 
-Limiter::Evaluation Limiter::Evaluate(const Request& request, MonotonicTime now,
-                                      ScopeMask mask, const Route* route) {
-  Evaluation e;
+void Limiter::Evaluate(const Request& request, MonotonicTime now,
+                       ScopeMask mask, Evaluation& e, const Route* route) {
   if (MarkExempt(request, route, e)) {
     ++exempt_requests_;
-    return e;
+    return;
   }
   Resolve(request, mask, e, route);
-  const BucketKeys& keys = e.keys;
-  // Hash each key once; start both tables' memory loads before waiting on
-  // either. Then find both records (prefetching what relinking will touch)
-  // so the two tables' misses overlap.
-  e.ip.has_bucket = keys.has_ip;
-  e.user.has_bucket = keys.has_user;
-  if (keys.has_ip) {
-    e.ip.hash = ip_table_.Hashed(keys.ip).hash;
-    ip_table_.Prefetch({&keys.ip, e.ip.hash});
-  }
-  if (keys.has_user) {
-    e.user.hash = user_table_.Hashed(keys.user).hash;
-    user_table_.Prefetch({&keys.user, e.user.hash});
-  }
-  const GcraState* ip_state = nullptr;
-  const GcraState* user_state = nullptr;
-  if (keys.has_ip) {
-    e.ip.slot = ip_table_.Locate({&keys.ip, e.ip.hash});
-    ip_state = ip_table_.StateAt(e.ip.slot);
-  }
-  if (keys.has_user) {
-    e.user.slot = user_table_.Locate({&keys.user, e.user.hash});
-    user_state = user_table_.StateAt(e.user.slot);
+  BucketCheck* checks = e.checks.items;
+  const size_t n = e.count;
+  // Hash each key once; start every table load before waiting on any. Then
+  // find the records (prefetching what relinking will touch) so the misses
+  // overlap.
+  for (size_t i = 0; i < n; ++i) {
+    BucketCheck& c = checks[i];
+    if (!c.has_bucket) continue;
+    if (c.scope == Scope::kIp) {
+      c.hash = ip_table_.Hashed(c.key.ip).hash;
+      ip_table_.Prefetch({&c.key.ip, c.hash});
+    } else {
+      c.hash = user_table_.Hashed(c.key.user).hash;
+      user_table_.Prefetch({&c.key.user, c.hash});
+    }
   }
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  if (e.ip.spec != nullptr) {
-    e.ip.verdict = EvaluateBucket(e.ip.spec->rate, ip_state, now, cost);
-    e.ip.lead = BucketLead(e.ip.spec->rate, ip_state, now);
+  for (size_t i = 0; i < n; ++i) {
+    BucketCheck& c = checks[i];
+    const GcraState* state = nullptr;
+    if (c.has_bucket) {
+      if (c.scope == Scope::kIp) {
+        c.slot = ip_table_.Locate({&c.key.ip, c.hash});
+        state = ip_table_.StateAt(c.slot);
+      } else {
+        c.slot = user_table_.Locate({&c.key.user, c.hash});
+        state = user_table_.StateAt(c.slot);
+      }
+    }
+    c.verdict = EvaluateBucket(c.spec->rate, state, now, cost);
+    c.lead = BucketLead(c.spec->rate, state, now);
   }
-  if (e.user.spec != nullptr) {
-    e.user.verdict = EvaluateBucket(e.user.spec->rate, user_state, now, cost);
-    e.user.lead = BucketLead(e.user.spec->rate, user_state, now);
-  }
-  return e;
 }
 
-Limiter::Evaluation Limiter::Inspect(const Request& request, MonotonicTime now,
-                                     ScopeMask mask, const Route* route) const {
-  Evaluation e;
-  if (MarkExempt(request, route, e)) return e;
+void Limiter::Inspect(const Request& request, MonotonicTime now,
+                      ScopeMask mask, Evaluation& e, const Route* route) const {
+  if (MarkExempt(request, route, e)) return;
   Resolve(request, mask, e, route);
-  const BucketKeys& keys = e.keys;
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  if (e.ip.spec != nullptr) {
-    e.ip.verdict = EvaluateBucket(
-        e.ip.spec->rate, keys.has_ip ? ip_table_.Peek(keys.ip) : nullptr, now,
-        cost);
+  for (size_t i = 0; i < e.count; ++i) {
+    BucketCheck& c = e.checks.items[i];
+    const GcraState* state = nullptr;
+    if (c.has_bucket) {
+      state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
+                                    : user_table_.Peek(c.key.user);
+    }
+    c.verdict = EvaluateBucket(c.spec->rate, state, now, cost);
   }
-  if (e.user.spec != nullptr) {
-    e.user.verdict = EvaluateBucket(
-        e.user.spec->rate,
-        keys.has_user ? user_table_.Peek(keys.user) : nullptr, now, cost);
-  }
-  return e;
 }
 
 Decision Limiter::Combine(const Evaluation& ip_part,
-                          const Evaluation& user_part) {
+                          const Evaluation& user_part) const {
   Decision d;
   d.route_id = ip_part.route.id;
   d.route_key = ip_part.route.key;
-  d.ip_policy = ip_part.ip.policy;
-  d.user_policy = user_part.user.policy;
+  d.ip_policy = ip_part.ip_policy;
+  d.user_policy = user_part.user_policy;
   d.remaining = kUnlimitedRemaining;
 
-  auto consider = [&](const ScopeCheck& scope, LimitScope which) {
-    if (scope.spec == nullptr) return;
-    const GcraResult& r = scope.verdict;
+  auto consider = [&](const BucketCheck& c) {
+    const GcraResult& r = c.verdict;
     if (r.allowed) {
-      d.remaining = std::min(d.remaining, r.remaining);
+      if (!c.shadow) d.remaining = std::min(d.remaining, r.remaining);
       return;
     }
-    if (scope.spec->shadow_mode) {
-      d.shadow_denied = true;
-      d.shadow_policy = scope.spec->name;
+    if (c.shadow) {
+      if (!d.shadow_denied) {
+        d.shadow_denied = true;
+        d.shadow_policy = c.spec->name;
+        d.shadow_layer = policies_->layer_name(c.layer);
+        d.shadow_policy_id = c.policy;
+      }
       return;
     }
-    // Report the scope with the longer wait; `never` is the longest.
+    // Report the policy with the longest wait; `never` is the longest.
     const bool worse = d.allowed || (r.never && !d.never) ||
                        (!d.never && r.retry_after > d.retry_after);
     d.allowed = false;
@@ -316,84 +334,100 @@ Decision Limiter::Combine(const Evaluation& ip_part,
     if (worse) {
       d.never = r.never;
       d.retry_after = r.retry_after;
-      d.limited_by = which;
-      d.policy = scope.spec->name;
+      d.limited_by = c.scope == Scope::kIp ? LimitScope::kIp : LimitScope::kUser;
+      d.policy = c.spec->name;
+      d.layer = policies_->layer_name(c.layer);
+      d.denied_policy = c.policy;
     }
   };
-  consider(ip_part.ip, LimitScope::kIp);
-  consider(user_part.user, LimitScope::kUser);
+  for (const BucketCheck& c : ip_part.all()) {
+    if (&ip_part == &user_part || c.scope == Scope::kIp) consider(c);
+  }
+  if (&ip_part != &user_part) {
+    for (const BucketCheck& c : user_part.all()) {
+      if (c.scope == Scope::kUser) consider(c);
+    }
+  }
   return d;
 }
 
-void Limiter::SettleIp(const Evaluation& e, const Decision& d,
-                       MonotonicTime now, int64_t cost) {
-  GcraState* bucket =
-      e.ip.has_bucket ? ip_table_.Acquire({&e.keys.ip, e.ip.hash}, e.ip.slot)
-                      : nullptr;
-  Settle(e.ip, bucket, d, now, cost);
+void Limiter::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
+                     int64_t cost) {
+  const BucketCheck* checks = e.checks.items;
+  const size_t n = e.count;
+  // Located buckets first (relinked to the recent end), then admissions,
+  // which evict from the other end.
+  for (size_t i = 0; i < n; ++i) {
+    const BucketCheck& c = checks[i];
+    if (c.has_bucket && c.slot == 0) continue;
+    GcraState* bucket = nullptr;
+    if (c.has_bucket) {
+      bucket = c.scope == Scope::kIp
+                   ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
+                   : user_table_.Acquire({&c.key.user, c.hash}, c.slot);
+    }
+    SettleOne(c, bucket, d, now, cost);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const BucketCheck& c = checks[i];
+    if (!c.has_bucket || c.slot != 0) continue;
+    GcraState* bucket =
+        c.scope == Scope::kIp
+            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
+            : user_table_.Acquire({&c.key.user, c.hash}, 0);
+    SettleOne(c, bucket, d, now, cost);
+  }
 }
 
-void Limiter::SettleUser(const Evaluation& e, const Decision& d,
-                         MonotonicTime now, int64_t cost) {
-  GcraState* bucket =
-      e.user.has_bucket
-          ? user_table_.Acquire({&e.keys.user, e.user.hash}, e.user.slot)
-          : nullptr;
-  Settle(e.user, bucket, d, now, cost);
-}
-
-void Limiter::Settle(const ScopeCheck& scope, GcraState* bucket,
-                     const Decision& d, MonotonicTime now, int64_t cost) {
-  if (scope.spec == nullptr) return;
-  const bool charged = scope.verdict.allowed && d.allowed;
+void Limiter::SettleOne(const BucketCheck& c, GcraState* bucket,
+                        const Decision& d, MonotonicTime now, int64_t cost) {
+  const bool charged = c.verdict.allowed && d.allowed;
   if (bucket != nullptr) {
     // The bucket is as Evaluate found it (nothing touches a table between
-    // Evaluate and Settle), so its lead is still `scope.lead`, and the new
-    // TAT is what GcraCheck would store: now + lead + cost * interval when
+    // Evaluate and Settle), so its lead is still `c.lead`, and the new TAT
+    // is what GcraCheck would store: now + lead + cost * interval when
     // charged (the verdict proved that within tau), else now + lead. The
     // latter changes nothing unless a clock stepping backwards left the TAT
     // more than tau ahead: the pull-back is kept, so the client is not told
     // to retry in one interval and then denied until the clock catches up.
-    const int64_t base = internal::ClampNow(now) + scope.lead;
+    const int64_t base = internal::ClampNow(now) + c.lead;
     if (charged) {
-      bucket->tat = base + cost * scope.spec->rate.interval_ns();
-    } else if (scope.lead > 0) {
+      bucket->tat = base + cost * c.spec->rate.interval_ns();
+    } else if (c.lead > 0) {
       bucket->tat = base;
     }
   }
-  PolicyCounters& c = policy_counters_[scope.policy];
+  PolicyCounters& counters = policy_counters_[c.policy];
   if (charged) {
-    ++c.allowed;
-  } else if (!scope.verdict.allowed) {
+    ++counters.allowed;
+  } else if (!c.verdict.allowed) {
     // Denied and shadow-denied buckets are never charged. A shadow denial
-    // is counted only when the request went through (the other scope may
+    // is counted only when the request went through (an enforcing policy may
     // have denied it for real).
-    if (!scope.spec->shadow_mode) {
-      ++c.denied;
+    if (!c.shadow) {
+      ++counters.denied;
     } else if (d.allowed) {
-      ++c.shadow_denied;
+      ++counters.shadow_denied;
     }
   }
-  // Allowed here but denied by the other scope: nothing happened.
+  // Allowed here but denied elsewhere: nothing happened.
 }
 
 MXLIMIT_FLATTEN Decision Limiter::Check(const Request& request,
                                         MonotonicTime now) {
-  const Evaluation e = Evaluate(request, now, kBothScopes);
+  Evaluation e;
+  Evaluate(request, now, kBothScopes, e);
   // One named result, built in place: returning one of two objects (or a
   // copy of one) made the compiler copy a Decision written field by field
   // with wide loads, which stalls store-to-load forwarding.
   Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
-  if (!e.exempt) {
-    const int64_t cost = std::max<int64_t>(request.cost, 0);
-    SettleIp(e, d, now, cost);
-    SettleUser(e, d, now, cost);
-  }
+  if (!e.exempt) Settle(e, d, now, std::max<int64_t>(request.cost, 0));
   return d;
 }
 
 Decision Limiter::Peek(const Request& request, MonotonicTime now) const {
-  const Evaluation e = Inspect(request, now, kBothScopes);
+  Evaluation e;
+  Inspect(request, now, kBothScopes, e);
   if (e.exempt) return ExemptDecision(e.route);
   return Combine(e, e);
 }
@@ -407,14 +441,12 @@ void Limiter::ChargeScopes(const Request& request, MonotonicTime now,
   if (IsExempt(request)) return;
   Evaluation e;
   Resolve(request, mask, e);
-  const BucketKeys& keys = e.keys;
-  if (keys.has_ip) {
-    GcraCharge(e.ip.spec->rate, *ip_table_.FindOrAdmit(keys.ip), now,
-               request.cost);
-  }
-  if (keys.has_user) {
-    GcraCharge(e.user.spec->rate, *user_table_.FindOrAdmit(keys.user), now,
-               request.cost);
+  for (const BucketCheck& c : e.all()) {
+    if (!c.has_bucket) continue;
+    GcraState* bucket = c.scope == Scope::kIp
+                            ? ip_table_.FindOrAdmit(c.key.ip)
+                            : user_table_.FindOrAdmit(c.key.user);
+    GcraCharge(c.spec->rate, *bucket, now, request.cost);
   }
 }
 
@@ -447,24 +479,28 @@ std::vector<std::string> Limiter::DescribeBuckets(
   if (IsExempt(request)) return out;
   Evaluation e;
   Resolve(request, kBothScopes, e);
-  const BucketKeys& keys = e.keys;
-  const PolicySet::Resolution& r = keys.resolution;
-  auto route_part = [&](RouteId bucket_route) -> std::string {
-    if (bucket_route == kSharedBucketRoute) return "* (shared)";
-    return std::string(normalizer_->key(bucket_route));
-  };
-  if (keys.has_ip) {
-    out.push_back(
-        absl::StrCat("ip ",
-                     FormatClientPrefix(request.client, tables_.ipv4_prefix,
-                                        tables_.ipv6_prefix),
-                     " | policy ", e.ip.spec->name, " | route ",
-                     route_part(r.ip_bucket_route)));
-  }
-  if (keys.has_user) {
-    out.push_back(absl::StrCat("user ", internal::ToAbsl(request.user_id),
-                               " | policy ", e.user.spec->name, " | route ",
-                               route_part(r.user_bucket_route)));
+  for (const BucketCheck& c : e.all()) {
+    if (!c.has_bucket) continue;
+    std::string who;
+    RouteId bucket_route;
+    if (c.scope == Scope::kIp) {
+      const ClientPrefix prefix = c.spec->client_prefix.value_or(
+          ClientPrefix{tables_.ipv4_prefix, tables_.ipv6_prefix});
+      who = absl::StrCat(
+          "ip ", FormatClientPrefix(request.client, prefix.ipv4, prefix.ipv6));
+      bucket_route = c.key.ip.route;
+    } else {
+      who = absl::StrCat("user ", internal::ToAbsl(request.user_id));
+      bucket_route = c.key.user.route();
+    }
+    const std::string route =
+        bucket_route == kSharedBucketRoute
+            ? std::string("* (shared)")
+            : std::string(normalizer_->key(bucket_route));
+    out.push_back(absl::StrCat(
+        who, " | layer ", internal::ToAbsl(policies_->layer_name(c.layer)),
+        " | policy ", c.spec->name, c.shadow ? " (shadow)" : "", " | route ",
+        route));
   }
   return out;
 }

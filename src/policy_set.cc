@@ -13,20 +13,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
 
 namespace mxlimit {
 namespace {
 
+using internal::CanonicalCursor;
+using internal::CanonicalPath;
 using internal::ClassifyMethod;
 using internal::GlobMatch;
+using internal::GlobMatchCanonical;
 using internal::MethodClass;
 using internal::MethodMask;
 using internal::PatternKind;
 using internal::PatternShape;
 using internal::ShapeOf;
 using internal::ToAbsl;
-
-constexpr int ScopeIndex(Scope scope) { return scope == Scope::kIp ? 0 : 1; }
 
 constexpr MethodMask Bit(MethodClass m) {
   return static_cast<MethodMask>(1u << m);
@@ -39,16 +41,19 @@ MethodMask MaskOf(const Policy& p) {
   return mask;
 }
 
-// Rank layout (higher wins): bit 62 exact; bits 24..55 literal bytes; bit 16
-// operator; bits 0..15 (0xFFFF - id), so earlier ids win the last tie.
-uint64_t RankOf(const Policy& p, PolicyId id) {
-  const PatternShape shape = ShapeOf(p.match);
-  uint64_t r = 0;
-  if (shape.kind == PatternKind::kExact) r |= uint64_t{1} << 62;
-  r |= static_cast<uint64_t>(shape.literal_bytes) << 24;
-  if (!p.builtin) r |= uint64_t{1} << 16;
-  r |= static_cast<uint64_t>(0xFFFF - id);
-  return r;
+// Specificity tiers, higher wins: exact > wildcard with a literal byte >
+// `<fallback>` > wildcard without one.
+int TierOf(std::string_view canonical) {
+  if (canonical == kFallbackRouteKey) return 1;
+  const PatternShape shape = ShapeOf(canonical);
+  if (shape.kind == PatternKind::kExact) return 3;
+  return shape.literal_bytes > 0 ? 2 : 0;
+}
+
+// The canonical form of a pattern: `<fallback>` stays itself.
+std::string CanonicalPattern(std::string_view pattern) {
+  if (pattern == kFallbackRouteKey) return std::string(pattern);
+  return CanonicalPath(pattern);
 }
 
 }  // namespace
@@ -85,6 +90,8 @@ std::string_view RankReasonName(RankReason reason) {
       return "only candidate";
     case RankReason::kExact:
       return "exact over wildcard";
+    case RankReason::kMoreSpecific:
+      return "more specific form";
     case RankReason::kMoreLiteralBytes:
       return "more literal bytes";
     case RankReason::kOperatorOverBuiltin:
@@ -97,7 +104,7 @@ std::string_view RankReasonName(RankReason reason) {
 
 absl::StatusOr<PolicySet> PolicySet::Compile(
     std::vector<Policy> operator_policies, bool include_builtins,
-    std::span<const std::string_view> route_keys) {
+    std::span<const std::string_view> route_keys, bool all_shadow) {
   std::vector<std::string> problems;
   for (Policy& p : operator_policies) {
     p.builtin = false;
@@ -120,28 +127,108 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
       if (!replaced) set.policies_.push_back(std::move(b));
     }
   }
+  if (all_shadow) {
+    for (Policy& p : set.policies_) p.shadow_mode = true;
+  }
   if (set.policies_.size() > kMaxPolicies) {
     problems.push_back(absl::StrCat("policies: got ", set.policies_.size(),
                                     " (built-ins included), expected at most ",
                                     kMaxPolicies));
+  }
+  size_t patterns = 0;
+  for (const Policy& p : set.policies_) patterns += p.match.size();
+  if (patterns >= 0xFFFF) {
+    problems.push_back(absl::StrCat("patterns: got ", patterns,
+                                    " (built-ins included), expected fewer "
+                                    "than 65535"));
   }
   if (route_keys.size() >= kSharedBucketRoute) {
     problems.push_back(absl::StrCat("route keys: got ", route_keys.size(),
                                     ", expected fewer than ",
                                     kSharedBucketRoute));
   }
+  // Layers in order of first appearance, the default layer first.
+  set.layers_.emplace_back(kDefaultLayer);
+  for (const Policy& p : set.policies_) {
+    if (std::find(set.layers_.begin(), set.layers_.end(), p.layer) ==
+        set.layers_.end()) {
+      set.layers_.push_back(p.layer);
+    }
+  }
+  if (set.layers_.size() > kMaxLayers) {
+    problems.push_back(absl::StrCat(
+        "layers: got ", set.layers_.size(), " (",
+        absl::StrJoin(set.layers_, ", "), "; built-ins included), expected at "
+        "most ", kMaxLayers));
+  }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
 
+  // Slots: the (layer, scope, mode) groups some policy belongs to, in
+  // resolution order.
   const size_t n = set.policies_.size();
   set.info_.resize(n);
+  for (uint8_t layer = 0; layer < set.layers_.size(); ++layer) {
+    for (Scope scope : {Scope::kIp, Scope::kUser}) {
+      for (bool shadow : {false, true}) {
+        bool used = false;
+        for (size_t i = 0; i < n && !used; ++i) {
+          const Policy& p = set.policies_[i];
+          used = p.layer == set.layers_[layer] && p.scope == scope &&
+                 p.shadow_mode == shadow;
+        }
+        if (!used) continue;
+        const auto slot = static_cast<uint8_t>(set.slots_.size());
+        set.slots_.push_back(Slot{layer, scope, shadow});
+        for (size_t i = 0; i < n; ++i) {
+          const Policy& p = set.policies_[i];
+          if (p.layer == set.layers_[layer] && p.scope == scope &&
+              p.shadow_mode == shadow) {
+            set.info_[i] = PolicyInfo{p.share_threshold, layer, slot};
+          }
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    set.by_name_.emplace(set.policies_[i].name, static_cast<PolicyId>(i));
+  }
+
+  // Entries, one per pattern, sorted by rank (lowest first).
+  struct Ranked {
+    int tier;
+    size_t literal_bytes;
+    bool operator_policy;
+    size_t policy;
+    size_t pattern;
+  };
+  std::vector<std::pair<Ranked, Entry>> ranked;
   for (size_t i = 0; i < n; ++i) {
     const Policy& p = set.policies_[i];
-    const auto id = static_cast<PolicyId>(i);
-    set.info_[i] = PolicyInfo{RankOf(p, id), MaskOf(p), p.share_threshold};
-    set.by_name_.emplace(p.name, id);
+    for (size_t j = 0; j < p.match.size(); ++j) {
+      Entry e{static_cast<PolicyId>(i), static_cast<uint8_t>(j),
+              set.info_[i].slot, MaskOf(p), CanonicalPattern(p.match[j])};
+      Ranked r{TierOf(e.canonical), ShapeOf(e.canonical).literal_bytes,
+               !p.builtin, i, j};
+      ranked.emplace_back(r, std::move(e));
+    }
   }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    const Ranked& x = a.first;
+    const Ranked& y = b.first;
+    if (x.tier != y.tier) return x.tier < y.tier;
+    if (x.literal_bytes != y.literal_bytes) {
+      return x.literal_bytes < y.literal_bytes;
+    }
+    if (x.operator_policy != y.operator_policy) return !x.operator_policy;
+    if (x.policy != y.policy) return x.policy > y.policy;
+    return x.pattern > y.pattern;
+  });
+  set.entries_.reserve(ranked.size());
+  for (auto& [r, e] : ranked) set.entries_.push_back(std::move(e));
+  const size_t entry_count = set.entries_.size();
+  auto order_of = [](size_t index) { return static_cast<uint16_t>(index + 1); };
 
   if (route_keys.empty()) {
     set.route_keys_.emplace_back(kFallbackRouteKey);
@@ -149,68 +236,81 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     set.route_keys_.assign(route_keys.begin(), route_keys.end());
   }
 
-  // Route side: every policy matching each key, resolved to a table once.
-  std::vector<PolicyId> candidates;
+  // Route side: every entry matching each canonical key, resolved to a table
+  // once.
+  std::vector<uint16_t> candidates;
   set.route_table_.reserve(set.route_keys_.size());
   for (const std::string& key : set.route_keys_) {
+    const std::string canonical_key = CanonicalPattern(key);
     candidates.clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (GlobMatch(set.policies_[i].match, key)) {
-        candidates.push_back(static_cast<PolicyId>(i));
+    for (size_t i = 0; i < entry_count; ++i) {
+      if (GlobMatch(set.entries_[i].canonical, canonical_key)) {
+        candidates.push_back(order_of(i));
       }
     }
     set.route_table_.push_back(set.AddBestTable(candidates));
   }
 
   // Raw side: group exact patterns by text and trailing-'*' patterns by
-  // prefix; each group becomes one table.
-  absl::flat_hash_map<std::string, std::vector<PolicyId>> exact_groups;
-  absl::flat_hash_map<std::string, std::vector<PolicyId>> prefix_groups;
-  for (size_t i = 0; i < n; ++i) {
-    const auto id = static_cast<PolicyId>(i);
-    const Policy& p = set.policies_[i];
-    const PatternShape shape = ShapeOf(p.match);
+  // prefix; each group becomes one table. `<fallback>` is a route key, never
+  // a path.
+  absl::flat_hash_map<std::string, std::vector<uint16_t>> exact_groups;
+  absl::flat_hash_map<std::string, std::vector<uint16_t>> prefix_groups;
+  set.inner_.resize(set.slots_.size());
+  for (size_t i = 0; i < entry_count; ++i) {
+    const Entry& e = set.entries_[i];
+    if (e.canonical == kFallbackRouteKey) continue;
+    const PatternShape shape = ShapeOf(e.canonical);
     switch (shape.kind) {
       case PatternKind::kExact:
-        exact_groups[p.match].push_back(id);
+        exact_groups[e.canonical].push_back(order_of(i));
         break;
       case PatternKind::kPrefix:
-        prefix_groups[std::string(shape.prefix)].push_back(id);
+        prefix_groups[std::string(shape.prefix)].push_back(order_of(i));
         break;
       case PatternKind::kInnerStar:
-        set.inner_.push_back(InnerStar{id, p.scope, set.info_[i].methods});
+        set.inner_[e.slot].push_back(
+            InnerStar{order_of(i), e.methods, e.canonical});
         break;
     }
   }
   internal::PrefixTrie::Builder trie;
-  for (const auto& [text, ids] : exact_groups) {
-    trie.ExactSlot(internal::FromAbsl(text)) = set.AddBestTable(ids);
+  for (const auto& [text, orders] : exact_groups) {
+    trie.ExactSlot(internal::FromAbsl(text)) = set.AddBestTable(orders);
   }
-  for (const auto& [prefix, ids] : prefix_groups) {
-    trie.Slot(internal::FromAbsl(prefix)) = set.AddBestTable(ids);
+  for (const auto& [prefix, orders] : prefix_groups) {
+    trie.Slot(internal::FromAbsl(prefix)) = set.AddBestTable(orders);
   }
   set.trie_ = std::move(trie).Build();
-  std::sort(set.inner_.begin(), set.inner_.end(),
-            [&](const InnerStar& a, const InnerStar& b) {
-              return set.rank(a.id) > set.rank(b.id);
-            });
+  for (std::vector<InnerStar>& list : set.inner_) {
+    std::sort(list.begin(), list.end(),
+              [](const InnerStar& a, const InnerStar& b) {
+                return a.order > b.order;
+              });
+  }
   return set;
 }
 
-uint32_t PolicySet::AddBestTable(std::span<const PolicyId> candidates) {
-  BestTable table;
-  std::fill(&table.best[0][0],
-            &table.best[0][0] + 2 * internal::kMethodClassCount, kNoPolicy);
-  for (PolicyId id : candidates) {
-    const int s = ScopeIndex(policies_[id].scope);
+uint32_t PolicySet::AddBestTable(std::span<const uint16_t> candidate_orders) {
+  const size_t k = slots_.size();
+  const size_t stride = internal::kMethodClassCount * k;
+  const size_t base = cells_.size();
+  cells_.resize(base + stride, 0);
+  for (uint16_t order : candidate_orders) {
+    const Entry& e = entry(order);
     for (int m = 0; m < internal::kMethodClassCount; ++m) {
-      if ((info_[id].methods & (1u << m)) == 0) continue;
-      PolicyId& cur = table.best[s][m];
-      if (cur == kNoPolicy || rank(id) > rank(cur)) cur = id;
+      if ((e.methods & (1u << m)) == 0) continue;
+      uint16_t& cell = cells_[base + m * k + e.slot];
+      cell = std::max(cell, order);
     }
   }
-  tables_.push_back(table);
-  return static_cast<uint32_t>(tables_.size() - 1);
+  return static_cast<uint32_t>(stride == 0 ? 0 : base / stride);
+}
+
+size_t PolicySet::inner_star_policies() const {
+  size_t total = 0;
+  for (const auto& list : inner_) total += list.size();
+  return total;
 }
 
 RouteId PolicySet::ClampRoute(RouteId route) const {
@@ -237,39 +337,52 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
                                          bool has_user) const {
   const RouteId rid = ClampRoute(route);
   const MethodClass m = ClassifyMethod(method);
-  const int scopes = has_user ? 2 : 1;
-  PolicyId best[2] = {kNoPolicy, kNoPolicy};
-  auto take = [&](const BestTable& t) {
-    for (int s = 0; s < scopes; ++s) {
-      const PolicyId id = t.best[s][m];
-      if (id != kNoPolicy && (best[s] == kNoPolicy || rank(id) > rank(best[s])))
-        best[s] = id;
-    }
-  };
+  const size_t k = slots_.size();
+  const size_t stride = internal::kMethodClassCount * k;
+  // Best entry order per slot; 0 = none yet.
+  uint16_t best[kMaxResolved];
+  const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * k;
+  for (size_t s = 0; s < k; ++s) best[s] = row[s];
 
-  take(tables_[route_table_[rid]]);
-  trie_.ForEachMatch(query_free_path,
-                     [&](uint32_t table) { take(tables_[table]); });
+  const CanonicalCursor path(query_free_path);
+  trie_.ForEachMatch(path, [&](uint32_t table) {
+    const uint16_t* r = cells_.data() + table * stride + m * k;
+    for (size_t s = 0; s < k; ++s) best[s] = std::max(best[s], r[s]);
+  });
 
-  // Inner-'*' patterns, best rank first: stop once none can beat what both
-  // scopes already hold. Ranks are never 0, so 0 stands for "nothing yet".
-  for (const InnerStar& in : inner_) {
-    uint64_t floor = best[0] == kNoPolicy ? 0 : rank(best[0]);
-    if (scopes == 2) {
-      floor = std::min(floor, best[1] == kNoPolicy ? 0 : rank(best[1]));
+  // Inner-'*' patterns, best rank first per slot: stop at the first that
+  // cannot beat what the slot holds.
+  for (size_t s = 0; s < k; ++s) {
+    if (!has_user && slots_[s].scope == Scope::kUser) continue;
+    for (const InnerStar& in : inner_[s]) {
+      if (in.order <= best[s]) break;
+      if ((in.methods & Bit(m)) == 0) continue;
+      if (GlobMatchCanonical(in.pattern, path)) {
+        best[s] = in.order;
+        break;
+      }
     }
-    if (rank(in.id) <= floor) break;
-    const int s = ScopeIndex(in.scope);
-    if (s >= scopes || (in.methods & Bit(m)) == 0) continue;
-    if (best[s] != kNoPolicy && rank(in.id) <= rank(best[s])) continue;
-    if (GlobMatch(policies_[in.id].match, query_free_path)) best[s] = in.id;
   }
 
   Resolution r;
-  r.ip = best[0];
-  r.ip_bucket_route = BucketRoute(best[0], rid);
-  r.user = best[1];
-  r.user_bucket_route = BucketRoute(best[1], rid);
+  for (size_t s = 0; s < k; ++s) {
+    if (best[s] == 0) continue;
+    const Slot& slot = slots_[s];
+    if (!has_user && slot.scope == Scope::kUser) continue;
+    const PolicyId id = entry(best[s]).policy;
+    const RouteId bucket = BucketRoute(id, rid);
+    r.applied[r.count++] =
+        ResolvedPolicy{id, bucket, slot.layer, slot.scope, slot.shadow};
+    if (slot.layer == 0 && !slot.shadow) {
+      if (slot.scope == Scope::kIp) {
+        r.ip = id;
+        r.ip_bucket_route = bucket;
+      } else {
+        r.user = id;
+        r.user_bucket_route = bucket;
+      }
+    }
+  }
   return r;
 }
 
@@ -278,56 +391,79 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
                                             std::string_view query_free_path,
                                             bool has_user) const {
   const RouteId rid = ClampRoute(route);
-  const std::string_view key = route_keys_[rid];
+  const std::string key = CanonicalPattern(route_keys_[rid]);
+  const std::string path = CanonicalPath(query_free_path);
   const MethodMask bit = Bit(ClassifyMethod(method));
 
-  std::vector<PolicyMatch> out;
-  for (size_t i = 0; i < policies_.size(); ++i) {
-    const Policy& p = policies_[i];
-    const bool via_key = GlobMatch(p.match, key);
-    const bool via_raw = GlobMatch(p.match, query_free_path);
+  // Per policy, its best-ranked matching pattern (entries are sorted by
+  // rank, so the last match wins).
+  std::vector<PolicyMatch> by_policy(policies_.size());
+  std::vector<uint16_t> order_of_policy(policies_.size(), 0);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    const bool via_key = GlobMatch(e.canonical, key);
+    const bool via_raw =
+        e.canonical != kFallbackRouteKey && GlobMatch(e.canonical, path);
     if (!via_key && !via_raw) continue;
-    PolicyMatch pm;
-    pm.policy = static_cast<PolicyId>(i);
-    pm.scope = p.scope;
+    PolicyMatch& pm = by_policy[e.policy];
+    pm.policy = e.policy;
+    pm.pattern = e.pattern;
     pm.form = via_key && via_raw ? MatchForm::kBoth
               : via_key          ? MatchForm::kRouteKey
                                  : MatchForm::kRawPath;
+    order_of_policy[e.policy] = static_cast<uint16_t>(i + 1);
+  }
+  std::vector<PolicyMatch> out;
+  for (size_t i = 0; i < policies_.size(); ++i) {
+    if (order_of_policy[i] == 0) continue;
+    const Policy& p = policies_[i];
+    PolicyMatch pm = by_policy[i];
+    pm.scope = p.scope;
+    pm.layer = info_[i].layer;
+    pm.shadow = p.shadow_mode;
     if (p.scope == Scope::kUser && !has_user) {
       pm.verdict = MatchVerdict::kNeedsUser;
-    } else if ((info_[i].methods & bit) == 0) {
+    } else if ((entry(order_of_policy[i]).methods & bit) == 0) {
       pm.verdict = MatchVerdict::kMethodExcluded;
     } else {
       pm.verdict = MatchVerdict::kOutranked;
     }
     out.push_back(pm);
   }
+  auto order = [&](const PolicyMatch& pm) { return order_of_policy[pm.policy]; };
 
   // Why `winner` outranks `loser`: the first rule that separates them.
-  auto reason = [&](PolicyId winner, PolicyId loser) {
-    const PatternShape w = ShapeOf(policies_[winner].match);
-    const PatternShape l = ShapeOf(policies_[loser].match);
-    if ((w.kind == PatternKind::kExact) != (l.kind == PatternKind::kExact)) {
-      return RankReason::kExact;
+  auto reason = [&](const PolicyMatch& winner, const PolicyMatch& loser) {
+    const std::string& w = entry(order(winner)).canonical;
+    const std::string& l = entry(order(loser)).canonical;
+    const int wt = TierOf(w);
+    const int lt = TierOf(l);
+    if (wt != lt) {
+      return wt == 3 || lt == 3 ? RankReason::kExact : RankReason::kMoreSpecific;
     }
-    if (w.literal_bytes != l.literal_bytes)
+    if (ShapeOf(w).literal_bytes != ShapeOf(l).literal_bytes) {
       return RankReason::kMoreLiteralBytes;
-    if (policies_[winner].builtin != policies_[loser].builtin) {
+    }
+    if (policies_[winner.policy].builtin != policies_[loser.policy].builtin) {
       return RankReason::kOperatorOverBuiltin;
     }
     return RankReason::kEarlier;
   };
 
-  for (Scope scope : {Scope::kIp, Scope::kUser}) {
+  for (uint8_t s = 0; s < slots_.size(); ++s) {
+    const uint8_t slot = s;
+    auto in_slot = [&](const PolicyMatch& pm) {
+      return info_[pm.policy].slot == slot &&
+             pm.verdict == MatchVerdict::kOutranked;
+    };
     PolicyMatch* chosen = nullptr;
     PolicyMatch* runner_up = nullptr;
     for (PolicyMatch& pm : out) {
-      if (pm.scope != scope || pm.verdict != MatchVerdict::kOutranked) continue;
-      if (chosen == nullptr || rank(pm.policy) > rank(chosen->policy)) {
+      if (!in_slot(pm)) continue;
+      if (chosen == nullptr || order(pm) > order(*chosen)) {
         runner_up = chosen;
         chosen = &pm;
-      } else if (runner_up == nullptr ||
-                 rank(pm.policy) > rank(runner_up->policy)) {
+      } else if (runner_up == nullptr || order(pm) > order(*runner_up)) {
         runner_up = &pm;
       }
     }
@@ -336,20 +472,22 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
     chosen->bucket_route = BucketRoute(chosen->policy, rid);
     if (runner_up != nullptr) {
       chosen->versus = runner_up->policy;
-      chosen->reason = reason(chosen->policy, runner_up->policy);
+      chosen->reason = reason(*chosen, *runner_up);
     }
     for (PolicyMatch& pm : out) {
-      if (pm.scope != scope || pm.verdict != MatchVerdict::kOutranked) continue;
+      if (!in_slot(pm)) continue;
       pm.versus = chosen->policy;
-      pm.reason = reason(chosen->policy, pm.policy);
+      pm.reason = reason(*chosen, pm);
     }
   }
 
   std::sort(out.begin(), out.end(),
             [&](const PolicyMatch& a, const PolicyMatch& b) {
-              if (a.scope != b.scope) return a.scope < b.scope;
+              const uint8_t sa = info_[a.policy].slot;
+              const uint8_t sb = info_[b.policy].slot;
+              if (sa != sb) return sa < sb;
               if (a.verdict != b.verdict) return a.verdict < b.verdict;
-              return rank(a.policy) > rank(b.policy);
+              return order(a) > order(b);
             });
   return out;
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/policy_match.h"
 #include "mxlimit/internal/quote.h"
 #include "mxlimit/policy.h"
@@ -80,10 +81,42 @@ std::string MethodProblem(std::string_view method) {
          "PATCH, CONNECT or TRACE)";
 }
 
-std::string ShareThresholdProblem(std::string_view match) {
-  if (match.find('*') != std::string_view::npos) return "";
-  // An exact pattern has one route: there is nothing to share.
-  return "has no '*'; sharing needs a wildcard pattern";
+std::string ShareThresholdProblem(std::span<const std::string> match) {
+  if (match.size() > 1) return "";
+  for (const std::string& m : match) {
+    if (m.find('*') != std::string::npos) return "";
+  }
+  // One exact pattern has one route: there is nothing to share.
+  return "has no '*'; sharing needs a wildcard pattern or a list of patterns";
+}
+
+std::string LayerProblem(std::string_view layer) {
+  bool ok = !layer.empty() && layer.size() <= kMaxLayerNameBytes;
+  for (size_t i = 0; ok && i < layer.size(); ++i) ok = IsNameChar(layer[i]);
+  if (ok) return "";
+  return absl::StrCat("expected 1 to ", kMaxLayerNameBytes,
+                      " letters, digits, '.', '_', ':' or '-'");
+}
+
+std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
+  if (scope != Scope::kIp) {
+    return "expected no client_prefix on a user-scope policy (it masks "
+           "client addresses)";
+  }
+  if (prefix.ipv4 < 0 || prefix.ipv4 > 32 || prefix.ipv6 < 0 ||
+      prefix.ipv6 > 128) {
+    return "expected ipv4 from 0 to 32 and ipv6 from 0 to 128";
+  }
+  return "";
+}
+
+std::string PatternCanonicalNote(std::string_view pattern) {
+  if (pattern == kFallbackRouteKey) return "";
+  const std::string canonical = internal::CanonicalPath(pattern);
+  if (canonical == pattern) return "";
+  return absl::StrCat("is read as ", QuoteForError(canonical),
+                      " (paths are compared in canonical form: escapes "
+                      "decoded, version aliases folded)");
 }
 
 std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
@@ -113,10 +146,17 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
                        "), expected a unique name"));
     }
 
-    if (std::string problem = PatternProblem(p.match); !problem.empty()) {
+    if (p.match.empty() || p.match.size() > kMaxPatternsPerPolicy) {
       add(i, "match",
-          absl::StrCat(who, ": match: got ", QuoteForError(p.match), ", ",
-                       problem));
+          absl::StrCat(who, ": match: got ", p.match.size(),
+                       " patterns, expected 1 to ", kMaxPatternsPerPolicy));
+    }
+    for (const std::string& m : p.match) {
+      if (std::string problem = PatternProblem(m); !problem.empty()) {
+        add(i, "match",
+            absl::StrCat(who, ": match: got ", QuoteForError(m), ", ",
+                         problem));
+      }
     }
 
     for (const std::string& m : p.methods) {
@@ -127,12 +167,28 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
       }
     }
 
-    if (p.share_threshold) {
+    if (p.share_threshold && !p.match.empty()) {
       if (std::string problem = ShareThresholdProblem(p.match);
           !problem.empty()) {
         add(i, "share_threshold",
             absl::StrCat(who, ": share_threshold: got true, but match ",
-                         QuoteForError(p.match), " ", problem));
+                         QuoteForError(p.match[0]), " ", problem));
+      }
+    }
+
+    if (std::string problem = LayerProblem(p.layer); !problem.empty()) {
+      add(i, "layer",
+          absl::StrCat(who, ": layer: got ", QuoteForError(p.layer), ", ",
+                       problem));
+    }
+
+    if (p.client_prefix.has_value()) {
+      if (std::string problem = ClientPrefixProblem(*p.client_prefix, p.scope);
+          !problem.empty()) {
+        add(i, "client_prefix",
+            absl::StrCat(who, ": client_prefix: got {ipv4: ",
+                         p.client_prefix->ipv4, ", ipv6: ",
+                         p.client_prefix->ipv6, "}, ", problem));
       }
     }
   }

@@ -23,6 +23,19 @@ TableOptions ShardTables(const TableOptions& tables, size_t shards) {
   return t;
 }
 
+// The coarsest prefixes the per-IP buckets of `config` mask addresses to,
+// and never finer than the built-in network layer's.
+ClientPrefix ShardPrefixFor(const LimiterConfig& config) {
+  ClientPrefix p{std::min(config.tables.ipv4_prefix, 24),
+                 std::min(config.tables.ipv6_prefix, 48)};
+  for (const Policy& policy : config.policies) {
+    if (!policy.client_prefix.has_value()) continue;
+    p.ipv4 = std::min(p.ipv4, policy.client_prefix->ipv4);
+    p.ipv6 = std::min(p.ipv6, policy.client_prefix->ipv6);
+  }
+  return p;
+}
+
 void AddTable(TableStats& sum, const TableStats& t) {
   sum.size += t.size;
   sum.capacity += t.capacity;
@@ -38,9 +51,12 @@ size_t ShardedLimiter::DefaultShardCount() {
   return std::min(std::bit_ceil(cores), kMaxShards);
 }
 
-ShardedLimiter::ShardedLimiter(const TableOptions& tables, size_t shard_count)
+ShardedLimiter::ShardedLimiter(const TableOptions& tables,
+                               const ClientPrefix& shard_prefix,
+                               size_t shard_count)
     : tables_(tables),
-      client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
+      shard_prefix_(shard_prefix),
+      client_mask_(shard_prefix.ipv4, shard_prefix.ipv6),
       shard_count_(shard_count),
       shards_(std::make_unique<Shard[]>(shard_count)) {}
 
@@ -58,7 +74,7 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   if (!tables_ok.ok()) return tables_ok;
 
   std::unique_ptr<ShardedLimiter> limiter(
-      new ShardedLimiter(config.tables, shards));
+      new ShardedLimiter(config.tables, ShardPrefixFor(config), shards));
   const TableOptions shard_tables = ShardTables(config.tables, shards);
   // One normalizer for all shards: it is read-only, and one copy stays in
   // cache where sixteen would not. It also lets a request normalized by one
@@ -77,8 +93,8 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
 }
 
 size_t ShardedLimiter::IpShard(const IpAddress& client) const {
-  // The same masking as the per-IP bucket key: every address that shares a
-  // bucket shares a shard.
+  // At least as coarse as every per-IP bucket key's masking: every address
+  // that shares a bucket shares a shard.
   const IpAddress masked = client_mask_.Apply(client);
   const size_t h = absl::Hash<absl::string_view>{}(absl::string_view(
       reinterpret_cast<const char*>(masked.bytes.data()), masked.bytes.size()));
@@ -94,17 +110,16 @@ size_t ShardedLimiter::UserShard(std::string_view user_id) const {
 }
 
 void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
-  if (d.limited_by == LimitScope::kIp) {
-    d.policy = ip.names[d.ip_policy];
-  } else if (d.limited_by == LimitScope::kUser) {
-    d.policy = user.names[d.user_policy];
+  if (d.denied_policy != kNoPolicy) {
+    const Shard& s = d.limited_by == LimitScope::kIp ? ip : user;
+    d.policy = s.names[d.denied_policy];
+    d.layer = s.layers[d.denied_policy];
   }
   if (d.shadow_denied) {
     // Names are unique within a set, so equal text means that policy.
-    d.shadow_policy =
-        d.ip_policy != kNoPolicy && ip.names[d.ip_policy] == d.shadow_policy
-            ? ip.names[d.ip_policy]
-            : user.names[d.user_policy];
+    const Shard& s = ip.names[d.shadow_policy_id] == d.shadow_policy ? ip : user;
+    d.shadow_policy = s.names[d.shadow_policy_id];
+    d.shadow_layer = s.layers[d.shadow_policy_id];
   }
 }
 
@@ -125,17 +140,18 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   Shard& a = shards_[ip];
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  const Limiter::Evaluation ip_part =
-      a.engine->Evaluate(request, now, Limiter::kIpScope);
+  Limiter::Evaluation ip_part;
+  a.engine->Evaluate(request, now, Limiter::kIpScope, ip_part);
   if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
   // The route normalized for the IP scope serves the user scope too.
-  const Limiter::Evaluation user_part =
-      b.engine->Evaluate(request, now, Limiter::kUserScope, &ip_part.route);
-  // Nothing is charged until both scopes have answered.
-  Decision d = Limiter::Combine(ip_part, user_part);
+  Limiter::Evaluation user_part;
+  b.engine->Evaluate(request, now, Limiter::kUserScope, user_part,
+                     &ip_part.route);
+  // Nothing is charged until every policy has answered.
+  Decision d = a.engine->Combine(ip_part, user_part);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  a.engine->SettleIp(ip_part, d, now, cost);
-  b.engine->SettleUser(user_part, d, now, cost);
+  a.engine->Settle(ip_part, d, now, cost);
+  b.engine->Settle(user_part, d, now, cost);
   PinNames(a, b, d);
   return d;
 }
@@ -152,12 +168,13 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   }
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  const Limiter::Evaluation ip_part =
-      a.engine->Inspect(request, now, Limiter::kIpScope);
+  Limiter::Evaluation ip_part;
+  a.engine->Inspect(request, now, Limiter::kIpScope, ip_part);
   if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
-  const Limiter::Evaluation user_part =
-      b.engine->Inspect(request, now, Limiter::kUserScope, &ip_part.route);
-  Decision d = Limiter::Combine(ip_part, user_part);
+  Limiter::Evaluation user_part;
+  b.engine->Inspect(request, now, Limiter::kUserScope, user_part,
+                    &ip_part.route);
+  Decision d = a.engine->Combine(ip_part, user_part);
   PinNames(a, b, d);
   return d;
 }
@@ -179,11 +196,11 @@ void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
 }
 
 std::vector<std::string_view> ShardedLimiter::InternNames(
-    const PolicySet& policies) {
+    const PolicySet& policies, bool layers) {
   std::vector<std::string_view> out;
   out.reserve(policies.size());
   for (const Policy& p : policies.policies()) {
-    out.push_back(*names_.insert(p.name).first);
+    out.push_back(*names_.insert(layers ? p.layer : p.name).first);
   }
   return out;
 }
@@ -193,18 +210,33 @@ absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
   absl::Status tables_ok =
       Limiter::CheckTablesUnchanged(tables_, config.tables);
   if (!tables_ok.ok()) return tables_ok;
+  for (const Policy& p : config.policies) {
+    if (!p.client_prefix.has_value()) continue;
+    if (p.client_prefix->ipv4 < shard_prefix_.ipv4 ||
+        p.client_prefix->ipv6 < shard_prefix_.ipv6) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "policy \"", p.name, "\": client_prefix {ipv4: ",
+          p.client_prefix->ipv4, ", ipv6: ", p.client_prefix->ipv6,
+          "} is coarser than the shard prefix (/", shard_prefix_.ipv4, ", /",
+          shard_prefix_.ipv6,
+          ") fixed when this limiter started; restart to use it (the old "
+          "policies stay in force)"));
+    }
+  }
   // Compiled once for all shards: every shard's normalizer is built from the
   // same route table, so route ids agree.
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       Limiter::CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
   // Everything that can fail is done: from here on every shard installs.
-  const std::vector<std::string_view> names = InternNames(**compiled);
+  const std::vector<std::string_view> names = InternNames(**compiled, false);
+  const std::vector<std::string_view> layers = InternNames(**compiled, true);
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[i];
     internal::MutexLock lock(s.mu);
     s.engine->Install(*compiled, config.exempt);
     s.names = names;
+    s.layers = layers;
   }
   return absl::OkStatus();
 }

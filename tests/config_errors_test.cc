@@ -39,12 +39,12 @@ TEST(ConfigErrorTest, YamlSyntax) {
 TEST(ConfigErrorTest, TopLevelNotAMap) {
   EXPECT_THAT(Errors("- a\n- b\n"),
               ElementsAre("test.yaml:1:1: top level: got a list, expected a "
-                          "map with keys builtin_policies, tables, exempt, "
-                          "policies"));
+                          "map with keys builtin_policies, shadow_mode, tables, "
+                          "exempt, policies"));
   EXPECT_THAT(Errors("hello\n"),
               ElementsAre("test.yaml:1:1: top level: got hello, expected a "
-                          "map with keys builtin_policies, tables, exempt, "
-                          "policies"));
+                          "map with keys builtin_policies, shadow_mode, tables, "
+                          "exempt, policies"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -59,7 +59,7 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       Errors("polices: []\n"),
       ElementsAre("test.yaml:1:1: unknown key \"polices\" in the top level "
                   "(did you mean \"policies\"?); known keys: "
-                  "builtin_policies, tables, exempt, policies"));
+                  "builtin_policies, shadow_mode, tables, exempt, policies"));
   EXPECT_THAT(
       Errors("tables:\n  ip: { capacty: 5 }\n"),
       ElementsAre("test.yaml:2:9: unknown key \"capacty\" in tables.ip (did "
@@ -70,7 +70,8 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
              "    colour: blue\n"),
       ElementsAre("test.yaml:5:5: unknown key \"colour\" in policies[0]; "
                   "known keys: name, match, methods, scope, rate_limit, "
-                  "burst, unlimited, shadow_mode, share_threshold"));
+                  "burst, unlimited, shadow_mode, share_threshold, layer, "
+                  "client_prefix"));
   EXPECT_THAT(
       Errors("policies:\n  - name: a\n    match: /a\n"
              "    rate_limit: { unit: day, requests_per_unit: 1, burts: 1 }\n"),
@@ -230,7 +231,8 @@ TEST(ConfigErrorTest, ShareThresholdNeedsAWildcard) {
 )"),
               ElementsAre("test.yaml:4:22: policies[0].share_threshold: got "
                           "true, but match \"/_matrix/client/v3/login\" (line "
-                          "3) has no '*'; sharing needs a wildcard pattern"));
+                          "3) has no '*'; sharing needs a wildcard pattern or a list of "
+                          "patterns"));
   // `false` is the default and harmless on an exact pattern.
   Parse(
       "policies:\n  - name: p\n    match: /a\n    share_threshold: false\n"

@@ -18,7 +18,24 @@ using ::mxlimit::testing::At;
 using ::mxlimit::testing::MakeRequest;
 
 TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
-  LimiterConfig config;  // the built-in policies
+  LimiterConfig config;  // the built-in policies: route, network, aggregate
+  // One more layer with a shadow trial and a per-/48 cap, so every kind of
+  // check is on the path.
+  Policy trial;
+  trial.name = "trial";
+  trial.match = {"/_matrix/client/v3/keys/*", "/_matrix/client/v3/sync"};
+  trial.layer = "trial";
+  trial.shadow_mode = true;
+  trial.share_threshold = true;
+  trial.scope = Scope::kUser;
+  trial.rate = *Rate::Create(1, TimeUnit::kMinute);
+  Policy wide;
+  wide.name = "wide";
+  wide.match = {"*"};
+  wide.layer = "trial";
+  wide.client_prefix = ClientPrefix{16, 32};
+  wide.rate = *Rate::Create(100, TimeUnit::kMinute);
+  config.policies = {trial, wide};
   config.tables.ip_capacity = 64;
   config.tables.user_capacity = 64;
   absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
@@ -34,7 +51,14 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
       "/_matrix/client/v3/login",
       "/wp-admin/../../etc/passwd",
       std::string(70'000, 'a'),
+      // Hostile encodings: the canonical path is read without a copy.
+      "/_matrix/client/%72%30/keys/%63laim",
+      "/_matrix/client/unstable/rooms/%21a%3aexample.org/send/x/%2F%2f",
+      "/_matrix/%25%25%zz%",
   };
+  std::string escapes;
+  for (int i = 0; i < 20'000; ++i) escapes += "%41";
+  targets.push_back("/_matrix/client/v3/" + escapes);
   std::vector<std::string> users;
   std::vector<std::string> ips;
   for (int i = 0; i < 200; ++i) {

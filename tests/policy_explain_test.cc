@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "mxlimit/policy_set.h"
+#include "tests/testing/naive_resolve.h"
 #include "tests/testing/policy_testing.h"
 
 namespace mxlimit {
@@ -54,7 +55,9 @@ TEST(PolicyExplainTest, ReportsFormVerdictAndReason) {
 
   const PolicyMatch* raw = FindMatch(*set, m, "raw-r0");
   ASSERT_NE(raw, nullptr);
-  EXPECT_EQ(raw->form, MatchForm::kRawPath);
+  // Canonical: "/_matrix/client/r0/*" means ".../v3/*", which the v3 route
+  // key matches as well as the r0 path.
+  EXPECT_EQ(raw->form, MatchForm::kBoth);
   EXPECT_EQ(raw->verdict, MatchVerdict::kOutranked);
   EXPECT_EQ(raw->reason, RankReason::kMoreLiteralBytes);
 
@@ -135,11 +138,12 @@ class RandomPolicies {
     for (size_t i = 0; i < n; ++i) {
       Policy p = MakePolicy("p" + std::to_string(i), Pattern(),
                             Pick(2) ? Scope::kIp : Scope::kUser);
-      p.share_threshold = p.match.find('*') != std::string::npos && Pick(2);
-      if (Pick(3) == 0) p.methods = {Pick(2) ? "GET" : "PUT"};
-      if (p.match[0] != '/' && p.match[0] != '*' && p.match != "<fallback>") {
-        p.match = "*";  // A truncated "<fallback>" is not a valid pattern.
+      std::string& m = p.match[0];
+      if (m[0] != '/' && m[0] != '*' && m != "<fallback>") {
+        m = "*";  // A truncated "<fallback>" is not a valid pattern.
       }
+      p.share_threshold = m.find('*') != std::string::npos && Pick(2);
+      if (Pick(3) == 0) p.methods = {Pick(2) ? "GET" : "PUT"};
       out.push_back(std::move(p));
     }
     return out;
@@ -179,18 +183,9 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
     ASSERT_TRUE(set.ok()) << set.status();
     for (const Request& req : requests) {
       for (bool has_user : {false, true}) {
-        PolicySet::Resolution want;
-        for (const PolicyMatch& m :
-             set->Explain(req.method, req.route, req.path, has_user)) {
-          if (m.verdict != MatchVerdict::kChosen) continue;
-          if (m.scope == Scope::kIp) {
-            want.ip = m.policy;
-            want.ip_bucket_route = m.bucket_route;
-          } else {
-            want.user = m.policy;
-            want.user_bucket_route = m.bucket_route;
-          }
-        }
+        const PolicySet::Resolution want = ::mxlimit::testing::
+            ResolutionFromExplain(
+                set->Explain(req.method, req.route, req.path, has_user));
         PolicySet::Resolution got =
             set->Resolve(req.method, req.route, req.path, has_user);
         ASSERT_EQ(got, want) << "round " << round << " " << req.method << " "

@@ -76,7 +76,7 @@ std::vector<Policy> InCode(const std::vector<Candidate>& policies) {
   for (const Candidate& c : policies) {
     Policy p;
     p.name = c.name;
-    p.match = c.match;
+    p.match = {c.match};
     p.methods = c.methods;
     p.share_threshold = c.share_threshold;
     out.push_back(std::move(p));
@@ -245,8 +245,9 @@ TEST(PolicyRulesAgreementTest, ShareThreshold) {
     Candidate p;
     p.match = c.match;
     p.share_threshold = true;
-    EXPECT_EQ(ShareThresholdProblem(c.match).empty(), c.valid);
-    EXPECT_EQ(Agree({p}, ShareThresholdProblem(c.match)), c.valid);
+    const std::vector<std::string> one = {c.match};
+    EXPECT_EQ(ShareThresholdProblem(one).empty(), c.valid);
+    EXPECT_EQ(Agree({p}, ShareThresholdProblem(one)), c.valid);
     p.share_threshold = false;  // Harmless on any valid pattern.
     EXPECT_TRUE(Agree({p}));
   }
@@ -274,7 +275,7 @@ TEST(PolicyRulesAgreementTest, RandomValues) {
         p.name = random_text(8);
         break;
       case 1:
-        p.match = random_text(10);
+        p.match = {random_text(10)};
         p.share_threshold = i % 2 == 0;
         break;
       case 2:

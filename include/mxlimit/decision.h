@@ -46,19 +46,27 @@ struct Decision {
   bool never = false;
   // Exact wait until the same request would pass; 0 when allowed or `never`.
   std::chrono::nanoseconds retry_after{0};
-  // Requests of cost 1 left right after this one, the smaller of the two
-  // scopes; `kUnlimitedRemaining` when no limited policy applied.
+  // Requests of cost 1 left right after this one, the smallest over every
+  // enforcing policy that applied; `kUnlimitedRemaining` when no limited
+  // policy applied.
   int64_t remaining = 0;
 
-  // The scope and policy that denied the request (`kNone`/empty if allowed).
-  // When both scopes deny, the one with the longer wait is reported.
+  // The scope, policy and layer that denied the request (`kNone`/empty if
+  // allowed). When several policies deny, the one with the longest wait is
+  // reported (the first in resolution order on a tie).
   LimitScope limited_by = LimitScope::kNone;
   std::string_view policy;
+  std::string_view layer;
+  // The id of `policy` in the limiter's current policy set (0xFFFF if none).
+  PolicyId denied_policy = 0xFFFF;
 
   // A shadow-mode policy would have denied this request. Shadow policies are
   // counted and reported but never deny, so `allowed` stays true for them.
+  // The first such policy in resolution order is named.
   bool shadow_denied = false;
   std::string_view shadow_policy;
+  std::string_view shadow_layer;
+  PolicyId shadow_policy_id = 0xFFFF;
 
   // The request was exempt (flag, IP allowlist or exempt user): nothing was
   // checked or charged.
@@ -68,7 +76,8 @@ struct Decision {
   RouteId route_id = kFallbackRouteId;
   std::string_view route_key = kFallbackRouteKey;
 
-  // The policies that applied per scope (kNoPolicy-like 0xFFFF when none).
+  // The enforcing policies of the default layer (`route`) per scope
+  // (kNoPolicy-like 0xFFFF when none).
   PolicyId ip_policy = 0xFFFF;
   PolicyId user_policy = 0xFFFF;
 };

@@ -8,9 +8,10 @@
 // IPv6 by default), one keyed by Matrix user ID. When a table is full, the
 // least recently used bucket is evicted to admit a new one, in O(1).
 //
-// For each request the limiter normalizes the route, resolves one policy per
-// scope (per-IP, per-user), and charges both buckets all-or-nothing: a
-// request denied in one table consumes nothing in the other.
+// For each request the limiter normalizes the route, resolves the policies of
+// every layer and scope (per-IP, per-user; enforcing and shadow), and charges
+// all their buckets all-or-nothing: a request denied by one policy consumes
+// nothing anywhere.
 //
 // Thread safety: none. The core is single-threaded by contract: call every
 // method under the embedder's lock, or use `ShardedLimiter`
@@ -30,6 +31,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -143,44 +146,58 @@ class Limiter {
   // the per-user scope.
   enum ScopeMask : uint8_t { kIpScope = 1, kUserScope = 2, kBothScopes = 3 };
 
-  // One scope's part of a request: the policy that applies, where its
-  // bucket is, and what that bucket alone answers.
-  struct ScopeCheck {
+  // One resolved policy's part of a request: where its bucket is and what
+  // that bucket alone answers.
+  struct BucketCheck {
     PolicyId policy = kNoPolicy;
-    // Null when no policy applies in the scope.
     const Policy* spec = nullptr;
-    // Whether the scope has a bucket (a limited policy applies), the hash of
-    // its key, and the table slot `Locate` found (0: not in the table yet).
+    uint8_t layer = 0;
+    Scope scope = Scope::kIp;
+    bool shadow = false;
+    // Whether the policy has a bucket (a limited rate), the hash of its key,
+    // and the table slot `Locate` found (0: not in the table yet).
     bool has_bucket = false;
-    size_t hash = 0;
     uint32_t slot = 0;
-    GcraResult verdict;
+    size_t hash = 0;
     // How far the bucket's TAT was ahead of `now`, in [0, tau].
     int64_t lead = 0;
+    GcraResult verdict;
+    union Key {
+      Key() {}  // Written only for checks with a bucket.
+      internal::IpBucketKey ip;
+      internal::UserBucketKey user;
+    } key;
   };
 
-  // The bucket keys of one request; a scope's key is set only when its
-  // policy is a limited rate (unlimited and blocked policies need no state).
-  struct BucketKeys {
-    PolicySet::Resolution resolution;
-    bool has_ip = false;
-    bool has_user = false;
-    internal::IpBucketKey ip;
-    internal::UserBucketKey user;
+  // Storage for up to kMaxResolved checks, left unwritten until used (a
+  // request usually has four; clearing all of them every time would cost
+  // more than the evaluation).
+  struct Checks {
+    Checks() {}
+    ~Checks() {}
+    Checks(const Checks&) = delete;
+    Checks& operator=(const Checks&) = delete;
+    BucketCheck& Add(uint8_t& count) { return *new (&items[count++]) BucketCheck; }
+    union {
+      BucketCheck items[kMaxResolved];
+    };
   };
 
   // A request resolved and evaluated, nothing charged and no table changed
-  // yet. `Check` is Evaluate, then Combine, then SettleIp and SettleUser:
-  // charges happen only once both scopes have answered, which is what makes
-  // a check all-or-nothing; and the buckets are relinked (or admitted) only
-  // then, so the memory loads that relinking needs, started by Evaluate,
-  // overlap with the evaluation instead of stalling it.
+  // yet. `Check` is Evaluate, then Combine, then Settle: charges happen only
+  // once every policy has answered, which is what makes a check
+  // all-or-nothing; and the buckets are relinked (or admitted) only then, so
+  // the memory loads that relinking needs, started by Evaluate, overlap with
+  // the evaluation instead of stalling it.
   struct Evaluation {
     bool exempt = false;
     Route route;
-    ScopeCheck ip;
-    ScopeCheck user;
-    BucketKeys keys;
+    // The default layer's enforcing policies (Decision::ip_policy/user_policy).
+    PolicyId ip_policy = kNoPolicy;
+    PolicyId user_policy = kNoPolicy;
+    uint8_t count = 0;
+    Checks checks;
+    std::span<const BucketCheck> all() const { return {checks.items, count}; }
   };
 
   using IpTable =
@@ -194,31 +211,32 @@ class Limiter {
           std::shared_ptr<const RouteNormalizer> normalizer);
 
   // Normalizes (unless `route` is given: a route the same normalizer already
-  // produced for this request) and resolves `request`, fills in `e.route` and
-  // the policies of the scopes in `mask` and their bucket keys (`e.keys`).
-  // Touches no table.
+  // produced for this request) and resolves `request`: fills in `e.route`
+  // and one check, with its bucket key, per resolved policy of the scopes in
+  // `mask`. Touches no table.
   void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
                const Route* route = nullptr) const;
   // Locates the buckets of the scopes in `mask` and evaluates them; changes
-  // no table (Settle* does). Counts and stops at exempt requests.
+  // no table (Settle does). Counts and stops at exempt requests.
   // REQUIRES: the engine's tables do not change until `e` is settled.
-  Evaluation Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
-                      const Route* route = nullptr);
+  void Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                Evaluation& e, const Route* route = nullptr);
   // The same without admitting a bucket or counting anything (for Peek).
-  Evaluation Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
-                     const Route* route = nullptr) const;
-  // The decision from the per-IP scope of `ip_part` and the per-user scope of
-  // `user_part` (the same evaluation, for a lone engine).
-  static Decision Combine(const Evaluation& ip_part,
-                          const Evaluation& user_part);
-  // Settle one scope of a decided request: touch (or admit) its bucket,
-  // count the outcome and, when `d` allows the request, charge the bucket.
-  void SettleIp(const Evaluation& e, const Decision& d, MonotonicTime now,
-                int64_t cost);
-  void SettleUser(const Evaluation& e, const Decision& d, MonotonicTime now,
-                  int64_t cost);
-  void Settle(const ScopeCheck& scope, GcraState* bucket, const Decision& d,
-              MonotonicTime now, int64_t cost);
+  void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+               Evaluation& e, const Route* route = nullptr) const;
+  // The decision from the per-IP checks of `ip_part` and the per-user checks
+  // of `user_part` (the same evaluation, for a lone engine).
+  Decision Combine(const Evaluation& ip_part,
+                   const Evaluation& user_part) const;
+  // Settles every check of a decided request: touches (or admits) its
+  // bucket, counts the outcome and, when `d` allows the request and the
+  // check's own bucket would, charges the bucket. Buckets already in a table
+  // are settled before new ones are admitted, so an admission can never
+  // evict a bucket this request still has to write.
+  void Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
+              int64_t cost);
+  void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
+                 MonotonicTime now, int64_t cost);
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
   bool IsExempt(const Request& request) const;
   // When `request` is exempt: marks `e` so, with its route, and returns true.
@@ -251,6 +269,9 @@ class Limiter {
   // so that a reload which keeps a policy unchanged keeps its buckets even if
   // the policy's position in the set moved. Indexed by PolicyId.
   std::vector<uint16_t> bucket_token_;
+  // The client prefixes each ip-scope policy's keys mask addresses to (its
+  // `client_prefix`, else the tables'). Indexed by PolicyId.
+  std::vector<AddressMasker> ip_masks_;
   std::vector<Cidr> exempt_ips_;
   absl::flat_hash_set<std::string> exempt_users_;
   bool has_exemptions_ = false;

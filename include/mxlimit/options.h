@@ -52,6 +52,9 @@ struct LimiterConfig {
   // Whether the documented built-in policies apply (operators may switch them
   // off, or replace one by defining a policy with its name).
   bool builtin_policies = true;
+  // Observe only: every policy, built-ins included, becomes a shadow policy
+  // (counted and reported, never denying). For a first deployment.
+  bool shadow_mode = false;
   TableOptions tables;
   ExemptOptions exempt;
   // Operator policies, in file order.

@@ -3,10 +3,12 @@
 // -----------------------------------------------------------------------------
 //
 // A `Policy` says which requests share a budget and how large it is. It
-// matches a request when its `match` pattern matches the request's normalized
-// route key (e.g. "/_matrix/client/v3/rooms/{roomId}/send/*") or its raw,
-// query-free path (e.g. "/_matrix/client/v3/keys/*"). Per scope (client
-// address, user) exactly one policy applies to a request.
+// matches a request when one of its `match` patterns matches the request's
+// normalized route key (e.g. "/_matrix/client/v3/rooms/{roomId}/send/*") or
+// its canonical query-free path (e.g. "/_matrix/client/v3/keys/*"). Every
+// policy belongs to a layer; per layer and scope (client address, user) at
+// most one enforcing and one shadow policy apply to a request, and every
+// layer's policies apply together.
 //
 // This header holds the model (`Policy`), its validation rules (the only copy:
 // the YAML loader calls the same checks) and the documented built-in defaults.
@@ -24,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,13 +55,33 @@ inline constexpr size_t kMaxPatternBytes = 2048;
 // Longest accepted policy `name`, in bytes.
 inline constexpr size_t kMaxPolicyNameBytes = 100;
 
+// Most patterns in one policy's `match` list.
+inline constexpr size_t kMaxPatternsPerPolicy = 64;
+
+// The layer a policy belongs to unless it names one.
+inline constexpr std::string_view kDefaultLayer = "route";
+// Most distinct layers in one compiled set (built-ins included).
+inline constexpr size_t kMaxLayers = 8;
+// Longest accepted layer name, in bytes.
+inline constexpr size_t kMaxLayerNameBytes = 32;
+
+// The client address prefixes an ip-scope policy's buckets are keyed by.
+struct ClientPrefix {
+  int ipv4 = 32;
+  int ipv6 = 64;
+  friend bool operator==(const ClientPrefix&, const ClientPrefix&) = default;
+};
+
 struct Policy {
   // Unique within a set; reports, metrics labels and tab-separated CLI output
   // use it, hence 1 to `kMaxPolicyNameBytes` of [A-Za-z0-9._:-].
   std::string name;
-  // Exact unless it contains '*'; each '*' matches zero or more bytes, '/'
-  // included. A trailing '*' is the usual prefix form.
-  std::string match;
+  // One or more patterns; the policy matches when any does. Each is exact
+  // unless it contains '*'; each '*' matches zero or more bytes, '/'
+  // included. A trailing '*' is the usual prefix form. Patterns are compared
+  // in canonical form (internal/canonical_path.h: escapes decoded, version
+  // aliases folded), so "/_matrix/client/r0/login" means the v3 path.
+  std::vector<std::string> match;
   // HTTP methods in any ASCII case ("post" means POST; `PolicySet::Compile`
   // stores them upper case); empty means every method. Request methods are
   // case-sensitive: only a request method "POST" matches.
@@ -67,11 +90,20 @@ struct Policy {
   // `Rate::Unlimited()` for `unlimited: true`; `Rate::Blocked()` for
   // `requests_per_unit: 0`.
   Rate rate = Rate::Unlimited();
-  // Counts and reports, never denies.
+  // Counts and reports, never denies; resolved beside the enforcing policies
+  // (a shadow policy never displaces one).
   bool shadow_mode = false;
-  // Wildcard policies only: true = one counter per client for every route
-  // under the pattern; false = one per client per normalized route.
+  // Wildcard or multi-pattern policies only: true = one counter per client
+  // for every route the patterns cover; false = one per client per
+  // normalized route.
   bool share_threshold = false;
+  // Policies of one layer compete (the most specific applies per scope);
+  // every layer applies. Same characters as `name`, 1 to
+  // `kMaxLayerNameBytes`.
+  std::string layer = std::string(kDefaultLayer);
+  // ip-scope only: the prefixes this policy's buckets mask client addresses
+  // to (e.g. {24, 48} for a per-network cap); unset = the tables' prefixes.
+  std::optional<ClientPrefix> client_prefix;
   // Set on the built-in defaults; operator policies win ties against them.
   bool builtin = false;
   // Where the policy was defined (config file line), for error messages; 0
@@ -106,15 +138,29 @@ std::string PatternProblem(std::string_view match);
 // TRACE, in any ASCII case.
 std::string MethodProblem(std::string_view method);
 
-// `share_threshold: true` next to `match`: only a pattern containing '*' has
-// routes to share. Worded to follow "match VALUE ", e.g. "has no '*'; ...".
-std::string ShareThresholdProblem(std::string_view match);
+// `share_threshold: true` next to `match`: only a list of two or more
+// patterns, or one containing '*', has routes to share. Worded to follow
+// "match VALUE ", e.g. "has no '*'; ...".
+std::string ShareThresholdProblem(std::span<const std::string> match);
+
+// `layer`: 1 to `kMaxLayerNameBytes` of the characters `name` allows.
+std::string LayerProblem(std::string_view layer);
+
+// `client_prefix`: IPv4 0-32, IPv6 0-128, and only on an ip-scope policy.
+std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope);
+
+// "" when `pattern` is already canonical; otherwise a note naming the
+// canonical pattern it is read as, for `mxlimit check-config` warnings, e.g.
+//   is read as "/_matrix/client/v3/login" (paths are compared in canonical
+//   form: escapes decoded, version aliases folded)
+std::string PatternCanonicalNote(std::string_view pattern);
 
 // One problem with one policy of a list.
 struct PolicyError {
   // Index of the offending policy in the validated list.
   size_t index = 0;
-  // The field at fault: "name", "match", "methods" or "share_threshold".
+  // The field at fault: "name", "match", "methods", "share_threshold",
+  // "layer" or "client_prefix".
   std::string_view field;
   // Names the policy, the field, the value and what was expected, e.g.
   //   policy "media" (line 12): share_threshold: got true, but match "/a/b"

@@ -4,18 +4,24 @@
 //
 // `mxlimit::PolicySet` is a validated, compiled list of policies: operator
 // policies plus (optionally) the built-in defaults. For one request it picks,
-// per scope (client address, user), the single policy that applies and the
-// route component of the bucket key that policy charges.
+// per layer and scope (client address, user), the enforcing policy that
+// applies and, beside it, the shadow policy that applies, each with the route
+// component of the bucket key it charges.
 //
 // Resolution rules (docs/policies.md, "Resolution"):
-//   * A policy matches when its pattern matches the request's normalized route
-//     key OR its raw query-free path, its `methods` (if any) include the
-//     request's method, and, for user-scope policies, the request has a user.
-//   * Per scope one policy applies. An exact pattern beats every wildcard;
-//     among wildcards the one with more literal (non-'*') bytes wins; on a tie
-//     an operator policy beats a built-in, then the earlier one wins (operator
-//     file order, then built-in table order). Exact matches compare the same
-//     way (more bytes, operator, earlier).
+//   * A policy matches when one of its patterns matches the request's
+//     normalized route key OR its canonical query-free path (percent-escapes
+//     decoded, version aliases folded: internal/canonical_path.h), its
+//     `methods` (if any) include the request's method, and, for user-scope
+//     policies, the request has a user.
+//   * Within one layer and scope, enforcing and shadow policies are resolved
+//     separately, each to at most one policy: an exact pattern beats every
+//     wildcard with a literal byte, which beats `<fallback>`, which beats a
+//     wildcard without literal bytes (`*`); more literal bytes win within
+//     those; then an operator policy beats a built-in, then the earlier one
+//     wins (operator file order, then built-in table order).
+//   * Every layer applies: the limiter charges all resolved policies of all
+//     layers all-or-nothing.
 //   * The bucket route is the request's `RouteId` for non-sharing policies and
 //     `kSharedBucketRoute` for `share_threshold: true` ones. It is never
 //     derived from the raw path, so a wildcard cannot mint one bucket per room
@@ -25,18 +31,20 @@
 // concurrently from any number of threads.
 //
 // Example:
-//   std::vector<std::string_view> keys = normalizer.Keys();  // index = RouteId
+//   std::span<const std::string_view> keys = normalizer.keys();
 //   absl::StatusOr<mxlimit::PolicySet> set = mxlimit::PolicySet::Compile(
 //       config.policies, config.builtin_policies, keys);
 //   if (!set.ok()) return set.status();
 //   mxlimit::Route route = normalizer.Normalize(method, target);
 //   mxlimit::PolicySet::Resolution r = set->Resolve(
 //       method, route.id, mxlimit::QueryFreePath(target), !user.empty());
-//   if (r.ip != mxlimit::kNoPolicy) Charge(ip, r.ip, r.ip_bucket_route);
+//   for (const mxlimit::ResolvedPolicy& p : r.all()) Charge(p);
 
 #ifndef MXLIMIT_POLICY_SET_H_
 #define MXLIMIT_POLICY_SET_H_
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -59,7 +67,7 @@ enum class MatchForm : uint8_t { kRouteKey, kRawPath, kBoth };
 
 // What became of a matching policy (for `Explain`).
 enum class MatchVerdict : uint8_t {
-  kChosen,          // The one policy applied in its scope.
+  kChosen,          // The policy applied in its layer, scope and mode.
   kOutranked,       // Eligible, but the chosen policy ranks higher.
   kMethodExcluded,  // Pattern matched; its `methods` exclude the request's.
   kNeedsUser        // User-scope policy, and the request has no user.
@@ -67,8 +75,10 @@ enum class MatchVerdict : uint8_t {
 
 // Why one policy beat another: the first rule that separates them.
 enum class RankReason : uint8_t {
-  kOnlyCandidate,     // Nothing else was eligible in the scope.
+  kOnlyCandidate,     // Nothing else was eligible in its group.
   kExact,             // Exact pattern over a wildcard.
+  kMoreSpecific,      // A wildcard with literal bytes over `<fallback>`, or
+                      // `<fallback>` over a wildcard without any.
   kMoreLiteralBytes,  // More non-'*' bytes.
   kOperatorOverBuiltin,
   kEarlier  // Earlier in the operator file / built-in table.
@@ -78,15 +88,37 @@ std::string_view MatchFormName(MatchForm form);           // "route key", ...
 std::string_view MatchVerdictName(MatchVerdict verdict);  // "chosen", ...
 std::string_view RankReasonName(RankReason reason);       // "exact", ...
 
+// Most policies one request resolves to: one enforcing and one shadow per
+// layer and scope.
+inline constexpr size_t kMaxResolved = kMaxLayers * 2 * 2;
+
+// One policy a request resolved to.
+struct ResolvedPolicy {
+  PolicyId policy = kNoPolicy;
+  // The route component of the bucket key it charges.
+  RouteId bucket_route = kFallbackRouteId;
+  // Index into `PolicySet::layer_name`.
+  uint8_t layer = 0;
+  Scope scope = Scope::kIp;
+  bool shadow = false;
+  friend bool operator==(const ResolvedPolicy&,
+                         const ResolvedPolicy&) = default;
+};
+
 // One policy whose pattern matched a request.
 struct PolicyMatch {
   PolicyId policy = kNoPolicy;
   Scope scope = Scope::kIp;
+  uint8_t layer = 0;
+  bool shadow = false;
   MatchForm form = MatchForm::kRouteKey;
+  // The pattern of the policy's list that ranks best among those that
+  // matched (index into `Policy::match`).
+  uint8_t pattern = 0;
   MatchVerdict verdict = MatchVerdict::kOutranked;
-  // kChosen: why it beat the best other eligible policy (`versus`), or
-  // kOnlyCandidate. kOutranked: why the chosen policy (`versus`) beat it.
-  // Otherwise unused.
+  // kChosen: why it beat the best other eligible policy of its group
+  // (`versus`), or kOnlyCandidate. kOutranked: why the chosen policy
+  // (`versus`) beat it. Otherwise unused.
   RankReason reason = RankReason::kOnlyCandidate;
   PolicyId versus = kNoPolicy;
   // kChosen only: the route component of the bucket key it charges.
@@ -98,16 +130,30 @@ struct PolicyMatch {
 // -----------------------------------------------------------------------------
 class PolicySet {
  public:
-  // Per scope, the one policy that applies (`kNoPolicy` if none) and the route
-  // component of its bucket key (`kSharedBucketRoute` for sharing policies;
-  // 0 when no policy applies).
+  // Every policy a request resolved to, in layer order (the order in which
+  // layers first appear: `route` first, then operator policies' layers, then
+  // the built-ins'), ip before user, enforcing before shadow.
   struct Resolution {
+    // The enforcing policy per scope in the default layer (`route`), or
+    // `kNoPolicy`, and the route component of its bucket key: what most
+    // embedders and reports want to know.
     PolicyId ip = kNoPolicy;
     RouteId ip_bucket_route = kFallbackRouteId;
     PolicyId user = kNoPolicy;
     RouteId user_bucket_route = kFallbackRouteId;
 
-    friend bool operator==(const Resolution&, const Resolution&) = default;
+    uint8_t count = 0;
+    std::array<ResolvedPolicy, kMaxResolved> applied{};
+
+    std::span<const ResolvedPolicy> all() const {
+      return {applied.data(), count};
+    }
+    friend bool operator==(const Resolution& a, const Resolution& b) {
+      return a.ip == b.ip && a.ip_bucket_route == b.ip_bucket_route &&
+             a.user == b.user && a.user_bucket_route == b.user_bucket_route &&
+             std::equal(a.all().begin(), a.all().end(), b.all().begin(),
+                        b.all().end());
+    }
   };
 
   // Validates `operator_policies` (see `ValidatePolicies`) and precomputes
@@ -115,7 +161,9 @@ class PolicySet {
   // added after the operator policies, except those whose name an operator
   // policy takes (that policy replaces the built-in). Operator policies are
   // marked `builtin = false` whatever they say, and their methods are stored
-  // upper case ("post" becomes "POST").
+  // upper case ("post" becomes "POST"). With `all_shadow` (the config's
+  // top-level `shadow_mode: true`) every policy, built-ins included, is
+  // stored as a shadow policy.
   //
   // `route_keys[i]` is the key of `RouteId` i, 0 being the fallback; an empty
   // span means "only the fallback". Policies matching a route key are
@@ -123,27 +171,30 @@ class PolicySet {
   //
   // Errors (InvalidArgument) list every problem, one per line, each naming the
   // policy (and its source line when known), the field and the value; more
-  // than `kMaxPolicies` policies or 0xFFFF route keys are also refused.
+  // than `kMaxPolicies` policies or patterns, more than `kMaxLayers` layers,
+  // or 0xFFFF route keys are also refused.
   static absl::StatusOr<PolicySet> Compile(
       std::vector<Policy> operator_policies, bool include_builtins,
-      std::span<const std::string_view> route_keys);
+      std::span<const std::string_view> route_keys, bool all_shadow = false);
 
-  // The policy per scope for one request. `route` is the normalizer's id for
-  // the request (ids outside the compiled table count as the fallback);
-  // `query_free_path` the raw target up to '?' or '#' (`QueryFreePath`);
-  // `method` is case-sensitive. User-scope policies apply only if `has_user`.
+  // The policies for one request. `route` is the normalizer's id for the
+  // request (ids outside the compiled table count as the fallback);
+  // `query_free_path` the raw target up to '?' or '#' (`QueryFreePath`),
+  // still percent-encoded (it is canonicalized on the fly); `method` is
+  // case-sensitive. User-scope policies apply only if `has_user`.
   //
   // No allocation. Cost: one route lookup and one byte-trie walk over the
-  // path (O(path length), independent of the number of exact and
-  // trailing-'*' policies), plus a glob test per inner-'*' policy that could
-  // still outrank the best found so far.
+  // canonical path (O(path length), independent of the number of exact and
+  // trailing-'*' policies), plus a glob test per inner-'*' pattern that could
+  // still outrank the best found so far in its group.
   Resolution Resolve(std::string_view method, RouteId route,
                      std::string_view query_free_path, bool has_user) const;
 
-  // Every policy whose pattern matched, with the verdict and the reason, in
-  // scope order (ip, user), chosen first, then by rank. Scans every policy:
-  // for `mxlimit explain` and tests, not the hot path. Its choices equal
-  // `Resolve`'s (the tests hold the two to each other).
+  // Every policy with a pattern that matched, with the verdict and the
+  // reason, grouped by layer, scope and mode (enforcing, then shadow), chosen
+  // first, then by rank. Scans every policy: for `mxlimit explain` and tests,
+  // not the hot path. Its choices equal `Resolve`'s (the tests hold the two
+  // to each other).
   std::vector<PolicyMatch> Explain(std::string_view method, RouteId route,
                                    std::string_view query_free_path,
                                    bool has_user) const;
@@ -154,52 +205,72 @@ class PolicySet {
   std::span<const Policy> policies() const { return policies_; }
   std::optional<PolicyId> Find(std::string_view name) const;
 
+  // Layers in resolution order; `layer_of(id)` indexes them.
+  size_t layer_count() const { return layers_.size(); }
+  std::string_view layer_name(uint8_t layer) const { return layers_[layer]; }
+  uint8_t layer_of(PolicyId id) const { return info_[id].layer; }
+
   // Route keys the set was compiled against (index = RouteId).
   size_t route_count() const { return route_keys_.size(); }
   std::string_view route_key(RouteId id) const;
 
   // Compiled form, for benches and `mxlimit check-config`.
   size_t trie_nodes() const { return trie_.node_count(); }
-  size_t inner_star_policies() const { return inner_.size(); }
+  size_t inner_star_policies() const;
 
  private:
-  // Best policy per scope and method class among one group of candidates
-  // (the policies matching one route key, one exact path, or one prefix).
-  struct BestTable {
-    PolicyId best[2][internal::kMethodClassCount];
+  // One pattern of one policy: what is ranked. Ranks are distinct, so each
+  // group's choice is a strict maximum; `order` (1 = lowest) is the rank as a
+  // small integer, 0 standing for "none".
+  struct Entry {
+    PolicyId policy;
+    uint8_t pattern;
+    uint8_t slot;
+    internal::MethodMask methods;
+    std::string canonical;
   };
   // What Resolve needs per policy, packed away from the (large) `Policy`.
   struct PolicyInfo {
-    // Higher is better: exact, then literal bytes, then operator, then
-    // earlier. Distinct per policy, so resolution is a strict maximum.
-    uint64_t rank = 0;
-    internal::MethodMask methods = internal::kAllMethods;
     bool share_threshold = false;
+    uint8_t layer = 0;
+    uint8_t slot = 0;
+  };
+  // A (layer, scope, mode) group: at most one policy of each applies.
+  struct Slot {
+    uint8_t layer;
+    Scope scope;
+    bool shadow;
   };
   struct InnerStar {
-    PolicyId id;
-    Scope scope;
+    uint16_t order;
     internal::MethodMask methods;
+    std::string_view pattern;  // Canonical; points into entries_.
   };
 
   PolicySet() = default;
-  uint32_t AddBestTable(std::span<const PolicyId> candidates);
+  uint32_t AddBestTable(std::span<const uint16_t> candidate_orders);
   RouteId ClampRoute(RouteId route) const;
   RouteId BucketRoute(PolicyId id, RouteId route) const;
-  uint64_t rank(PolicyId id) const { return info_[id].rank; }
+  const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
 
   std::vector<Policy> policies_;
   std::vector<PolicyInfo> info_;
   absl::flat_hash_map<std::string, PolicyId> by_name_;
   std::vector<std::string> route_keys_;
+  std::vector<std::string> layers_;
+  std::vector<Slot> slots_;
+  // Sorted by rank, lowest first: entries_[order - 1].
+  std::vector<Entry> entries_;
 
-  std::vector<BestTable> tables_;
-  // Route side: index into tables_ per RouteId.
+  // Best entry order per (table, method class, slot): cells_[(table *
+  // kMethodClassCount + method) * slots_.size() + slot].
+  std::vector<uint16_t> cells_;
+  // Route side: table per RouteId.
   std::vector<uint32_t> route_table_;
   // Raw side: exact paths and trailing-'*' prefixes in one byte trie, then
-  // inner-'*' patterns by descending rank.
+  // inner-'*' patterns per slot by descending rank.
   internal::PrefixTrie trie_;
-  std::vector<InnerStar> inner_;
+  std::vector<std::vector<InnerStar>> inner_;
 };
 
 }  // namespace mxlimit

@@ -7,18 +7,18 @@
 // so requests of different clients on different threads rarely wait for each
 // other.
 //
-// Routing. A request touches at most two buckets: one in a per-IP table and,
-// when it has a user, one in a per-user table. The per-IP bucket lives in the
-// shard chosen by a hash of the client address masked to the table prefix
-// (/32, /64 by default), the per-user bucket in the shard chosen by a hash of
-// the user ID. So every request of one client network, and every request of
+// Routing. A request's per-IP buckets (one per layer that applies) live in
+// the shard chosen by a hash of the client address masked to the shard
+// prefix (the coarsest any per-IP bucket uses: /24 and /48 with the built-in
+// network layer), its per-user buckets in the shard chosen by a hash of the
+// user ID. So every request of one client network, and every request of
 // one user, meets the same table, whatever address or user it comes with: no
 // client gets a fresh budget by landing on another shard.
 //
-// When a request's two buckets live in different shards, both shards are
+// When a request's two scopes live in different shards, both shards are
 // locked, lower index first (so two such requests can never wait on each
 // other in a cycle), each shard evaluates its own scope, and the buckets are
-// charged only if both scopes allow: the all-or-nothing rule of `Limiter`.
+// charged only if every policy of both scopes allows: the all-or-nothing rule of `Limiter`.
 // Decisions are those one `Limiter` with the same config would make, as long
 // as no table evicts (each shard evicts from its own share, below).
 //
@@ -111,7 +111,8 @@ class ShardedLimiter {
   // Reload
   //
   // Validates and compiles `config` once; if that fails (or the `tables`
-  // section changed), returns the error and changes nothing anywhere.
+  // section changed, or a `client_prefix` is coarser than the shard prefix
+  // fixed at creation), returns the error and changes nothing anywhere.
   // Otherwise installs the new policies in every shard, each under its lock.
   // Unchanged policies keep their buckets, as with `Limiter::Reload`. A
   // request checked while a reload is under way is judged by the old or the
@@ -143,9 +144,12 @@ class ShardedLimiter {
     // `ShardedLimiter::names_`, which never shrinks: decisions handed out
     // before a reload keep valid views.
     std::vector<std::string_view> names ABSL_GUARDED_BY(mu);
+    // The layer name of each policy, likewise interned.
+    std::vector<std::string_view> layers ABSL_GUARDED_BY(mu);
   };
 
-  ShardedLimiter(const TableOptions& tables, size_t shard_count);
+  ShardedLimiter(const TableOptions& tables, const ClientPrefix& shard_prefix,
+                 size_t shard_count);
 
   // Points `d.policy` and `d.shadow_policy` at the stable copies of the
   // names. `ip` and `user` are the shards that decided each scope.
@@ -153,11 +157,19 @@ class ShardedLimiter {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ip.mu, user.mu);
   Decision CheckAcross(size_t ip, size_t user, const Request& request,
                        MonotonicTime now);
-  // Interns the names of `policies`; returns them by PolicyId.
-  std::vector<std::string_view> InternNames(const PolicySet& policies)
+  // Interns the names (or, with `layers`, the layer names) of `policies`;
+  // returns them by PolicyId.
+  std::vector<std::string_view> InternNames(const PolicySet& policies,
+                                            bool layers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const TableOptions tables_;
+  // Per-IP buckets are spread over shards by the client address masked to
+  // this prefix: the coarsest any ip-scope policy keys by (the built-in
+  // network layer's /24 and /48, or a coarser `client_prefix` of the config
+  // the limiter was created with), so every address sharing a bucket shares
+  // a shard. A reload that needs a coarser one is refused.
+  const ClientPrefix shard_prefix_;
   const AddressMasker client_mask_;
   const size_t shard_count_;
   // Fixed at construction: `shards_[i]` never moves, only its contents

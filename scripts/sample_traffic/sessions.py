@@ -160,8 +160,32 @@ def _browsing(sim, p, d):
         if rnd.random() < prob:
             t = rnd.randint(max(0, start), DURATION_MS)
             requester = "None" if target.endswith("/versions") else u
-            sim.add(t, rnd.randint(2, 60), method, target, d.ip, requester,
+            duration = rnd.randint(2, 60)
+            if "/presence/" in target:
+                t = _spaced_presence(sim, u, t)
+                if t is None:
+                    continue
+            sim.add(t, duration, method, target, d.ip, requester,
                     d.ua, KIND, u, size=size)
+
+
+# Synapse's rc_presence.per_user (per_second 0.1, burst_count 1) answers a
+# second status update by one user within 10 s with 429, so a log from a real
+# server shows a user's devices' updates at least that far apart (with a
+# margin for the time between arrival and the log line).
+PRESENCE_SPACING_MS = 12_000
+
+
+def _spaced_presence(sim, user, t):
+    """`t`, or the first time after the user's earlier updates that keeps
+    them apart; None when that falls past the end. Draws no random numbers."""
+    times = sim.__dict__.setdefault("presence_times", {}).setdefault(user, [])
+    if any(abs(t - x) < PRESENCE_SPACING_MS for x in times):
+        t = max(times) + PRESENCE_SPACING_MS
+    if t > DURATION_MS:
+        return None
+    times.append(t)
+    return t
 
 
 def _startup(sim, p, d):

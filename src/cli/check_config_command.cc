@@ -8,7 +8,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "mxlimit/internal/quote.h"
 #include "mxlimit/limiter.h"
+#include "mxlimit/policy.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 
@@ -33,6 +35,17 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
       t.ipv4_prefix, ", IPv6 /", t.ipv6_prefix, "), user ", t.user_capacity,
       "; exempt ", config.exempt.ips.size(), " networks, ",
       config.exempt.users.size(), " users\n");
+  // A pattern that is not canonical is accepted in its canonical meaning;
+  // say so, since it may not be what its author meant (an r0-only pattern).
+  for (const Policy& p : config.policies) {
+    for (const std::string& m : p.match) {
+      std::string note = PatternCanonicalNote(m);
+      if (note.empty()) continue;
+      absl::StrAppend(&line, opts.path, ":", p.source_line, ": warning: policy ",
+                      internal::QuoteForError(p.name), ": match ",
+                      internal::QuoteForError(m), " ", note, "\n");
+    }
+  }
   std::fwrite(line.data(), 1, line.size(), stdout);
   return kExitOk;
 }

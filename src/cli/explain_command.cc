@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
 #include "src/cli/commands.h"
@@ -34,9 +35,15 @@ namespace {
 using internal::ToAbsl;
 
 std::string Describe(const Policy& p) {
-  return absl::StrCat(
-      p.name, " (", p.rate.ToString(), p.shadow_mode ? ", shadow" : "",
-      p.share_threshold ? ", shared" : "", p.builtin ? ", built-in" : "", ")");
+  std::string prefix;
+  if (p.client_prefix.has_value()) {
+    prefix = absl::StrCat(", per /", p.client_prefix->ipv4, " and /",
+                          p.client_prefix->ipv6);
+  }
+  return absl::StrCat(p.name, " (", p.rate.ToString(),
+                      p.shadow_mode ? ", shadow" : "",
+                      p.share_threshold ? ", shared" : "", prefix,
+                      p.builtin ? ", built-in" : "", ")");
 }
 
 int RunExplain(const ExplainOptions& opts) {
@@ -75,6 +82,9 @@ int RunExplain(const ExplainOptions& opts) {
                   route.known ? ", known" : ", unknown: shared fallback",
                   ")\n");
   absl::StrAppend(&out, "raw path: ", ToAbsl(path), "\n");
+  // Policies match the canonical form (escapes decoded, version folded).
+  absl::StrAppend(&out, "canonical path: ",
+                  internal::CanonicalPath(path), "\n");
 
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
@@ -93,51 +103,75 @@ int RunExplain(const ExplainOptions& opts) {
     return kExitOk;
   }
 
+  const PolicySet& set = l.policies();
   const std::vector<PolicyMatch> matches =
-      l.policies().Explain(opts.method, route.id, path, !opts.user.empty());
-  out += "\nmatching policies:\n";
+      set.Explain(opts.method, route.id, path, !opts.user.empty());
+  out +=
+      "\nmatching policies (per layer and scope: enforcing, then shadow):\n";
   if (matches.empty()) {
     out += "  (none)\n";
   } else {
-    absl::StrAppend(&out, absl::StrFormat("  %-5s %-28s %-22s  %s\n", "scope",
-                                          "policy", "matched via", "verdict"));
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+                                          "layer", "scope", "mode", "policy",
+                                          "matched via", "verdict"));
   }
   for (const PolicyMatch& m : matches) {
-    const Policy& p = l.policies().policy(m.policy);
+    const Policy& p = set.policy(m.policy);
     const std::string_view reason = RankReasonName(m.reason);
     std::string verdict;
     if (m.verdict == MatchVerdict::kChosen) {
       verdict = absl::StrCat("chosen: ", ToAbsl(reason));
       if (m.versus != kNoPolicy) {
-        absl::StrAppend(&verdict, " (beats ",
-                        l.policies().policy(m.versus).name, ")");
+        absl::StrAppend(&verdict, " (beats ", set.policy(m.versus).name, ")");
       }
     } else if (m.verdict == MatchVerdict::kOutranked && m.versus != kNoPolicy) {
-      verdict =
-          absl::StrCat("outranked by ", l.policies().policy(m.versus).name,
-                       ": ", ToAbsl(reason));
+      verdict = absl::StrCat("outranked by ", set.policy(m.versus).name, ": ",
+                             ToAbsl(reason));
     } else {
       verdict = std::string(MatchVerdictName(m.verdict));
     }
+    std::string via(MatchFormName(m.form));
+    if (p.match.size() > 1) absl::StrAppend(&via, " #", m.pattern + 1);
     absl::StrAppend(
-        &out,
-        absl::StrFormat("  %-5s %-28s %-22s  %s\n",
-                        m.scope == Scope::kIp ? "ip" : "user", ToAbsl(p.name),
-                        ToAbsl(MatchFormName(m.form)), verdict));
+        &out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+                              ToAbsl(set.layer_name(m.layer)),
+                              m.scope == Scope::kIp ? "ip" : "user",
+                              m.shadow ? "shadow" : "enforce", ToAbsl(p.name),
+                              via, verdict));
   }
 
   out += "\nchosen:\n";
   const PolicySet::Resolution r =
-      l.policies().Resolve(opts.method, route.id, path, !opts.user.empty());
-  absl::StrAppend(
-      &out, "  ip:   ",
-      r.ip == kNoPolicy ? "(none)" : Describe(l.policies().policy(r.ip)), "\n");
-  absl::StrAppend(
-      &out, "  user: ",
-      r.user == kNoPolicy
-          ? (opts.user.empty() ? "(none: anonymous request)" : "(none)")
-          : Describe(l.policies().policy(r.user)),
-      "\n");
+      set.Resolve(opts.method, route.id, path, !opts.user.empty());
+  for (uint8_t layer = 0; layer < set.layer_count(); ++layer) {
+    for (Scope scope : {Scope::kIp, Scope::kUser}) {
+      const ResolvedPolicy* enforcing = nullptr;
+      const ResolvedPolicy* shadow = nullptr;
+      for (const ResolvedPolicy& a : r.all()) {
+        if (a.layer != layer || a.scope != scope) continue;
+        (a.shadow ? shadow : enforcing) = &a;
+      }
+      const std::string where = absl::StrCat(
+          ToAbsl(set.layer_name(layer)), "/", scope == Scope::kIp ? "ip" : "user",
+          ":");
+      std::string what;
+      if (enforcing != nullptr) {
+        what = Describe(set.policy(enforcing->policy));
+      } else if (layer != 0 && shadow == nullptr) {
+        continue;  // Other layers: only where something applies.
+      } else {
+        what = scope == Scope::kUser && opts.user.empty()
+                   ? "(none: anonymous request)"
+                   : "(none)";
+      }
+      absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where, what));
+      if (shadow != nullptr) {
+        absl::StrAppend(&out,
+                        absl::StrFormat("  %-16s %s\n", "  beside it:",
+                                        Describe(set.policy(shadow->policy))));
+      }
+    }
+  }
 
   out += "\nbuckets charged:\n";
   std::vector<std::string> buckets = l.DescribeBuckets(request);

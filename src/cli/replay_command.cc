@@ -5,10 +5,11 @@
 //                  [--decisions] [--json] FILE|-
 //
 // `--decisions` prints exactly one line per input line, in order:
-//   DECISION \t RETRY_AFTER_MS \t POLICY \t ROUTE_KEY
+//   DECISION \t RETRY_AFTER_MS \t POLICY \t ROUTE_KEY \t LAYER
 // DECISION is allow, deny, shadow (allowed, but a shadow-mode policy would
-// have denied; POLICY names it) or invalid (not a request: RETRY_AFTER_MS is
-// 0, POLICY and ROUTE_KEY are "-"). RETRY_AFTER_MS is the wait rounded up to
+// have denied; POLICY and LAYER name it) or invalid (not a request:
+// RETRY_AFTER_MS is 0, POLICY, ROUTE_KEY and LAYER are "-"). LAYER is the
+// layer of POLICY, "-" when allowed. RETRY_AFTER_MS is the wait rounded up to
 // whole milliseconds, 0 when allowed, `never` when the cost can never fit.
 //
 // The clock is the log's arrival times, made monotonic: a line whose arrival
@@ -98,9 +99,14 @@ class Progress {
 // "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client. A
 // full-length prefix (IPv4 /32 by default) is just the address.
 std::string BucketOwner(const Decision& d, const IpAddress& client,
-                        const TableOptions& tables) {
+                        const Limiter& limiter) {
   if (d.allowed || d.limited_by != LimitScope::kIp) return {};
-  return FormatClientPrefix(client, tables.ipv4_prefix, tables.ipv6_prefix);
+  // The prefix of the bucket that denied: the policy's own, else the tables'.
+  const TableOptions& tables = limiter.table_options();
+  const ClientPrefix prefix =
+      limiter.policies().policy(d.denied_policy).client_prefix.value_or(
+          ClientPrefix{tables.ipv4_prefix, tables.ipv6_prefix});
+  return FormatClientPrefix(client, prefix.ipv4, prefix.ipv6);
 }
 
 std::string RetryMillis(const Decision& d) {
@@ -184,7 +190,7 @@ int RunReplay(const ReplayOptions& opts) {
     }
     if (parsed != replay::ParseResult::kOk) {
       report.Invalid(number, replay::ParseResultName(parsed), head);
-      if (opts.decisions) out += "invalid\t0\t-\t-\n";
+      if (opts.decisions) out += "invalid\t0\t-\t-\t-\n";
     } else {
       Request request;
       request.method = record.method;
@@ -194,7 +200,7 @@ int RunReplay(const ReplayOptions& opts) {
       clock_ms = std::max(clock_ms, record.time_ms);
       const Decision d =
           limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
-      report.Record(d, BucketOwner(d, *client, limiter.table_options()),
+      report.Record(d, BucketOwner(d, *client, limiter),
                     record.user);
       if (opts.decisions) {
         const char* verdict = !d.allowed        ? "deny"
@@ -203,9 +209,13 @@ int RunReplay(const ReplayOptions& opts) {
         std::string_view policy = !d.allowed        ? d.policy
                                   : d.shadow_denied ? d.shadow_policy
                                                     : "-";
+        std::string_view layer = !d.allowed        ? d.layer
+                                 : d.shadow_denied ? d.shadow_layer
+                                                   : "-";
         out.append(verdict).append("\t").append(RetryMillis(d)).append("\t");
         out.append(policy.empty() ? "-" : policy).append("\t");
-        out.append(d.route_key).append("\n");
+        out.append(d.route_key).append("\t");
+        out.append(layer.empty() ? "-" : layer).append("\n");
       }
     }
     if (out.size() >= (1 << 20)) flush();

@@ -103,12 +103,16 @@ std::optional<std::string_view> ServerNameProblem(std::string_view server) {
 
 void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
                   ConfigErrors& errors) {
-  static constexpr std::string_view kKeys[] = {"builtin_policies", "tables",
-                                               "exempt", "policies"};
+  static constexpr std::string_view kKeys[] = {
+      "builtin_policies", "shadow_mode", "tables", "exempt", "policies"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = top.Find("builtin_policies")) {
     std::optional<bool> v = ReadBool(*f, errors);
     if (v.has_value()) config.builtin_policies = *v;
+  }
+  if (const Field* f = top.Find("shadow_mode")) {
+    std::optional<bool> v = ReadBool(*f, errors);
+    if (v.has_value()) config.shadow_mode = *v;
   }
   if (const Field* f = top.Find("tables")) {
     ReadTables(*f, config.tables, errors);
@@ -117,7 +121,7 @@ void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
     ReadExempt(*f, config.exempt, errors);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.policies, errors);
+    ReadPolicies(*f, config.tables, config.policies, errors);
   }
 }
 

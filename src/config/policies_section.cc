@@ -21,6 +21,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/policy_match.h"
 #include "mxlimit/internal/quote.h"
+#include "mxlimit/options.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/rate.h"
 #include "src/config/sections.h"
@@ -33,8 +34,10 @@ using internal::QuoteForError;
 using internal::ToAbsl;
 
 constexpr std::string_view kPolicyKeys[] = {
-    "name",  "match",     "methods",     "scope",          "rate_limit",
-    "burst", "unlimited", "shadow_mode", "share_threshold"};
+    "name",        "match",           "methods", "scope",
+    "rate_limit",  "burst",           "unlimited", "shadow_mode",
+    "share_threshold", "layer",       "client_prefix"};
+constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user"};
 constexpr std::string_view kUnits[] = {"second", "minute", "hour", "day"};
@@ -49,8 +52,11 @@ std::string_view ParentPath(const Field& field) {
 // One policy's fields, read in the order an error list reads best.
 class PolicyReader {
  public:
-  PolicyReader(const YAML::Node& node, std::string path, ConfigErrors& errors)
-      : node_(node),
+  PolicyReader(const YAML::Node& node, std::string path,
+              const TableOptions& tables, ConfigErrors& errors)
+      : table_ipv4_(tables.ipv4_prefix),
+        table_ipv6_(tables.ipv6_prefix),
+        node_(node),
         path_(std::move(path)),
         errors_(errors),
         fields_(node, path_, kPolicyKeys, /*null_is_empty=*/false, errors) {}
@@ -65,6 +71,8 @@ class PolicyReader {
     ReadMethods(policy);
     ReadScope(policy);
     ReadFlags(policy);
+    ReadLayer(policy);
+    ReadClientPrefix(policy);
     ReadRate(policy);
     return true;
   }
@@ -90,19 +98,83 @@ class PolicyReader {
     policy.name = *std::move(name);
   }
 
+  // One pattern or a list of them.
   void ReadMatch(Policy& policy) {
     const Field* f = fields_.Find("match");
     if (f == nullptr) return Missing("match");
-    std::optional<std::string> match =
-        ReadString(*f, "a path pattern such as \"/_matrix/client/*\"", errors_);
-    if (!match.has_value()) return;
-    if (std::string problem = PatternProblem(*match); !problem.empty()) {
-      errors_.Add(f->mark(),
-                  absl::StrCat(f->path, ": got ", QuoteForError(*match), ", ",
-                               problem));
+    constexpr std::string_view kExpected =
+        "a path pattern such as \"/_matrix/client/*\"";
+    if (!f->value.IsSequence()) {
+      std::optional<std::string> match = ReadString(*f, kExpected, errors_);
+      if (!match.has_value()) return;
+      AddPattern(f->path, f->mark(), *std::move(match), policy);
       return;
     }
-    policy.match = *std::move(match);
+    if (f->value.size() == 0 || f->value.size() > kMaxPatternsPerPolicy) {
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path, ": got a list of ", f->value.size(),
+                               " patterns, expected 1 to ",
+                               kMaxPatternsPerPolicy));
+      return;
+    }
+    for (ListString& item : ReadStringList(
+             *f, "a path pattern or a list of them", kExpected, errors_)) {
+      AddPattern(item.path, item.mark, std::move(item.text), policy);
+    }
+  }
+
+  void AddPattern(std::string_view path, const YAML::Mark& mark,
+                  std::string pattern, Policy& policy) {
+    if (std::string problem = PatternProblem(pattern); !problem.empty()) {
+      errors_.Add(mark, absl::StrCat(ToAbsl(path), ": got ",
+                                     QuoteForError(pattern), ", ", problem));
+      return;
+    }
+    policy.match.push_back(std::move(pattern));
+  }
+
+  void ReadLayer(Policy& policy) {
+    const Field* f = fields_.Find("layer");
+    if (f == nullptr) return;
+    std::optional<std::string> layer =
+        ReadString(*f, "a layer name such as \"network\"", errors_);
+    if (!layer.has_value()) return;
+    if (std::string problem = LayerProblem(*layer); !problem.empty()) {
+      errors_.Add(f->mark(), absl::StrCat(f->path, ": got ",
+                                          QuoteForError(*layer), ", ", problem));
+      return;
+    }
+    policy.layer = *std::move(layer);
+  }
+
+  // `client_prefix: {ipv4: N, ipv6: M}`; a key left out keeps the tables'
+  // prefix for that family.
+  void ReadClientPrefix(Policy& policy) {
+    const Field* f = fields_.Find("client_prefix");
+    if (f == nullptr) return;
+    if (policy.scope != Scope::kIp) {
+      errors_.Add(f->key.Mark(),
+                  absl::StrCat(f->path,
+                               ": only an ip-scope policy masks client "
+                               "addresses; remove it or use scope: ip"));
+      return;
+    }
+    MapFields prefix(f->value, f->path, kPrefixKeys, /*null_is_empty=*/false,
+                     errors_);
+    if (!f->value.IsMap()) return;
+    ClientPrefix out{table_ipv4_, table_ipv6_};
+    bool ok = true;
+    if (const Field* v4 = prefix.Find("ipv4")) {
+      std::optional<int64_t> v = ReadIntegerInRange(*v4, 0, 32, errors_);
+      ok = ok && v.has_value();
+      if (v.has_value()) out.ipv4 = static_cast<int>(*v);
+    }
+    if (const Field* v6 = prefix.Find("ipv6")) {
+      std::optional<int64_t> v = ReadIntegerInRange(*v6, 0, 128, errors_);
+      ok = ok && v.has_value();
+      if (v.has_value()) out.ipv6 = static_cast<int>(*v);
+    }
+    if (ok) policy.client_prefix = out;
   }
 
   void ReadMethods(Policy& policy) {
@@ -166,15 +238,25 @@ class PolicyReader {
     // Only `true` is checked: `false` is the default and means nothing on an
     // exact pattern, so stating it is harmless.
     const Field* match = fields_.Find("match");
-    if (*share && match != nullptr && match->value.IsScalar()) {
-      const std::string& pattern = match->value.Scalar();
-      if (std::string problem = ShareThresholdProblem(pattern);
-          !problem.empty()) {
-        errors_.Add(f->mark(),
-                    absl::StrCat(f->path, ": got true, but match ",
-                                 QuoteForError(pattern), " (line ",
-                                 match->key.Mark().line + 1, ") ", problem));
-        return;
+    if (*share && match != nullptr) {
+      // The same rule the core applies, on the patterns as written.
+      std::vector<std::string> patterns;
+      if (match->value.IsScalar()) {
+        patterns.push_back(match->value.Scalar());
+      } else if (match->value.IsSequence()) {
+        for (const YAML::Node& item : match->value) {
+          patterns.push_back(item.IsScalar() ? item.Scalar() : "*");
+        }
+      }
+      if (!patterns.empty()) {
+        if (std::string problem = ShareThresholdProblem(patterns);
+            !problem.empty()) {
+          errors_.Add(f->mark(),
+                      absl::StrCat(f->path, ": got true, but match ",
+                                   QuoteForError(patterns[0]), " (line ",
+                                   match->key.Mark().line + 1, ") ", problem));
+          return;
+        }
       }
     }
     policy.share_threshold = *share;
@@ -294,6 +376,8 @@ class PolicyReader {
     policy.rate = *rate;
   }
 
+  int table_ipv4_;
+  int table_ipv6_;
   YAML::Node node_;
   std::string path_;
   ConfigErrors& errors_;
@@ -302,8 +386,8 @@ class PolicyReader {
 
 }  // namespace
 
-void ReadPolicies(const Field& field, std::vector<Policy>& policies,
-                  ConfigErrors& errors) {
+void ReadPolicies(const Field& field, const TableOptions& tables,
+                  std::vector<Policy>& policies, ConfigErrors& errors) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
   // Name -> line of its first definition, for duplicate reports.
@@ -311,7 +395,7 @@ void ReadPolicies(const Field& field, std::vector<Policy>& policies,
   for (size_t i = 0; i < items.size(); ++i) {
     Policy policy;
     PolicyReader reader(items[i], absl::StrCat(field.path, "[", i, "]"),
-                        errors);
+                        tables, errors);
     if (!reader.Read(policy)) continue;
     if (!policy.name.empty()) {
       const Field* name = reader.name_field();

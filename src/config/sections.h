@@ -24,9 +24,10 @@ void ReadTables(const Field& field, TableOptions& tables, ConfigErrors& errors);
 void ReadExempt(const Field& field, ExemptOptions& exempt,
                 ConfigErrors& errors);
 
-// `policies:` (operator policies, in file order).
-void ReadPolicies(const Field& field, std::vector<Policy>& policies,
-                  ConfigErrors& errors);
+// `policies:` (operator policies, in file order). `tables` supplies the
+// prefix for a family a `client_prefix` leaves out.
+void ReadPolicies(const Field& field, const TableOptions& tables,
+                  std::vector<Policy>& policies, ConfigErrors& errors);
 
 // Why `user_id` is not a Matrix user ID ("@localpart:server.name"), or
 // nullopt when it is one.

@@ -49,11 +49,11 @@ check() {  # check LABEL OUTPUT
   [ "$out_lines" -eq "$in_lines" ] ||
     fail "$1: $out_lines decision lines for $in_lines input lines"
   awk -F'\t' '
-    NF != 4 { bad = 1 }
-    $1 == "invalid" && !($2 == "0" && $3 == "-" && $4 == "-") { bad = 1 }
-    $1 == "allow" && !($2 == "0" && $3 == "-") { bad = 1 }
-    $1 == "shadow" && !($2 == "0" && $3 != "-") { bad = 1 }
-    $1 == "deny" && !(($2 ~ /^[0-9]+$/ || $2 == "never") && $3 != "-") { bad = 1 }
+    NF != 5 { bad = 1 }
+    $1 == "invalid" && !($2 == "0" && $3 == "-" && $4 == "-" && $5 == "-") { bad = 1 }
+    $1 == "allow" && !($2 == "0" && $3 == "-" && $5 == "-") { bad = 1 }
+    $1 == "shadow" && !($2 == "0" && $3 != "-" && $5 != "-") { bad = 1 }
+    $1 == "deny" && !(($2 ~ /^[0-9]+$/ || $2 == "never") && $3 != "-" && $5 != "-") { bad = 1 }
     $1 !~ /^(allow|deny|shadow|invalid)$/ { bad = 1 }
     bad { print "bad decision line " NR ": " $0; exit 1 }
   ' "$2" || fail "$1: malformed output"

@@ -53,6 +53,8 @@ case $golden in
       status=1
     fi ;;
   *)
+    # MXLIMIT_UPDATE_GOLDEN=1 rewrites the golden file (review the diff).
+    if [ -n "${MXLIMIT_UPDATE_GOLDEN:-}" ]; then cp "$out" "$golden"; fi
     if ! diff -u "$golden" "$out"; then
       echo "FAIL: standard output differs from $golden"
       status=1
@@ -72,6 +74,7 @@ case $stderr_expected in
       status=1
     fi ;;
   *)
+    if [ -n "${MXLIMIT_UPDATE_GOLDEN:-}" ]; then cp "$err" "$stderr_expected"; fi
     if ! diff -u "$stderr_expected" "$err"; then
       echo "FAIL: standard error differs from $stderr_expected"
       status=1

@@ -36,7 +36,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 paste "$dir/decisions" "$log" | awk -F'\t' '
   $1 == "invalid" { next }
   {
-    n = split($5, part, / - /)
+    n = split($6, part, / - /)
     ip = part[6]
     user = part[8]
     sub(/}.*/, "", user); sub(/^\{/, "", user); sub(/^.*\|/, "", user)

@@ -41,7 +41,7 @@ Policy MakePolicy(std::string name, std::string match, Scope scope, Rate rate,
                   bool share = false) {
   Policy p;
   p.name = std::move(name);
-  p.match = std::move(match);
+  p.match = {std::move(match)};
   p.scope = scope;
   p.rate = rate;
   p.share_threshold = share;
@@ -186,11 +186,12 @@ void CheckDecision(const Limiter& limiter, const Request& req,
     return;
   }
   MXLIMIT_FUZZ_CHECK(d.limited_by != LimitScope::kNone);
-  const PolicyId id =
-      d.limited_by == LimitScope::kIp ? d.ip_policy : d.user_policy;
+  const PolicyId id = d.denied_policy;
   MXLIMIT_FUZZ_CHECK(id < limiter.policies().size());
   const Policy& p = limiter.policies().policy(id);
   MXLIMIT_FUZZ_CHECK(d.policy == p.name && !p.shadow_mode);
+  MXLIMIT_FUZZ_CHECK(d.layer == limiter.policies().layer_name(
+                                    limiter.policies().layer_of(id)));
   MXLIMIT_FUZZ_CHECK(
       p.scope == (d.limited_by == LimitScope::kIp ? Scope::kIp : Scope::kUser));
   if (d.never) {

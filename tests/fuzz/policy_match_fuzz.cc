@@ -10,14 +10,16 @@
 // First byte odd: up to eight fuzzer-chosen policies (pattern, scope,
 // methods, sharing), compiled with or without the built-ins, then one request
 // (method, path). `Resolve` must pick, per scope, exactly the policy a naive
-// scan ranks highest (exact beats wildcard, then more literal bytes, then
-// operator over built-in, then earlier), charge the route id or the shared
-// route as the policy says, and agree with `Explain`.
+// scan ranks highest per layer, scope and mode (tests/testing/
+// naive_resolve.h: canonical forms, exact > literal wildcard > <fallback> >
+// bare '*', more literal bytes, operator, earlier), charge the route id or
+// the shared route as the policy says, and agree with `Explain`.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +30,7 @@
 #include "mxlimit/route.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/testing/naive_resolve.h"
 
 namespace mxlimit::fuzz {
 namespace {
@@ -107,40 +110,6 @@ const RouteNormalizer& Normalizer() {
 }
 
 // The naive resolution the compiled set must reproduce.
-struct Naive {
-  PolicyId best[2] = {kNoPolicy, kNoPolicy};
-};
-
-Naive NaiveResolve(const PolicySet& set, std::string_view method,
-                   const Route& route, std::string_view path, bool has_user) {
-  Naive out;
-  auto better = [&](PolicyId a, PolicyId b) {  // Does `a` outrank `b`?
-    const Policy& pa = set.policy(a);
-    const Policy& pb = set.policy(b);
-    const PatternShape sa = ShapeOf(pa.match);
-    const PatternShape sb = ShapeOf(pb.match);
-    const bool ea = sa.kind == PatternKind::kExact;
-    const bool eb = sb.kind == PatternKind::kExact;
-    if (ea != eb) return ea;
-    if (sa.literal_bytes != sb.literal_bytes) {
-      return sa.literal_bytes > sb.literal_bytes;
-    }
-    if (pa.builtin != pb.builtin) return !pa.builtin;
-    return a < b;
-  };
-  for (PolicyId id = 0; id < set.size(); ++id) {
-    const Policy& p = set.policy(id);
-    if (!GlobMatch(p.match, route.key) && !GlobMatch(p.match, path)) continue;
-    bool method_ok = p.methods.empty();
-    for (const std::string& m : p.methods) method_ok |= m == method;
-    if (!method_ok) continue;
-    if (p.scope == Scope::kUser && !has_user) continue;
-    PolicyId& slot = out.best[p.scope == Scope::kIp ? 0 : 1];
-    if (slot == kNoPolicy || better(id, slot)) slot = id;
-  }
-  return out;
-}
-
 void RunPolicySet(FuzzInput& in) {
   const uint8_t flags = in.Byte();
   const size_t count = in.Byte() % 9;
@@ -154,8 +123,14 @@ void RunPolicySet(FuzzInput& in) {
     for (size_t m = 0; m < 5; ++m) {
       if (bits & (2u << m)) p.methods.emplace_back(kMethods[m]);
     }
-    p.match = PatternFrom(in.Until('\n'));
-    p.share_threshold = (bits & 0x80) && p.match.find('*') != std::string::npos;
+    p.match = {PatternFrom(in.Until('\n'))};
+    // A second pattern now and then, in another layer, or in shadow mode.
+    if (in.Byte() % 4 == 0) p.match.push_back(PatternFrom(in.Until('\n')));
+    const uint8_t more = in.Byte();
+    if (more & 1) p.layer = (more & 2) ? "net" : "agg";
+    p.shadow_mode = (more & 4) != 0;
+    p.share_threshold = (bits & 0x80) && (p.match.size() > 1 ||
+                                          p.match[0].find('*') != std::string::npos);
     policies.push_back(std::move(p));
   }
   const std::string_view method = kMethods[in.Byte() % kMethods.size()];
@@ -173,9 +148,9 @@ void RunPolicySet(FuzzInput& in) {
   const Route route = Normalizer().Normalize(method, target);
   const PolicySet::Resolution r =
       set->Resolve(method, route.id, path, has_user);
-  const Naive naive = NaiveResolve(*set, method, route, path, has_user);
-  MXLIMIT_FUZZ_CHECK(r.ip == naive.best[0]);
-  MXLIMIT_FUZZ_CHECK(r.user == naive.best[1]);
+  const testing::NaiveResolution naive =
+      testing::NaiveResolve(*set, method, route.key, path, has_user);
+  MXLIMIT_FUZZ_CHECK(testing::AsNaive(r) == naive);
 
   auto expected_route = [&](PolicyId id) -> RouteId {
     if (id == kNoPolicy) return kFallbackRouteId;
@@ -183,15 +158,20 @@ void RunPolicySet(FuzzInput& in) {
   };
   MXLIMIT_FUZZ_CHECK(r.ip_bucket_route == expected_route(r.ip));
   MXLIMIT_FUZZ_CHECK(r.user_bucket_route == expected_route(r.user));
+  for (const ResolvedPolicy& a : r.all()) {
+    MXLIMIT_FUZZ_CHECK(a.bucket_route == expected_route(a.policy));
+  }
 
-  PolicyId explained[2] = {kNoPolicy, kNoPolicy};
+  testing::NaiveResolution explained;
   for (const PolicyMatch& m : set->Explain(method, route.id, path, has_user)) {
     if (m.verdict != MatchVerdict::kChosen) continue;
-    PolicyId& slot = explained[m.scope == Scope::kIp ? 0 : 1];
-    MXLIMIT_FUZZ_CHECK(slot == kNoPolicy);  // One chosen per scope.
-    slot = m.policy;
+    const auto slot =
+        std::make_tuple(static_cast<int>(m.layer),
+                        m.scope == Scope::kIp ? 0 : 1, m.shadow);
+    MXLIMIT_FUZZ_CHECK(explained.count(slot) == 0);  // One chosen per group.
+    explained[slot] = m.policy;
   }
-  MXLIMIT_FUZZ_CHECK(explained[0] == r.ip && explained[1] == r.user);
+  MXLIMIT_FUZZ_CHECK(explained == naive);
 }
 
 }  // namespace

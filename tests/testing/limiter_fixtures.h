@@ -31,7 +31,7 @@ inline Policy MakePolicy(std::string name, std::string match, Scope scope,
                          std::optional<int64_t> burst = {}) {
   Policy p;
   p.name = std::move(name);
-  p.match = std::move(match);
+  p.match = {std::move(match)};
   p.scope = scope;
   p.rate = *Rate::Create(n, unit, burst);
   return p;

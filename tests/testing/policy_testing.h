@@ -86,7 +86,7 @@ inline Policy MakePolicy(std::string name, std::string match,
                          std::initializer_list<std::string> methods = {}) {
   Policy p;
   p.name = std::move(name);
-  p.match = std::move(match);
+  p.match = {std::move(match)};
   p.scope = scope;
   p.share_threshold = share;
   p.methods = methods;

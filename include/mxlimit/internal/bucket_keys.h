@@ -187,6 +187,15 @@ class UserBucketKey {
         static_cast<uint64_t>(kind) << 32 | static_cast<uint64_t>(length) << 40;
   }
 
+  // The same user's key for another policy and route: only the first word's
+  // ids change, so a request with several user-scope policies checks and
+  // copies the ID once.
+  void Rekey(PolicyId policy, RouteId route) {
+    words_[0] = (words_[0] & ~uint64_t{0xFFFFFFFF}) |
+                static_cast<uint64_t>(policy) |
+                static_cast<uint64_t>(route) << 16;
+  }
+
   PolicyId policy() const { return static_cast<PolicyId>(words_[0]); }
   RouteId route() const { return static_cast<RouteId>(words_[0] >> 16); }
   Kind kind() const { return static_cast<Kind>((words_[0] >> 32) & 0xFF); }

@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "mxlimit/internal/canonical_path.h"
+
 namespace mxlimit::internal {
 
 class PrefixTrie {
@@ -160,6 +162,33 @@ class PrefixTrie {
       const uint8_t* first = labels_.data() + n.first_edge;
       const uint8_t* last = first + n.edge_count;
       const auto byte = static_cast<uint8_t>(text[i++]);
+      const uint8_t* it = std::lower_bound(first, last, byte);
+      if (it == last || *it != byte) return;
+      node = targets_[static_cast<size_t>(it - labels_.data())];
+    }
+  }
+
+  // The same walk over the canonical bytes `text` yields (the policy set's
+  // raw-path side): no copy of the path, labels compared a run at a time.
+  template <typename Visit>
+  void ForEachMatch(CanonicalCursor text, Visit&& visit) const {
+    if (nodes_.empty()) return;
+    uint32_t node = 0;
+    while (true) {
+      const Node& n = nodes_[node];
+      if (n.label_length != 0 &&
+          !text.Consume(chain_bytes_.data() + n.label_begin, n.label_length)) {
+        return;
+      }
+      if (n.value != kNone) visit(n.value);
+      uint8_t byte;
+      if (!text.Next(byte)) {
+        if (n.exact != kNone) visit(n.exact);
+        return;
+      }
+      if (n.edge_count == 0) return;
+      const uint8_t* first = labels_.data() + n.first_edge;
+      const uint8_t* last = first + n.edge_count;
       const uint8_t* it = std::lower_bound(first, last, byte);
       if (it == last || *it != byte) return;
       node = targets_[static_cast<size_t>(it - labels_.data())];

@@ -1,0 +1,112 @@
+// A reference for `PolicySet::Resolve`: the resolution rules of
+// docs/policies.md applied literally, by scanning every pattern of every
+// policy against the canonical route key and the canonical path. Slow and
+// allocating; for tests and the fuzzer only.
+
+#ifndef MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
+#define MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/internal/policy_match.h"
+#include "mxlimit/policy_set.h"
+#include "mxlimit/route.h"
+
+namespace mxlimit::testing {
+
+// (layer, scope, shadow) -> the policy that applies there.
+using NaiveResolution = std::map<std::tuple<int, int, bool>, PolicyId>;
+
+inline std::string NaiveCanonical(std::string_view pattern) {
+  if (pattern == kFallbackRouteKey) return std::string(pattern);
+  return internal::CanonicalPath(pattern);
+}
+
+// Tier, literal bytes, operator, then earlier policy and pattern: compared
+// as a tuple, larger wins.
+inline std::tuple<int, size_t, bool, int, int> NaiveRank(const Policy& p,
+                                                         PolicyId id,
+                                                         size_t pattern) {
+  const std::string c = NaiveCanonical(p.match[pattern]);
+  const internal::PatternShape shape = internal::ShapeOf(c);
+  int tier = 0;
+  if (c == kFallbackRouteKey) {
+    tier = 1;
+  } else if (shape.kind == internal::PatternKind::kExact) {
+    tier = 3;
+  } else if (shape.literal_bytes > 0) {
+    tier = 2;
+  }
+  return {tier, shape.literal_bytes, !p.builtin, -static_cast<int>(id),
+          -static_cast<int>(pattern)};
+}
+
+inline NaiveResolution NaiveResolve(const PolicySet& set,
+                                    std::string_view method,
+                                    std::string_view route_key,
+                                    std::string_view path, bool has_user) {
+  const std::string key = NaiveCanonical(route_key);
+  const std::string canonical_path = internal::CanonicalPath(path);
+  NaiveResolution out;
+  std::map<std::tuple<int, int, bool>, std::tuple<int, size_t, bool, int, int>>
+      best_rank;
+  for (PolicyId id = 0; id < set.size(); ++id) {
+    const Policy& p = set.policy(id);
+    if (p.scope == Scope::kUser && !has_user) continue;
+    bool method_ok = p.methods.empty();
+    for (const std::string& m : p.methods) method_ok |= m == method;
+    if (!method_ok) continue;
+    for (size_t j = 0; j < p.match.size(); ++j) {
+      const std::string c = NaiveCanonical(p.match[j]);
+      const bool hit = internal::GlobMatch(c, key) ||
+                       (c != kFallbackRouteKey &&
+                        internal::GlobMatch(c, canonical_path));
+      if (!hit) continue;
+      const auto slot = std::make_tuple(static_cast<int>(set.layer_of(id)),
+                                        p.scope == Scope::kIp ? 0 : 1,
+                                        p.shadow_mode);
+      const auto rank = NaiveRank(p, id, j);
+      auto it = best_rank.find(slot);
+      if (it == best_rank.end() || rank > it->second) {
+        best_rank[slot] = rank;
+        out[slot] = id;
+      }
+    }
+  }
+  return out;
+}
+
+// `Resolve`'s answer in the same shape.
+inline NaiveResolution AsNaive(const PolicySet::Resolution& r) {
+  NaiveResolution out;
+  for (const ResolvedPolicy& a : r.all()) {
+    out[{a.layer, a.scope == Scope::kIp ? 0 : 1, a.shadow}] = a.policy;
+  }
+  return out;
+}
+
+// The resolution `Explain`'s chosen policies describe (Explain lists groups
+// in resolution order).
+inline PolicySet::Resolution ResolutionFromExplain(
+    const std::vector<PolicyMatch>& matches) {
+  PolicySet::Resolution want;
+  for (const PolicyMatch& m : matches) {
+    if (m.verdict != MatchVerdict::kChosen) continue;
+    want.applied[want.count++] =
+        ResolvedPolicy{m.policy, m.bucket_route, m.layer, m.scope, m.shadow};
+    if (m.layer != 0 || m.shadow) continue;
+    (m.scope == Scope::kIp ? want.ip : want.user) = m.policy;
+    (m.scope == Scope::kIp ? want.ip_bucket_route : want.user_bucket_route) =
+        m.bucket_route;
+  }
+  return want;
+}
+
+}  // namespace mxlimit::testing
+
+#endif  // MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
