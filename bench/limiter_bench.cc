@@ -166,8 +166,8 @@ class NaiveLimiter {
       } else {
         key = std::string(r.user_id);
       }
-      key += "|" + std::to_string(a.policy) + "|" +
-             std::to_string(a.bucket_route);
+      key +=
+          "|" + std::to_string(a.policy) + "|" + std::to_string(a.bucket_route);
       buckets[n] = (a.scope == Scope::kIp ? ip_ : user_).FindOrAdmit(key);
       rates[n++] = &p.rate;
     }

@@ -116,11 +116,10 @@ class NaiveScan {
                                 ? std::string(kFallbackRouteKey)
                                 : internal::CanonicalPath(p.match[0]);
       const internal::PatternShape shape = internal::ShapeOf(c);
-      const uint64_t tier =
-          c == kFallbackRouteKey                       ? 1
-          : shape.kind == internal::PatternKind::kExact ? 3
-          : shape.literal_bytes > 0                     ? 2
-                                                        : 0;
+      const uint64_t tier = c == kFallbackRouteKey                        ? 1
+                            : shape.kind == internal::PatternKind::kExact ? 3
+                            : shape.literal_bytes > 0                     ? 2
+                                                                          : 0;
       rank_.push_back((tier << 60) |
                       (static_cast<uint64_t>(shape.literal_bytes) << 24) |
                       (p.builtin ? 0 : uint64_t{1} << 16) | (0xFFFF - i));
@@ -156,9 +155,9 @@ class NaiveScan {
     for (size_t l = 0; l < layers_.size(); ++l) {
       for (int s = 0; s < 2; ++s) {
         if (best[l][s] == kNoPolicy) continue;
-        r.applied[r.count++] = ResolvedPolicy{
-            best[l][s], route, static_cast<uint8_t>(l),
-            s == 0 ? Scope::kIp : Scope::kUser, false};
+        r.applied[r.count++] =
+            ResolvedPolicy{best[l][s], route, static_cast<uint8_t>(l),
+                           s == 0 ? Scope::kIp : Scope::kUser, false};
       }
     }
     r.ip = best[0][0];

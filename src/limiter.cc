@@ -20,25 +20,58 @@
 #endif
 
 namespace mxlimit {
-
 namespace {
 
-// What one bucket (null: a fresh one) says about a request; changes nothing.
-GcraResult EvaluateBucket(const Rate& rate, const GcraState* state,
-                          MonotonicTime now, int64_t cost) {
-  static constexpr GcraState kFull;
-  return GcraPeek(rate, state != nullptr ? *state : kFull, now, cost);
-}
-
-// How far the bucket's TAT lies ahead of `now`, in [0, tau] (0 for a fresh
-// bucket): all that settling it needs, see Limiter::Settle.
-int64_t BucketLead(const Rate& rate, const GcraState* state,
-                   MonotonicTime now) {
-  if (state == nullptr || rate.kind() != Rate::Kind::kLimited) return 0;
-  return internal::GcraAhead(rate, *state, internal::ClampNow(now));
+// a / b < c / d for non-negative a, c and positive b, d, without dividing.
+bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
+#if defined(__SIZEOF_INT128__)
+  __extension__ using I128 = __int128;  // not ISO C++: say so
+  return static_cast<I128>(a) * d < static_cast<I128>(c) * b;
+#else
+  return a / b < c / d;
+#endif
 }
 
 }  // namespace
+
+// What one bucket (null: a fresh one) says about a request, as GcraPeek
+// would answer, and how far its TAT lies ahead of `now` (all that settling it
+// needs, see Limiter::SettleOne). Changes nothing. The `remaining` of a
+// limited rate is left to Combine, which needs only the smallest over all
+// checks: each check keeps the numerator of its quotient (`slack`), so a
+// request pays one division, not one per bucket.
+void Limiter::EvaluateCheck(BucketCheck& c, const GcraState* state,
+                            MonotonicTime now, int64_t cost) {
+  const Rate& rate = c.spec->rate;
+  GcraResult& r = c.verdict;
+  if (rate.unlimited()) {
+    r.allowed = true;
+    r.remaining = kUnlimitedRemaining;
+    return;
+  }
+  if (rate.blocked()) {
+    r.never = true;
+    return;
+  }
+  const int64_t ahead =
+      state == nullptr
+          ? 0
+          : internal::GcraAhead(rate, *state, internal::ClampNow(now));
+  c.lead = ahead;
+  if (cost > rate.burst()) {
+    r.never = true;
+    return;
+  }
+  const int64_t t = rate.interval_ns();
+  // All terms are within [0, 2^62]: no overflow.
+  const int64_t wait = ahead + cost * t - rate.tolerance_ns();
+  if (wait > 0) {
+    r.retry_after = std::chrono::nanoseconds(wait);
+    return;
+  }
+  r.allowed = true;
+  c.slack = -wait;  // remaining = slack / t
+}
 
 Limiter::Limiter(const TableOptions& tables,
                  std::shared_ptr<const RouteNormalizer> normalizer)
@@ -91,9 +124,9 @@ absl::Status Limiter::Reload(const LimiterConfig& config) {
 
 absl::StatusOr<std::shared_ptr<const PolicySet>> Limiter::CompilePolicies(
     const LimiterConfig& config, const RouteNormalizer& normalizer) {
-  absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
-      config.policies, config.builtin_policies, normalizer.keys(),
-      config.shadow_mode);
+  absl::StatusOr<PolicySet> compiled =
+      PolicySet::Compile(config.policies, config.builtin_policies,
+                         normalizer.keys(), config.shadow_mode);
   if (!compiled.ok()) return compiled.status();
   return std::make_shared<const PolicySet>(*std::move(compiled));
 }
@@ -144,10 +177,10 @@ void Limiter::Install(std::shared_ptr<const PolicySet> next,
   std::vector<AddressMasker> masks;
   masks.reserve(next->size());
   for (const Policy& p : next->policies()) {
-    masks.push_back(p.client_prefix.has_value()
-                        ? AddressMasker(p.client_prefix->ipv4,
-                                        p.client_prefix->ipv6)
-                        : client_mask_);
+    masks.push_back(
+        p.client_prefix.has_value()
+            ? AddressMasker(p.client_prefix->ipv4, p.client_prefix->ipv6)
+            : client_mask_);
   }
 
   absl::flat_hash_set<std::string> users(exempt.users.begin(),
@@ -220,9 +253,9 @@ void Limiter::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
     // Written in place: a returned key copied whole would stall
     // store-to-load forwarding (it is built a word at a time).
     if (a.scope == Scope::kIp) {
-      c.key.ip = internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
-                                             bucket_token_[a.policy],
-                                             a.bucket_route);
+      c.key.ip =
+          internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
+                                      bucket_token_[a.policy], a.bucket_route);
     } else {
       if (!user_key_built) {
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
@@ -281,13 +314,12 @@ void Limiter::Evaluate(const Request& request, MonotonicTime now,
         state = user_table_.StateAt(c.slot);
       }
     }
-    c.verdict = EvaluateBucket(c.spec->rate, state, now, cost);
-    c.lead = BucketLead(c.spec->rate, state, now);
+    EvaluateCheck(c, state, now, cost);
   }
 }
 
-void Limiter::Inspect(const Request& request, MonotonicTime now,
-                      ScopeMask mask, Evaluation& e, const Route* route) const {
+void Limiter::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+                      Evaluation& e, const Route* route) const {
   if (MarkExempt(request, route, e)) return;
   Resolve(request, mask, e, route);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -298,7 +330,7 @@ void Limiter::Inspect(const Request& request, MonotonicTime now,
       state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
                                     : user_table_.Peek(c.key.user);
     }
-    c.verdict = EvaluateBucket(c.spec->rate, state, now, cost);
+    EvaluateCheck(c, state, now, cost);
   }
 }
 
@@ -311,10 +343,19 @@ Decision Limiter::Combine(const Evaluation& ip_part,
   d.user_policy = user_part.user_policy;
   d.remaining = kUnlimitedRemaining;
 
+  // The smallest remaining over the enforcing checks, as the fraction
+  // slack / interval (compared by cross-multiplying; one division at the end).
+  int64_t min_slack = 0;
+  int64_t min_interval = 0;
   auto consider = [&](const BucketCheck& c) {
     const GcraResult& r = c.verdict;
     if (r.allowed) {
-      if (!c.shadow) d.remaining = std::min(d.remaining, r.remaining);
+      if (c.shadow || c.spec->rate.unlimited()) return;
+      const int64_t t = c.spec->rate.interval_ns();
+      if (min_interval == 0 || LessRatio(c.slack, t, min_slack, min_interval)) {
+        min_slack = c.slack;
+        min_interval = t;
+      }
       return;
     }
     if (c.shadow) {
@@ -334,7 +375,8 @@ Decision Limiter::Combine(const Evaluation& ip_part,
     if (worse) {
       d.never = r.never;
       d.retry_after = r.retry_after;
-      d.limited_by = c.scope == Scope::kIp ? LimitScope::kIp : LimitScope::kUser;
+      d.limited_by =
+          c.scope == Scope::kIp ? LimitScope::kIp : LimitScope::kUser;
       d.policy = c.spec->name;
       d.layer = policies_->layer_name(c.layer);
       d.denied_policy = c.policy;
@@ -348,6 +390,7 @@ Decision Limiter::Combine(const Evaluation& ip_part,
       if (c.scope == Scope::kUser) consider(c);
     }
   }
+  if (d.allowed && min_interval != 0) d.remaining = min_slack / min_interval;
   return d;
 }
 
@@ -371,10 +414,9 @@ void Limiter::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
-    GcraState* bucket =
-        c.scope == Scope::kIp
-            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
-            : user_table_.Acquire({&c.key.user, c.hash}, 0);
+    GcraState* bucket = c.scope == Scope::kIp
+                            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
+                            : user_table_.Acquire({&c.key.user, c.hash}, 0);
     SettleOne(c, bucket, d, now, cost);
   }
 }
@@ -493,10 +535,9 @@ std::vector<std::string> Limiter::DescribeBuckets(
       who = absl::StrCat("user ", internal::ToAbsl(request.user_id));
       bucket_route = c.key.user.route();
     }
-    const std::string route =
-        bucket_route == kSharedBucketRoute
-            ? std::string("* (shared)")
-            : std::string(normalizer_->key(bucket_route));
+    const std::string route = bucket_route == kSharedBucketRoute
+                                  ? std::string("* (shared)")
+                                  : std::string(normalizer_->key(bucket_route));
     out.push_back(absl::StrCat(
         who, " | layer ", internal::ToAbsl(policies_->layer_name(c.layer)),
         " | policy ", c.spec->name, c.shadow ? " (shadow)" : "", " | route ",

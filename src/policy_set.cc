@@ -4,9 +4,15 @@
 #include "mxlimit/policy_set.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -48,6 +54,23 @@ int TierOf(std::string_view canonical) {
   const PatternShape shape = ShapeOf(canonical);
   if (shape.kind == PatternKind::kExact) return 3;
   return shape.literal_bytes > 0 ? 2 : 0;
+}
+
+// best[i] = max(best[i], row[i]) for `lanes` lanes, a multiple of 8.
+inline void MaxInto(uint16_t* best, const uint16_t* row, size_t lanes) {
+#if defined(__SSE2__)
+  for (size_t s = 0; s < lanes; s += 8) {
+    const __m128i a =
+        _mm_load_si128(reinterpret_cast<const __m128i*>(best + s));
+    const __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + s));
+    // max(a, b) for unsigned 16-bit lanes in SSE2: (a -sat b) + b.
+    _mm_store_si128(reinterpret_cast<__m128i*>(best + s),
+                    _mm_add_epi16(_mm_subs_epu16(a, b), b));
+  }
+#else
+  for (size_t s = 0; s < lanes; ++s) best[s] = std::max(best[s], row[s]);
+#endif
 }
 
 // The canonical form of a pattern: `<fallback>` stays itself.
@@ -156,10 +179,11 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     }
   }
   if (set.layers_.size() > kMaxLayers) {
-    problems.push_back(absl::StrCat(
-        "layers: got ", set.layers_.size(), " (",
-        absl::StrJoin(set.layers_, ", "), "; built-ins included), expected at "
-        "most ", kMaxLayers));
+    problems.push_back(absl::StrCat("layers: got ", set.layers_.size(), " (",
+                                    absl::StrJoin(set.layers_, ", "),
+                                    "; built-ins included), expected at "
+                                    "most ",
+                                    kMaxLayers));
   }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
@@ -226,7 +250,14 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     return x.pattern > y.pattern;
   });
   set.entries_.reserve(ranked.size());
-  for (auto& [r, e] : ranked) set.entries_.push_back(std::move(e));
+  set.order_info_.push_back(OrderInfo{kNoPolicy, false});  // order 0: none
+  for (auto& [r, e] : ranked) {
+    set.order_info_.push_back(
+        OrderInfo{e.policy, set.info_[e.policy].share_threshold});
+    set.entries_.push_back(std::move(e));
+  }
+  // Table rows are padded to whole 8-lane vectors (see MaxInto).
+  set.lanes_ = std::max<size_t>(8, (set.slots_.size() + 7) / 8 * 8);
   const size_t entry_count = set.entries_.size();
   auto order_of = [](size_t index) { return static_cast<uint16_t>(index + 1); };
 
@@ -282,17 +313,22 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     trie.Slot(internal::FromAbsl(prefix)) = set.AddBestTable(orders);
   }
   set.trie_ = std::move(trie).Build();
-  for (std::vector<InnerStar>& list : set.inner_) {
+  for (size_t slot = 0; slot < set.inner_.size(); ++slot) {
+    std::vector<InnerStar>& list = set.inner_[slot];
     std::sort(list.begin(), list.end(),
               [](const InnerStar& a, const InnerStar& b) {
                 return a.order > b.order;
               });
+    if (!list.empty()) set.inner_slots_.push_back(static_cast<uint8_t>(slot));
+  }
+  for (size_t slot = 0; slot < set.slots_.size(); ++slot) {
+    if (set.slots_[slot].scope == Scope::kUser) set.user_slots_ |= 1u << slot;
   }
   return set;
 }
 
 uint32_t PolicySet::AddBestTable(std::span<const uint16_t> candidate_orders) {
-  const size_t k = slots_.size();
+  const size_t k = lanes_;
   const size_t stride = internal::kMethodClassCount * k;
   const size_t base = cells_.size();
   cells_.resize(base + stride, 0);
@@ -338,47 +374,60 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   const RouteId rid = ClampRoute(route);
   const MethodClass m = ClassifyMethod(method);
   const size_t k = slots_.size();
-  const size_t stride = internal::kMethodClassCount * k;
+  const size_t lanes = lanes_;
+  const size_t stride = internal::kMethodClassCount * lanes;
   // Best entry order per slot; 0 = none yet.
-  uint16_t best[kMaxResolved];
-  const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * k;
-  for (size_t s = 0; s < k; ++s) best[s] = row[s];
+  alignas(16) uint16_t best[kMaxResolved];
+  const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * lanes;
+  std::memcpy(best, row, lanes * sizeof(uint16_t));
 
+  // Most paths are their own canonical form: then the trie and the globs
+  // read the bytes directly, else through the decoding cursor.
   const CanonicalCursor path(query_free_path);
-  trie_.ForEachMatch(path, [&](uint32_t table) {
-    const uint16_t* r = cells_.data() + table * stride + m * k;
-    for (size_t s = 0; s < k; ++s) best[s] = std::max(best[s], r[s]);
-  });
+  const bool raw = path.IsRaw();
+  auto take = [&](uint32_t table) {
+    MaxInto(best, cells_.data() + table * stride + m * lanes, lanes);
+  };
+  if (raw) {
+    trie_.ForEachMatch(query_free_path, take);
+  } else {
+    trie_.ForEachMatch(path, take);
+  }
 
   // Inner-'*' patterns, best rank first per slot: stop at the first that
   // cannot beat what the slot holds.
-  for (size_t s = 0; s < k; ++s) {
+  for (const uint8_t s : inner_slots_) {
     if (!has_user && slots_[s].scope == Scope::kUser) continue;
     for (const InnerStar& in : inner_[s]) {
       if (in.order <= best[s]) break;
       if ((in.methods & Bit(m)) == 0) continue;
-      if (GlobMatchCanonical(in.pattern, path)) {
+      if (raw ? GlobMatch(in.pattern, query_free_path)
+              : GlobMatchCanonical(in.pattern, path)) {
         best[s] = in.order;
         break;
       }
     }
   }
 
+  // The slots that found a policy, as a bit set.
+  uint32_t found = 0;
+  for (size_t s = 0; s < k; ++s) found |= uint32_t{best[s] != 0} << s;
+  if (!has_user) found &= ~user_slots_;
   Resolution r;
-  for (size_t s = 0; s < k; ++s) {
-    if (best[s] == 0) continue;
+  while (found != 0) {
+    const auto s = static_cast<size_t>(std::countr_zero(found));
+    found &= found - 1;
     const Slot& slot = slots_[s];
-    if (!has_user && slot.scope == Scope::kUser) continue;
-    const PolicyId id = entry(best[s]).policy;
-    const RouteId bucket = BucketRoute(id, rid);
+    const OrderInfo o = order_info_[best[s]];
+    const RouteId bucket = o.share_threshold ? kSharedBucketRoute : rid;
     r.applied[r.count++] =
-        ResolvedPolicy{id, bucket, slot.layer, slot.scope, slot.shadow};
+        ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow};
     if (slot.layer == 0 && !slot.shadow) {
       if (slot.scope == Scope::kIp) {
-        r.ip = id;
+        r.ip = o.policy;
         r.ip_bucket_route = bucket;
       } else {
-        r.user = id;
+        r.user = o.policy;
         r.user_bucket_route = bucket;
       }
     }
@@ -430,7 +479,9 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
     }
     out.push_back(pm);
   }
-  auto order = [&](const PolicyMatch& pm) { return order_of_policy[pm.policy]; };
+  auto order = [&](const PolicyMatch& pm) {
+    return order_of_policy[pm.policy];
+  };
 
   // Why `winner` outranks `loser`: the first rule that separates them.
   auto reason = [&](const PolicyMatch& winner, const PolicyMatch& loser) {
@@ -439,7 +490,8 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
     const int wt = TierOf(w);
     const int lt = TierOf(l);
     if (wt != lt) {
-      return wt == 3 || lt == 3 ? RankReason::kExact : RankReason::kMoreSpecific;
+      return wt == 3 || lt == 3 ? RankReason::kExact
+                                : RankReason::kMoreSpecific;
     }
     if (ShapeOf(w).literal_bytes != ShapeOf(l).literal_bytes) {
       return RankReason::kMoreLiteralBytes;

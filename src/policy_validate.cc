@@ -36,14 +36,19 @@ std::string Subject(const Policy& p) {
   return s;
 }
 
+// Policy and layer names: 1 to `max_bytes` name characters.
+std::string NameProblem(std::string_view name, size_t max_bytes) {
+  bool ok = !name.empty() && name.size() <= max_bytes;
+  for (size_t i = 0; ok && i < name.size(); ++i) ok = IsNameChar(name[i]);
+  if (ok) return "";
+  return absl::StrCat("expected 1 to ", max_bytes,
+                      " letters, digits, '.', '_', ':' or '-'");
+}
+
 }  // namespace
 
 std::string PolicyNameProblem(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= kMaxPolicyNameBytes;
-  for (size_t i = 0; ok && i < name.size(); ++i) ok = IsNameChar(name[i]);
-  if (ok) return "";
-  return absl::StrCat("expected 1 to ", kMaxPolicyNameBytes,
-                      " letters, digits, '.', '_', ':' or '-'");
+  return NameProblem(name, kMaxPolicyNameBytes);
 }
 
 std::string PatternProblem(std::string_view match) {
@@ -91,11 +96,7 @@ std::string ShareThresholdProblem(std::span<const std::string> match) {
 }
 
 std::string LayerProblem(std::string_view layer) {
-  bool ok = !layer.empty() && layer.size() <= kMaxLayerNameBytes;
-  for (size_t i = 0; ok && i < layer.size(); ++i) ok = IsNameChar(layer[i]);
-  if (ok) return "";
-  return absl::StrCat("expected 1 to ", kMaxLayerNameBytes,
-                      " letters, digits, '.', '_', ':' or '-'");
+  return NameProblem(layer, kMaxLayerNameBytes);
 }
 
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
@@ -186,9 +187,9 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
       if (std::string problem = ClientPrefixProblem(*p.client_prefix, p.scope);
           !problem.empty()) {
         add(i, "client_prefix",
-            absl::StrCat(who, ": client_prefix: got {ipv4: ",
-                         p.client_prefix->ipv4, ", ipv6: ",
-                         p.client_prefix->ipv6, "}, ", problem));
+            absl::StrCat(who,
+                         ": client_prefix: got {ipv4: ", p.client_prefix->ipv4,
+                         ", ipv6: ", p.client_prefix->ipv6, "}, ", problem));
       }
     }
   }

@@ -110,16 +110,27 @@ size_t ShardedLimiter::UserShard(std::string_view user_id) const {
 }
 
 void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
+  // Branches rather than a reference to either shard, so the lock analysis
+  // sees which shard's fields are read.
   if (d.denied_policy != kNoPolicy) {
-    const Shard& s = d.limited_by == LimitScope::kIp ? ip : user;
-    d.policy = s.names[d.denied_policy];
-    d.layer = s.layers[d.denied_policy];
+    if (d.limited_by == LimitScope::kIp) {
+      d.policy = ip.names[d.denied_policy];
+      d.layer = ip.layers[d.denied_policy];
+    } else {
+      d.policy = user.names[d.denied_policy];
+      d.layer = user.layers[d.denied_policy];
+    }
   }
   if (d.shadow_denied) {
     // Names are unique within a set, so equal text means that policy.
-    const Shard& s = ip.names[d.shadow_policy_id] == d.shadow_policy ? ip : user;
-    d.shadow_policy = s.names[d.shadow_policy_id];
-    d.shadow_layer = s.layers[d.shadow_policy_id];
+    const PolicyId id = d.shadow_policy_id;
+    if (ip.names[id] == d.shadow_policy) {
+      d.shadow_policy = ip.names[id];
+      d.shadow_layer = ip.layers[id];
+    } else {
+      d.shadow_policy = user.names[id];
+      d.shadow_layer = user.layers[id];
+    }
   }
 }
 

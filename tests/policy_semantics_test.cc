@@ -87,7 +87,8 @@ TEST(FallbackPrecedenceTest, FallbackBeatsOnlyBareStar) {
        MakePolicy("slash", "/*", Scope::kIp, 1, TimeUnit::kMinute)},
       /*include_builtins=*/false, RouteNormalizer().keys());
   // "/*" has one literal byte: it refines, so it beats <fallback>.
-  const PolicySet::Resolution r = set.Resolve("GET", kFallbackRouteId, "/x", false);
+  const PolicySet::Resolution r =
+      set.Resolve("GET", kFallbackRouteId, "/x", false);
   EXPECT_EQ(set.policy(r.ip).name, "slash");
   PolicySet no_slash = *PolicySet::Compile(
       {MakePolicy("any", "*", Scope::kIp, 1, TimeUnit::kMinute),
@@ -105,9 +106,9 @@ std::vector<Decision> Scrape(Limiter& l) {
     const std::string target = "/_matrix/client/v3/rooms/%21r" +
                                std::to_string(i % 7) +
                                "%3Aexample.org/messages?dir=b";
-    out.push_back(l.Check(MakeRequest("GET", target, "198.51.100.7",
-                                      "@scraper:example.org"),
-                          At(i / 100)));
+    out.push_back(l.Check(
+        MakeRequest("GET", target, "198.51.100.7", "@scraper:example.org"),
+        At(i / 100)));
   }
   return out;
 }
@@ -115,9 +116,9 @@ std::vector<Decision> Scrape(Limiter& l) {
 TEST(ShadowTest, TrialBesideEnforcementChangesNoDecision) {
   Policy enforce = MakePolicy("messages", "/_matrix/client/v3/rooms/*/messages",
                               Scope::kUser, 60, TimeUnit::kMinute, 20);
-  Policy trial = MakePolicy("messages-trial",
-                            "/_matrix/client/v3/rooms/{roomId}/messages",
-                            Scope::kUser, 10, TimeUnit::kMinute, 5);
+  Policy trial =
+      MakePolicy("messages-trial", "/_matrix/client/v3/rooms/{roomId}/messages",
+                 Scope::kUser, 10, TimeUnit::kMinute, 5);
   trial.shadow_mode = true;
   auto without = Make({enforce});
   auto with = Make({enforce, trial});
@@ -133,8 +134,9 @@ TEST(ShadowTest, TrialBesideEnforcementChangesNoDecision) {
   }
   EXPECT_GT(denied, 2000);  // The scraper is stopped, trial or not.
   EXPECT_GT(shadow, 0);     // And the trial reports what it would deny.
-  const Request one = MakeRequest("GET", "/_matrix/client/v3/rooms/!r:x/messages",
-                                  "198.51.100.7", "@s:example.org");
+  const Request one =
+      MakeRequest("GET", "/_matrix/client/v3/rooms/!r:x/messages",
+                  "198.51.100.7", "@s:example.org");
   EXPECT_EQ(Applied(*with, one, "route", Scope::kUser), "messages");
   EXPECT_EQ(Applied(*with, one, "route", Scope::kUser, /*shadow=*/true),
             "messages-trial");
@@ -177,32 +179,35 @@ TEST(CanonicalSpellingTest, EverySpellingOfARoomHitsItsRawPathPolicy) {
   auto l = Make({MakePolicy("hot-room",
                             "/_matrix/client/v3/rooms/!hot:example.org/send/*",
                             Scope::kUser, 5, TimeUnit::kMinute)});
-  for (const char* target : {
-           "/_matrix/client/v3/rooms/!hot:example.org/send/m.room.message/1",
-           "/_matrix/client/v3/rooms/%21hot%3Aexample.org/send/m.room.message/1",
-           "/_matrix/client/v3/rooms/%21hot%3aexample.org/send/m.room.message/1",
-           "/_matrix/client/r0/rooms/!hot:example.org/send/m.room.message/1",
-           "/_matrix/client/unstable/rooms/%21hot%3Aexample.org/send/x/1",
-           "/_matrix/client/%72%30/rooms/!hot:%65xample.org/send/x/1",
-           "/_matrix/client/api/v1/rooms/!hot:example.org/send/x/1",
-       }) {
-    EXPECT_EQ(Applied(*l, MakeRequest("PUT", target, "203.0.113.1",
-                                      "@a:example.org"),
-                      "route", Scope::kUser),
-              "hot-room")
+  for (
+      const char* target : {
+          "/_matrix/client/v3/rooms/!hot:example.org/send/m.room.message/1",
+          "/_matrix/client/v3/rooms/%21hot%3Aexample.org/send/m.room.message/1",
+          "/_matrix/client/v3/rooms/%21hot%3aexample.org/send/m.room.message/1",
+          "/_matrix/client/r0/rooms/!hot:example.org/send/m.room.message/1",
+          "/_matrix/client/unstable/rooms/%21hot%3Aexample.org/send/x/1",
+          "/_matrix/client/%72%30/rooms/!hot:%65xample.org/send/x/1",
+          "/_matrix/client/api/v1/rooms/!hot:example.org/send/x/1",
+      }) {
+    EXPECT_EQ(
+        Applied(*l, MakeRequest("PUT", target, "203.0.113.1", "@a:example.org"),
+                "route", Scope::kUser),
+        "hot-room")
         << target;
   }
   // An encoded slash is not a segment boundary, and other rooms are others.
-  EXPECT_NE(Applied(*l, MakeRequest("PUT",
-                                    "/_matrix/client/v3/rooms/!hot:example.org"
-                                    "%2Fsend/x/1",
-                                    "203.0.113.1", "@a:example.org"),
+  EXPECT_NE(Applied(*l,
+                    MakeRequest("PUT",
+                                "/_matrix/client/v3/rooms/!hot:example.org"
+                                "%2Fsend/x/1",
+                                "203.0.113.1", "@a:example.org"),
                     "route", Scope::kUser),
             "hot-room");
-  EXPECT_EQ(Applied(*l, MakeRequest("PUT",
-                                    "/_matrix/client/v3/rooms/!cold:example.org/"
-                                    "send/x/1",
-                                    "203.0.113.1", "@a:example.org"),
+  EXPECT_EQ(Applied(*l,
+                    MakeRequest("PUT",
+                                "/_matrix/client/v3/rooms/!cold:example.org/"
+                                "send/x/1",
+                                "203.0.113.1", "@a:example.org"),
                     "route", Scope::kUser),
             "message-send");
 }
@@ -217,19 +222,22 @@ TEST(CanonicalSpellingTest, NonCanonicalPatternsAreReadCanonically) {
   // An r0-only pattern now covers the v3 spelling too.
   auto l = Make({MakePolicy("r0-login", "/_matrix/client/r0/login", Scope::kIp,
                             2, TimeUnit::kMinute)});
-  EXPECT_EQ(Applied(*l, MakeRequest("POST", "/_matrix/client/v3/login",
-                                    "203.0.113.1"),
-                    "route", Scope::kIp),
-            "r0-login");
+  EXPECT_EQ(
+      Applied(*l,
+              MakeRequest("POST", "/_matrix/client/v3/login", "203.0.113.1"),
+              "route", Scope::kIp),
+      "r0-login");
 }
 
-// --- 5. stacked layers --------------------------------------------------------
+// --- 5. stacked layers
+// --------------------------------------------------------
 
 TEST(LayerTest, RotatingSlash64sInsideOneSlash48IsCapped) {
   auto l = Make({});
   const Policy& network =
       l->policies().policy(*l->policies().Find("login-per-network"));
-  const Policy& per_ip = l->policies().policy(*l->policies().Find("login-per-ip"));
+  const Policy& per_ip =
+      l->policies().policy(*l->policies().Find("login-per-ip"));
   int allowed = 0;
   for (int i = 0; i < 65536; i += 97) {
     IpAddress client = Ip("2001:db8:77::1");
@@ -397,7 +405,8 @@ TEST(MatchListTest, PatternsOfOneListShareItsBuckets) {
   EXPECT_EQ(allowed, 3);
 }
 
-// --- canonical form and its matchers ------------------------------------------
+// --- canonical form and its matchers
+// ------------------------------------------
 
 TEST(CanonicalPathTest, DecodesFoldsAndKeepsStructuralEscapes) {
   using internal::CanonicalPath;
@@ -421,11 +430,17 @@ TEST(CanonicalPathTest, DecodesFoldsAndKeepsStructuralEscapes) {
 TEST(CanonicalPathTest, CursorMatchersAgreeWithTheStringForm) {
   // Random paths over an alphabet rich in escapes and version spellings.
   const std::vector<std::string> atoms = {
-      "/", "_matrix", "client", "media", "r0", "v1", "v3", "unstable", "api",
-      "%", "%2", "%2F", "%2f", "%41", "%7e", "%25", "*", "a", "b", "keys"};
-  const std::vector<std::string> patterns = {
-      "*", "/_matrix/client/v3/*", "/_matrix/*/a*b", "*a*", "/_matrix/media/v3/*",
-      "/_matrix/client/v3/keys", "*%2F*", "/*/*/*"};
+      "/",        "_matrix", "client", "media", "r0",  "v1",  "v3",
+      "unstable", "api",     "%",      "%2",    "%2F", "%2f", "%41",
+      "%7e",      "%25",     "*",      "a",     "b",   "keys"};
+  const std::vector<std::string> patterns = {"*",
+                                             "/_matrix/client/v3/*",
+                                             "/_matrix/*/a*b",
+                                             "*a*",
+                                             "/_matrix/media/v3/*",
+                                             "/_matrix/client/v3/keys",
+                                             "*%2F*",
+                                             "/*/*/*"};
   uint64_t seed = 12345;
   auto next = [&] {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -434,12 +449,14 @@ TEST(CanonicalPathTest, CursorMatchersAgreeWithTheStringForm) {
   for (int i = 0; i < 20000; ++i) {
     std::string path;
     const size_t n = next() % 12;
-    if (next() % 2) path = "/_matrix/" + std::string(next() % 2 ? "client" : "media") + "/";
+    if (next() % 2)
+      path = "/_matrix/" + std::string(next() % 2 ? "client" : "media") + "/";
     for (size_t j = 0; j < n; ++j) path += atoms[next() % atoms.size()];
     const std::string canonical = internal::CanonicalPath(path);
     for (const std::string& p : patterns) {
-      ASSERT_EQ(internal::GlobMatchCanonical(p, internal::CanonicalCursor(path)),
-                internal::GlobMatch(p, canonical))
+      ASSERT_EQ(
+          internal::GlobMatchCanonical(p, internal::CanonicalCursor(path)),
+          internal::GlobMatch(p, canonical))
           << p << " vs " << path;
     }
     // Consume over any prefix of the canonical form.
@@ -482,16 +499,16 @@ TEST(CanonicalPathTest, ResolveAgreesWithTheNaiveRulesOnEncodedPaths) {
     for (bool user : {false, true}) {
       const Route route = normalizer.Normalize("PUT", target);
       const std::string_view path = QueryFreePath(target);
-      EXPECT_EQ(::mxlimit::testing::AsNaive(
-                    set.Resolve("PUT", route.id, path, user)),
-                ::mxlimit::testing::NaiveResolve(set, "PUT", route.key, path,
-                                                 user))
+      EXPECT_EQ(
+          ::mxlimit::testing::AsNaive(set.Resolve("PUT", route.id, path, user)),
+          ::mxlimit::testing::NaiveResolve(set, "PUT", route.key, path, user))
           << target;
     }
   }
 }
 
-// --- the built-ins themselves -------------------------------------------------
+// --- the built-ins themselves
+// -------------------------------------------------
 
 TEST(BuiltinLayersTest, PreflightIsChargedOnlyToTheAggregateCaps) {
   auto l = Make({});
@@ -499,7 +516,8 @@ TEST(BuiltinLayersTest, PreflightIsChargedOnlyToTheAggregateCaps) {
                                         "192.0.2.1", "@a:example.org");
   EXPECT_EQ(Applied(*l, preflight, "route", Scope::kIp), "-");
   EXPECT_EQ(Applied(*l, preflight, "route", Scope::kUser), "-");
-  EXPECT_EQ(Applied(*l, preflight, "aggregate", Scope::kIp), "aggregate-per-ip");
+  EXPECT_EQ(Applied(*l, preflight, "aggregate", Scope::kIp),
+            "aggregate-per-ip");
   EXPECT_EQ(Applied(*l, preflight, "aggregate", Scope::kUser),
             "aggregate-per-user");
   const Request health = MakeRequest("GET", "/health", "192.0.2.1");

@@ -89,9 +89,10 @@ class Limiter {
 
   // Check
   //
-  // Decides and, when allowed, charges `request.cost` to the bucket of each
-  // scope that has a limited policy. All-or-nothing: if either scope denies,
-  // nothing is charged anywhere. Exempt requests return at once.
+  // Decides and, when allowed, charges `request.cost` to the bucket of every
+  // limited policy that applies (each layer, each scope, shadow policies
+  // included when they would allow). All-or-nothing: if any enforcing policy
+  // denies, nothing is charged anywhere. Exempt requests return at once.
   Decision Check(const Request& request, MonotonicTime now);
   // Reads std::chrono::steady_clock.
   Decision Check(const Request& request) {
@@ -106,10 +107,10 @@ class Limiter {
 
   // Charge
   //
-  // Charges `request.cost` to both scopes' buckets without checking, e.g. a
-  // failed login recorded after the response. Buckets drain to empty, never
-  // past it; a negative cost refunds, up to a full bucket. Exempt requests
-  // and unlimited or blocked policies are not charged.
+  // Charges `request.cost` to every applying policy's bucket without
+  // checking, e.g. a failed login recorded after the response. Buckets drain
+  // to empty, never past it; a negative cost refunds, up to a full bucket.
+  // Exempt requests and unlimited or blocked policies are not charged.
   void Charge(const Request& request, MonotonicTime now);
 
   // Reload
@@ -161,6 +162,9 @@ class Limiter {
     size_t hash = 0;
     // How far the bucket's TAT was ahead of `now`, in [0, tau].
     int64_t lead = 0;
+    // Allowed with a limited rate: tau - (lead + cost * interval), so that
+    // the requests left are slack / interval (see Combine).
+    int64_t slack = 0;
     GcraResult verdict;
     union Key {
       Key() {}  // Written only for checks with a bucket.
@@ -177,7 +181,9 @@ class Limiter {
     ~Checks() {}
     Checks(const Checks&) = delete;
     Checks& operator=(const Checks&) = delete;
-    BucketCheck& Add(uint8_t& count) { return *new (&items[count++]) BucketCheck; }
+    BucketCheck& Add(uint8_t& count) {
+      return *new (&items[count++]) BucketCheck;
+    }
     union {
       BucketCheck items[kMaxResolved];
     };
@@ -224,6 +230,10 @@ class Limiter {
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, const Route* route = nullptr) const;
+  // Fills in `c.verdict`, `c.lead` and `c.slack` from its bucket (null: a
+  // fresh one). Changes nothing.
+  static void EvaluateCheck(BucketCheck& c, const GcraState* state,
+                            MonotonicTime now, int64_t cost);
   // The decision from the per-IP checks of `ip_part` and the per-user checks
   // of `user_part` (the same evaluation, for a lone engine).
   Decision Combine(const Evaluation& ip_part,

@@ -92,15 +92,18 @@ std::string_view RankReasonName(RankReason reason);       // "exact", ...
 // layer and scope.
 inline constexpr size_t kMaxResolved = kMaxLayers * 2 * 2;
 
-// One policy a request resolved to.
+// One policy a request resolved to. Trivial on purpose (no member
+// initializers): a `Resolution` holds kMaxResolved of them and clearing the
+// unused ones would cost more than resolving; write `ResolvedPolicy{}` for a
+// zeroed one.
 struct ResolvedPolicy {
-  PolicyId policy = kNoPolicy;
+  PolicyId policy;
   // The route component of the bucket key it charges.
-  RouteId bucket_route = kFallbackRouteId;
+  RouteId bucket_route;
   // Index into `PolicySet::layer_name`.
-  uint8_t layer = 0;
-  Scope scope = Scope::kIp;
-  bool shadow = false;
+  uint8_t layer;
+  Scope scope;
+  bool shadow;
   friend bool operator==(const ResolvedPolicy&,
                          const ResolvedPolicy&) = default;
 };
@@ -143,7 +146,8 @@ class PolicySet {
     RouteId user_bucket_route = kFallbackRouteId;
 
     uint8_t count = 0;
-    std::array<ResolvedPolicy, kMaxResolved> applied{};
+    // The first `count` are set; the rest are unspecified.
+    std::array<ResolvedPolicy, kMaxResolved> applied;
 
     std::span<const ResolvedPolicy> all() const {
       return {applied.data(), count};
@@ -261,9 +265,17 @@ class PolicySet {
   std::vector<Slot> slots_;
   // Sorted by rank, lowest first: entries_[order - 1].
   std::vector<Entry> entries_;
+  // What Resolve needs of entry `order`, packed: order_info_[order].
+  struct OrderInfo {
+    PolicyId policy;
+    bool share_threshold;
+  };
+  std::vector<OrderInfo> order_info_;
+  // Width of a table row: slots_.size() rounded up to a multiple of 8.
+  size_t lanes_ = 8;
 
   // Best entry order per (table, method class, slot): cells_[(table *
-  // kMethodClassCount + method) * slots_.size() + slot].
+  // kMethodClassCount + method) * lanes_ + slot].
   std::vector<uint16_t> cells_;
   // Route side: table per RouteId.
   std::vector<uint32_t> route_table_;
@@ -271,6 +283,9 @@ class PolicySet {
   // inner-'*' patterns per slot by descending rank.
   internal::PrefixTrie trie_;
   std::vector<std::vector<InnerStar>> inner_;
+  // The slots with inner-'*' patterns, and the user-scope slots as bits.
+  std::vector<uint8_t> inner_slots_;
+  uint32_t user_slots_ = 0;
 };
 
 }  // namespace mxlimit

@@ -41,9 +41,9 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
     for (const std::string& m : p.match) {
       std::string note = PatternCanonicalNote(m);
       if (note.empty()) continue;
-      absl::StrAppend(&line, opts.path, ":", p.source_line, ": warning: policy ",
-                      internal::QuoteForError(p.name), ": match ",
-                      internal::QuoteForError(m), " ", note, "\n");
+      absl::StrAppend(&line, opts.path, ":", p.source_line,
+                      ": warning: policy ", internal::QuoteForError(p.name),
+                      ": match ", internal::QuoteForError(m), " ", note, "\n");
     }
   }
   std::fwrite(line.data(), 1, line.size(), stdout);

@@ -83,8 +83,8 @@ int RunExplain(const ExplainOptions& opts) {
                   ")\n");
   absl::StrAppend(&out, "raw path: ", ToAbsl(path), "\n");
   // Policies match the canonical form (escapes decoded, version folded).
-  absl::StrAppend(&out, "canonical path: ",
-                  internal::CanonicalPath(path), "\n");
+  absl::StrAppend(&out, "canonical path: ", internal::CanonicalPath(path),
+                  "\n");
 
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
@@ -106,8 +106,7 @@ int RunExplain(const ExplainOptions& opts) {
   const PolicySet& set = l.policies();
   const std::vector<PolicyMatch> matches =
       set.Explain(opts.method, route.id, path, !opts.user.empty());
-  out +=
-      "\nmatching policies (per layer and scope: enforcing, then shadow):\n";
+  out += "\nmatching policies (per layer and scope: enforcing, then shadow):\n";
   if (matches.empty()) {
     out += "  (none)\n";
   } else {
@@ -132,12 +131,11 @@ int RunExplain(const ExplainOptions& opts) {
     }
     std::string via(MatchFormName(m.form));
     if (p.match.size() > 1) absl::StrAppend(&via, " #", m.pattern + 1);
-    absl::StrAppend(
-        &out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
-                              ToAbsl(set.layer_name(m.layer)),
-                              m.scope == Scope::kIp ? "ip" : "user",
-                              m.shadow ? "shadow" : "enforce", ToAbsl(p.name),
-                              via, verdict));
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+                                          ToAbsl(set.layer_name(m.layer)),
+                                          m.scope == Scope::kIp ? "ip" : "user",
+                                          m.shadow ? "shadow" : "enforce",
+                                          ToAbsl(p.name), via, verdict));
   }
 
   out += "\nchosen:\n";
@@ -151,9 +149,9 @@ int RunExplain(const ExplainOptions& opts) {
         if (a.layer != layer || a.scope != scope) continue;
         (a.shadow ? shadow : enforcing) = &a;
       }
-      const std::string where = absl::StrCat(
-          ToAbsl(set.layer_name(layer)), "/", scope == Scope::kIp ? "ip" : "user",
-          ":");
+      const std::string where =
+          absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
+                       scope == Scope::kIp ? "ip" : "user", ":");
       std::string what;
       if (enforcing != nullptr) {
         what = Describe(set.policy(enforcing->policy));

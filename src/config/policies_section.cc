@@ -34,9 +34,9 @@ using internal::QuoteForError;
 using internal::ToAbsl;
 
 constexpr std::string_view kPolicyKeys[] = {
-    "name",        "match",           "methods", "scope",
-    "rate_limit",  "burst",           "unlimited", "shadow_mode",
-    "share_threshold", "layer",       "client_prefix"};
+    "name",         "match",     "methods",     "scope",           "rate_limit",
+    "burst",        "unlimited", "shadow_mode", "share_threshold", "layer",
+    "client_prefix"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user"};
@@ -53,7 +53,7 @@ std::string_view ParentPath(const Field& field) {
 class PolicyReader {
  public:
   PolicyReader(const YAML::Node& node, std::string path,
-              const TableOptions& tables, ConfigErrors& errors)
+               const TableOptions& tables, ConfigErrors& errors)
       : table_ipv4_(tables.ipv4_prefix),
         table_ipv6_(tables.ipv6_prefix),
         node_(node),
@@ -111,10 +111,10 @@ class PolicyReader {
       return;
     }
     if (f->value.size() == 0 || f->value.size() > kMaxPatternsPerPolicy) {
-      errors_.Add(f->mark(),
-                  absl::StrCat(f->path, ": got a list of ", f->value.size(),
-                               " patterns, expected 1 to ",
-                               kMaxPatternsPerPolicy));
+      errors_.Add(
+          f->mark(),
+          absl::StrCat(f->path, ": got a list of ", f->value.size(),
+                       " patterns, expected 1 to ", kMaxPatternsPerPolicy));
       return;
     }
     for (ListString& item : ReadStringList(
@@ -140,8 +140,9 @@ class PolicyReader {
         ReadString(*f, "a layer name such as \"network\"", errors_);
     if (!layer.has_value()) return;
     if (std::string problem = LayerProblem(*layer); !problem.empty()) {
-      errors_.Add(f->mark(), absl::StrCat(f->path, ": got ",
-                                          QuoteForError(*layer), ", ", problem));
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path, ": got ", QuoteForError(*layer), ", ",
+                               problem));
       return;
     }
     policy.layer = *std::move(layer);
@@ -394,8 +395,8 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
   absl::flat_hash_map<std::string, int> first_line;
   for (size_t i = 0; i < items.size(); ++i) {
     Policy policy;
-    PolicyReader reader(items[i], absl::StrCat(field.path, "[", i, "]"),
-                        tables, errors);
+    PolicyReader reader(items[i], absl::StrCat(field.path, "[", i, "]"), tables,
+                        errors);
     if (!reader.Read(policy)) continue;
     if (!policy.name.empty()) {
       const Field* name = reader.name_field();

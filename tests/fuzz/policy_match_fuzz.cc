@@ -19,9 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <tuple>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "mxlimit/internal/policy_match.h"
@@ -129,8 +129,9 @@ void RunPolicySet(FuzzInput& in) {
     const uint8_t more = in.Byte();
     if (more & 1) p.layer = (more & 2) ? "net" : "agg";
     p.shadow_mode = (more & 4) != 0;
-    p.share_threshold = (bits & 0x80) && (p.match.size() > 1 ||
-                                          p.match[0].find('*') != std::string::npos);
+    p.share_threshold =
+        (bits & 0x80) &&
+        (p.match.size() > 1 || p.match[0].find('*') != std::string::npos);
     policies.push_back(std::move(p));
   }
   const std::string_view method = kMethods[in.Byte() % kMethods.size()];
@@ -165,9 +166,8 @@ void RunPolicySet(FuzzInput& in) {
   testing::NaiveResolution explained;
   for (const PolicyMatch& m : set->Explain(method, route.id, path, has_user)) {
     if (m.verdict != MatchVerdict::kChosen) continue;
-    const auto slot =
-        std::make_tuple(static_cast<int>(m.layer),
-                        m.scope == Scope::kIp ? 0 : 1, m.shadow);
+    const auto slot = std::make_tuple(static_cast<int>(m.layer),
+                                      m.scope == Scope::kIp ? 0 : 1, m.shadow);
     MXLIMIT_FUZZ_CHECK(explained.count(slot) == 0);  // One chosen per group.
     explained[slot] = m.policy;
   }

@@ -63,13 +63,13 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
     if (!method_ok) continue;
     for (size_t j = 0; j < p.match.size(); ++j) {
       const std::string c = NaiveCanonical(p.match[j]);
-      const bool hit = internal::GlobMatch(c, key) ||
-                       (c != kFallbackRouteKey &&
-                        internal::GlobMatch(c, canonical_path));
+      const bool hit =
+          internal::GlobMatch(c, key) ||
+          (c != kFallbackRouteKey && internal::GlobMatch(c, canonical_path));
       if (!hit) continue;
-      const auto slot = std::make_tuple(static_cast<int>(set.layer_of(id)),
-                                        p.scope == Scope::kIp ? 0 : 1,
-                                        p.shadow_mode);
+      const auto slot =
+          std::make_tuple(static_cast<int>(set.layer_of(id)),
+                          p.scope == Scope::kIp ? 0 : 1, p.shadow_mode);
       const auto rank = NaiveRank(p, id, j);
       auto it = best_rank.find(slot);
       if (it == best_rank.end() || rank > it->second) {

@@ -47,6 +47,18 @@ constexpr int HexDigitValue(uint8_t c) {
   return -1;
 }
 
+// HexDigitValue for every byte, as a table: the cursor decodes escapes
+// without a branch per digit range.
+struct HexTable {
+  int8_t value[256];
+  constexpr HexTable() : value() {
+    for (int c = 0; c < 256; ++c) {
+      value[c] = static_cast<int8_t>(HexDigitValue(static_cast<uint8_t>(c)));
+    }
+  }
+};
+inline constexpr HexTable kHexTable;
+
 // Bytes whose escapes stay escaped in the canonical form.
 constexpr bool StaysEscaped(uint8_t decoded) {
   return decoded == '/' || decoded == '?' || decoded == '#' || decoded == '%';
@@ -80,14 +92,8 @@ class CanonicalCursor {
 
   // The next canonical byte; false at the end of the path.
   bool Next(uint8_t& out) {
-    if (head_pos_ < head_len_) {
-      out = static_cast<uint8_t>(head_[head_pos_++]);
-      return true;
-    }
-    if (pending_ != 0) {
-      out = pending_digits_[2 - pending_];
-      --pending_;
-      return true;
+    if (__builtin_expect(head_pos_ < head_len_ || pending_ != 0, 0)) {
+      return NextQueued(out);
     }
     if (p_ == end_) return false;
     const auto c = static_cast<uint8_t>(*p_);
@@ -99,6 +105,10 @@ class CanonicalCursor {
     out = DecodeEscape();
     return true;
   }
+
+  // True when the path is its own canonical form (no version alias, no '%'
+  // within the first bytes scanned): callers may then read it directly.
+  bool IsRaw() const { return head_len_ == 0 && escape_ == end_; }
 
   bool AtEnd() const {
     return head_pos_ == head_len_ && pending_ == 0 && p_ == end_;
@@ -115,7 +125,7 @@ class CanonicalCursor {
         size_t run = static_cast<size_t>(escape_ - p_);
         if (run > n) run = n;
         if (run != 0) {
-          if (std::memcmp(p_, bytes, run) != 0) return false;
+          if (!SameBytes(p_, bytes, run)) return false;
           p_ += run;
           bytes += run;
           n -= run;
@@ -131,6 +141,25 @@ class CanonicalCursor {
   }
 
  private:
+  // memcmp(a, b, n) == 0 without a library call for the short labels of
+  // the policy trie.
+  static bool SameBytes(const char* a, const char* b, size_t n) {
+    while (n >= 8) {
+      uint64_t x, y;
+      std::memcpy(&x, a, 8);
+      std::memcpy(&y, b, 8);
+      if (x != y) return false;
+      a += 8;
+      b += 8;
+      n -= 8;
+    }
+    while (n != 0) {
+      if (*a++ != *b++) return false;
+      --n;
+    }
+    return true;
+  }
+
   // Points `escape_` at the first '%' at or after p_, looking a bounded
   // window ahead (so a long path is never scanned ahead of the walk): the raw
   // bytes before `escape_` are canonical as they are.
@@ -141,13 +170,24 @@ class CanonicalCursor {
     escape_ = pct != nullptr ? static_cast<const char*>(pct) : p_ + window;
   }
 
+  // The folded head's bytes, then a kept escape's hex digits.
+  bool NextQueued(uint8_t& out) {
+    if (head_pos_ < head_len_) {
+      out = static_cast<uint8_t>(head_[head_pos_++]);
+      return true;
+    }
+    out = pending_digits_[2 - pending_];
+    --pending_;
+    return true;
+  }
+
   // At p_ == '%': the byte the escape stands for, advancing past it; an
   // escape that stays escaped yields '%' and queues its two hex digits.
   uint8_t DecodeEscape() {
     if (end_ - p_ >= 3) {
-      const int hi = HexDigitValue(static_cast<uint8_t>(p_[1]));
-      const int lo = HexDigitValue(static_cast<uint8_t>(p_[2]));
-      if (hi >= 0 && lo >= 0) {
+      const int hi = kHexTable.value[static_cast<uint8_t>(p_[1])];
+      const int lo = kHexTable.value[static_cast<uint8_t>(p_[2])];
+      if ((hi | lo) >= 0) {
         const auto decoded = static_cast<uint8_t>(hi * 16 + lo);
         p_ += 3;
         if (!StaysEscaped(decoded)) return decoded;
@@ -170,15 +210,23 @@ class CanonicalCursor {
     const size_t window = size < kFoldWindow ? size : kFoldWindow;
     if (window == 0) return;
     if (std::memchr(p_, '%', window) == nullptr) {
+      // Constant-size compares, which the compiler inlines.
       if (size < 17 || std::memcmp(p_, "/_matrix/", 9) != 0) return;
-      for (const VersionFold& f : kVersionFolds) {
-        if (size < f.from.size() ||
-            std::memcmp(p_, f.from.data(), f.from.size()) != 0) {
-          continue;
-        }
-        if (size > f.from.size() && p_[f.from.size()] != '/') continue;
-        Fold(f, p_ + f.from.size());
-        return;
+      const char* q = p_ + 9;
+      auto segment = [&](const char* text, size_t n) {
+        return static_cast<size_t>(end_ - q) >= n &&
+               std::memcmp(q, text, n) == 0 &&
+               (static_cast<size_t>(end_ - q) == n || q[n] == '/');
+      };
+      if (std::memcmp(q, "client/", 7) == 0) {
+        q += 7;
+        if (segment("r0", 2)) return Fold(kVersionFolds[2], q + 2);
+        if (segment("unstable", 8)) return Fold(kVersionFolds[0], q + 8);
+        if (segment("api/v1", 6)) return Fold(kVersionFolds[1], q + 6);
+      } else if (std::memcmp(q, "media/", 6) == 0) {
+        q += 6;
+        if (segment("r0", 2)) return Fold(kVersionFolds[3], q + 2);
+        if (segment("v1", 2)) return Fold(kVersionFolds[4], q + 2);
       }
       return;
     }
