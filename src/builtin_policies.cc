@@ -30,7 +30,8 @@ constexpr Scope kUser = Scope::kUser;
 // Every method but OPTIONS: CORS preflights are answered by the proxy or the
 // server without work, and a browser client sends one before many requests,
 // so only the aggregate caps count them.
-constexpr std::string_view kNoPreflight = "GET,HEAD,POST,PUT,DELETE,PATCH,CONNECT,TRACE";
+constexpr std::string_view kNoPreflight =
+    "GET,HEAD,POST,PUT,DELETE,PATCH,CONNECT,TRACE";
 constexpr std::string_view kRoute = "route";
 constexpr std::string_view kNetwork = "network";
 constexpr std::string_view kAggregate = "aggregate";

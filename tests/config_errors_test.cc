@@ -37,14 +37,16 @@ TEST(ConfigErrorTest, YamlSyntax) {
 }
 
 TEST(ConfigErrorTest, TopLevelNotAMap) {
-  EXPECT_THAT(Errors("- a\n- b\n"),
-              ElementsAre("test.yaml:1:1: top level: got a list, expected a "
-                          "map with keys builtin_policies, shadow_mode, tables, "
-                          "exempt, policies"));
-  EXPECT_THAT(Errors("hello\n"),
-              ElementsAre("test.yaml:1:1: top level: got hello, expected a "
-                          "map with keys builtin_policies, shadow_mode, tables, "
-                          "exempt, policies"));
+  EXPECT_THAT(
+      Errors("- a\n- b\n"),
+      ElementsAre("test.yaml:1:1: top level: got a list, expected a "
+                  "map with keys builtin_policies, shadow_mode, tables, "
+                  "exempt, policies"));
+  EXPECT_THAT(
+      Errors("hello\n"),
+      ElementsAre("test.yaml:1:1: top level: got hello, expected a "
+                  "map with keys builtin_policies, shadow_mode, tables, "
+                  "exempt, policies"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -223,16 +225,18 @@ TEST(ConfigErrorTest, DuplicateNamesPointAtTheSecond) {
 }
 
 TEST(ConfigErrorTest, ShareThresholdNeedsAWildcard) {
-  EXPECT_THAT(Errors(R"(policies:
+  EXPECT_THAT(
+      Errors(R"(policies:
   - name: p
     match: /_matrix/client/v3/login
     share_threshold: true
     unlimited: true
 )"),
-              ElementsAre("test.yaml:4:22: policies[0].share_threshold: got "
-                          "true, but match \"/_matrix/client/v3/login\" (line "
-                          "3) has no '*'; sharing needs a wildcard pattern or a list of "
-                          "patterns"));
+      ElementsAre(
+          "test.yaml:4:22: policies[0].share_threshold: got "
+          "true, but match \"/_matrix/client/v3/login\" (line "
+          "3) has no '*'; sharing needs a wildcard pattern or a list of "
+          "patterns"));
   // `false` is the default and harmless on an exact pattern.
   Parse(
       "policies:\n  - name: p\n    match: /a\n    share_threshold: false\n"

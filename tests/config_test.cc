@@ -67,7 +67,8 @@ policies:
 
   const Policy& media = config.policies[0];
   EXPECT_EQ(media.name, "media-download");
-  EXPECT_THAT(media.match, ::testing::ElementsAre("/_matrix/client/v1/media/download/*"));
+  EXPECT_THAT(media.match,
+              ::testing::ElementsAre("/_matrix/client/v1/media/download/*"));
   EXPECT_TRUE(media.methods.empty());
   EXPECT_EQ(media.scope, Scope::kIp);
   EXPECT_TRUE(media.share_threshold);
@@ -77,7 +78,8 @@ policies:
   EXPECT_EQ(media.source_line, 9);
 
   const Policy& send = config.policies[1];
-  EXPECT_THAT(send.match, ::testing::ElementsAre("/_matrix/client/v3/rooms/{roomId}/send/*"));
+  EXPECT_THAT(send.match, ::testing::ElementsAre(
+                              "/_matrix/client/v3/rooms/{roomId}/send/*"));
   EXPECT_THAT(send.methods, ElementsAre("PUT", "POST"));
   EXPECT_EQ(send.scope, Scope::kUser);
   EXPECT_TRUE(send.shadow_mode);

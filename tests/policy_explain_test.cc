@@ -183,8 +183,8 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
     ASSERT_TRUE(set.ok()) << set.status();
     for (const Request& req : requests) {
       for (bool has_user : {false, true}) {
-        const PolicySet::Resolution want = ::mxlimit::testing::
-            ResolutionFromExplain(
+        const PolicySet::Resolution want =
+            ::mxlimit::testing::ResolutionFromExplain(
                 set->Explain(req.method, req.route, req.path, has_user));
         PolicySet::Resolution got =
             set->Resolve(req.method, req.route, req.path, has_user);

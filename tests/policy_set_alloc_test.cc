@@ -68,9 +68,8 @@ TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
       for (const PolicyMatch& m :
            set->Explain(r.method, r.route, r.path, user)) {
         if (m.verdict != MatchVerdict::kChosen) continue;
-        want.applied[want.count++] =
-            ResolvedPolicy{m.policy, m.bucket_route, m.layer, m.scope,
-                           m.shadow};
+        want.applied[want.count++] = ResolvedPolicy{m.policy, m.bucket_route,
+                                                    m.layer, m.scope, m.shadow};
         if (m.layer != 0 || m.shadow) continue;
         (m.scope == Scope::kIp ? want.ip : want.user) = m.policy;
         (m.scope == Scope::kIp ? want.ip_bucket_route

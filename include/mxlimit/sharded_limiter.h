@@ -18,9 +18,10 @@
 // When a request's two scopes live in different shards, both shards are
 // locked, lower index first (so two such requests can never wait on each
 // other in a cycle), each shard evaluates its own scope, and the buckets are
-// charged only if every policy of both scopes allows: the all-or-nothing rule of `Limiter`.
-// Decisions are those one `Limiter` with the same config would make, as long
-// as no table evicts (each shard evicts from its own share, below).
+// charged only if every policy of both scopes allows: the all-or-nothing rule
+// of `Limiter`. Decisions are those one `Limiter` with the same config would
+// make, as long as no table evicts (each shard evicts from its own share,
+// below).
 //
 // Memory. The configured table capacities are split evenly among the shards
 // (each gets ceil(capacity / N)), so the total stays what the config says.

@@ -103,9 +103,10 @@ std::string BucketOwner(const Decision& d, const IpAddress& client,
   if (d.allowed || d.limited_by != LimitScope::kIp) return {};
   // The prefix of the bucket that denied: the policy's own, else the tables'.
   const TableOptions& tables = limiter.table_options();
-  const ClientPrefix prefix =
-      limiter.policies().policy(d.denied_policy).client_prefix.value_or(
-          ClientPrefix{tables.ipv4_prefix, tables.ipv6_prefix});
+  const ClientPrefix prefix = limiter.policies()
+                                  .policy(d.denied_policy)
+                                  .client_prefix.value_or(ClientPrefix{
+                                      tables.ipv4_prefix, tables.ipv6_prefix});
   return FormatClientPrefix(client, prefix.ipv4, prefix.ipv6);
 }
 
@@ -200,8 +201,7 @@ int RunReplay(const ReplayOptions& opts) {
       clock_ms = std::max(clock_ms, record.time_ms);
       const Decision d =
           limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
-      report.Record(d, BucketOwner(d, *client, limiter),
-                    record.user);
+      report.Record(d, BucketOwner(d, *client, limiter), record.user);
       if (opts.decisions) {
         const char* verdict = !d.allowed        ? "deny"
                               : d.shadow_denied ? "shadow"
