@@ -399,7 +399,10 @@ void Limiter::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   const BucketCheck* checks = e.checks.items;
   const size_t n = e.count;
   // Located buckets first (relinked to the recent end), then admissions,
-  // which evict from the other end.
+  // which evict from the other end. Only a charged bucket is admitted: an
+  // uncharged fresh one would hold nothing a missing one does not, and
+  // admitting it could evict the very bucket that denied the request (tables
+  // smaller than a request's bucket count), breaking its retry time.
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (c.has_bucket && c.slot == 0) continue;
@@ -414,6 +417,10 @@ void Limiter::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
+    if (!(c.verdict.allowed && d.allowed)) {
+      SettleOne(c, nullptr, d, now, cost);
+      continue;
+    }
     GcraState* bucket = c.scope == Scope::kIp
                             ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
                             : user_table_.Acquire({&c.key.user, c.hash}, 0);

@@ -417,6 +417,35 @@ TEST(LimiterTest, BuiltinsGiveEveryRequestABucket) {
   EXPECT_EQ(d.route_key, kFallbackRouteKey);
 }
 
+// A table smaller than a request's bucket count: the denied request must not
+// admit its other (fresh, uncharged) buckets, or the admission would evict
+// the bucket that denied it and the client could retry before its time.
+TEST(LimiterTest, DenialKeepsItsBucketInATinyTable) {
+  LimiterConfig config = OperatorOnly();
+  config.tables.ip_capacity = 1;
+  Policy client = MakePolicy("client-ip", "/_matrix/client/v3/*", Scope::kIp, 1,
+                             TimeUnit::kMinute, 1);
+  client.share_threshold = true;  // One counter over all its routes.
+  config.policies.push_back(client);
+  Policy login = MakePolicy("login-ip", "/_matrix/client/v3/login", Scope::kIp,
+                            100, TimeUnit::kMinute, 100);
+  login.layer = "aggregate";
+  config.policies.push_back(login);
+  auto limiter = MakeLimiter(config);
+  const Request sync =
+      MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.1");
+  const Request post =
+      MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.1");
+  ASSERT_TRUE(limiter->Check(sync, At(0)).allowed);
+  const Decision d = limiter->Check(post, At(0));
+  ASSERT_FALSE(d.allowed);
+  EXPECT_EQ(d.policy, "client-ip");
+  EXPECT_EQ(d.retry_after, std::chrono::seconds(60));
+  EXPECT_FALSE(limiter->Peek(post, At(59)).allowed);
+  EXPECT_TRUE(limiter->Peek(post, At(60)).allowed);
+  EXPECT_EQ(limiter->Stats().ip_table.evictions, 0u);
+}
+
 TEST(LimiterTest, RejectsBadTableOptions) {
   LimiterConfig config;
   config.tables.ip_capacity = 0;
