@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "mxlimit/internal/route_trie.h"
 #include "mxlimit/route.h"
+#include "src/route/route_trie.h"
 
 namespace mxlimit {
 namespace {

@@ -179,7 +179,7 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 
 // The documented default policies (docs/policies.md, "Built-in policies"), in
 // table order, each with `builtin = true`. Built from one data table in
-// src/builtin_policies.cc, one row per policy. They resolve exactly like
+// src/policy/builtin_policies.cc, one row per policy. They resolve exactly like
 // operator policies; an operator policy with the same name replaces one.
 std::vector<Policy> BuiltinPolicies();
 

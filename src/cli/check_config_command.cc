@@ -8,11 +8,11 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "mxlimit/internal/quote.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::cli {
 

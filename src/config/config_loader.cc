@@ -19,10 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/quote.h"
 #include "mxlimit/ip.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
+#include "src/util/quote.h"
 
 namespace mxlimit {
 namespace config_internal {

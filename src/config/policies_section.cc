@@ -3,7 +3,8 @@
 // The rules for name, match, methods and share_threshold are the core's
 // (`PolicyNameProblem` etc. in mxlimit/policy.h, also run by
 // `PolicySet::Compile`); this file reads the values and pins each problem to
-// its position. tests/policy_rules_agreement_test.cc holds the two together.
+// its position. tests/policy/policy_rules_agreement_test.cc holds the two
+// together.
 
 #include <yaml-cpp/yaml.h>
 
@@ -20,12 +21,12 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/policy_match.h"
-#include "mxlimit/internal/quote.h"
 #include "mxlimit/options.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/rate.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::config_internal {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/quote.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::config_internal {
 namespace {

@@ -24,8 +24,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/route_trie.h"
 #include "mxlimit/route.h"
+#include "src/route/route_trie.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/testing/route_test_support.h"

@@ -1,7 +1,7 @@
 // The trie builder and the allocation-free matcher. See
-// include/mxlimit/internal/route_trie.h.
+// src/route/route_trie.h.
 
-#include "mxlimit/internal/route_trie.h"
+#include "src/route/route_trie.h"
 
 #include <algorithm>
 #include <bit>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/byte_scan.h"
-#include "mxlimit/internal/route_template.h"
+#include "src/route/route_template.h"
 
 namespace mxlimit::internal {
 namespace {

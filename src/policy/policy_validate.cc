@@ -13,9 +13,9 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/policy_match.h"
-#include "mxlimit/internal/quote.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
+#include "src/util/quote.h"
 
 namespace mxlimit {
 namespace {

@@ -1,8 +1,8 @@
-// The built-in route table: src/route_table.inc turned into the arrays a
+// The built-in route table: src/route/route_table.inc turned into the arrays a
 // RouteTableSpec views. Each array includes the .inc once, keeping the lines
 // of one kind and dropping the rest, so the table stays in one file.
 
-#include "mxlimit/internal/route_trie.h"
+#include "src/route/route_trie.h"
 
 namespace mxlimit::internal {
 namespace {

@@ -7,8 +7,8 @@
 // `QuoteForError` escapes it and cuts it to a fixed length, so a message stays
 // one short, printable line whatever the input.
 
-#ifndef MXLIMIT_INTERNAL_QUOTE_H_
-#define MXLIMIT_INTERNAL_QUOTE_H_
+#ifndef MXLIMIT_UTIL_QUOTE_H_
+#define MXLIMIT_UTIL_QUOTE_H_
 
 #include <cstddef>
 #include <string>
@@ -36,4 +36,4 @@ inline std::string QuoteForError(std::string_view text) {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_QUOTE_H_
+#endif  // MXLIMIT_UTIL_QUOTE_H_

@@ -1,8 +1,8 @@
 // The route table's template syntax, validation and expansion (prefix
-// aliases, forms). See include/mxlimit/internal/route_template.h and
-// include/mxlimit/internal/route_trie.h.
+// aliases, forms). See src/route/route_template.h and
+// src/route/route_trie.h.
 
-#include "mxlimit/internal/route_template.h"
+#include "src/route/route_template.h"
 
 #include <string>
 #include <utility>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/byte_scan.h"
-#include "mxlimit/internal/route_trie.h"
+#include "src/route/route_trie.h"
 
 namespace mxlimit::internal {
 namespace {

@@ -37,8 +37,8 @@
 // Thread safety: a built `RouteTrie` is immutable; any number of threads may
 // call `Match` concurrently.
 
-#ifndef MXLIMIT_INTERNAL_ROUTE_TRIE_H_
-#define MXLIMIT_INTERNAL_ROUTE_TRIE_H_
+#ifndef MXLIMIT_ROUTE_ROUTE_TRIE_H_
+#define MXLIMIT_ROUTE_ROUTE_TRIE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -76,7 +76,7 @@ struct RouteTableSpec {
   std::span<const std::string_view> may_be_empty;
 };
 
-// The table compiled from src/route_table.inc.
+// The table compiled from src/route/route_table.inc.
 const RouteTableSpec& BuiltinRouteTable();
 
 // One concrete request shape the trie serves.
@@ -210,4 +210,4 @@ class RouteTrie {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_ROUTE_TRIE_H_
+#endif  // MXLIMIT_ROUTE_ROUTE_TRIE_H_

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/route_trie.h"
+#include "src/route/route_trie.h"
 
 // `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
 // tables, Combine, Settle*), so the evaluation stays in registers rather than

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "mxlimit/internal/route_trie.h"
 #include "mxlimit/route.h"
+#include "src/route/route_trie.h"
 #include "tests/testing/route_test_support.h"
 
 namespace mxlimit {

@@ -5,11 +5,12 @@
 // NOTE: internal to mxlimit.
 //
 // The route table's template syntax, shared by the table's validation and
-// expansion (src/route_template.cc) and the trie builder (src/route_trie.cc):
-// a template is a path whose segments are literals or `{name}` placeholders.
+// expansion (src/route/route_template.cc) and the trie builder
+// (src/route/route_trie.cc): a template is a path whose segments are literals
+// or `{name}` placeholders.
 
-#ifndef MXLIMIT_INTERNAL_ROUTE_TEMPLATE_H_
-#define MXLIMIT_INTERNAL_ROUTE_TEMPLATE_H_
+#ifndef MXLIMIT_ROUTE_ROUTE_TEMPLATE_H_
+#define MXLIMIT_ROUTE_ROUTE_TEMPLATE_H_
 
 #include <cstddef>
 #include <string_view>
@@ -38,4 +39,4 @@ absl::Status ParseTemplate(std::string_view text,
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_ROUTE_TEMPLATE_H_
+#endif  // MXLIMIT_ROUTE_ROUTE_TEMPLATE_H_

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/quote.h"
+#include "src/util/quote.h"
 
 namespace mxlimit {
 namespace {

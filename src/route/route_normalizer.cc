@@ -1,12 +1,12 @@
 // RouteNormalizer: the public face of the route trie built from the built-in
-// table (src/route_table.inc).
+// table (src/route/route_table.inc).
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "mxlimit/internal/route_trie.h"
 #include "mxlimit/route.h"
+#include "src/route/route_trie.h"
 
 namespace mxlimit {
 namespace {
