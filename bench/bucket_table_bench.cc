@@ -42,9 +42,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "benchmark/benchmark.h"
-#include "mxlimit/internal/bucket_keys.h"
-#include "mxlimit/internal/bucket_table.h"
 #include "mxlimit/rate.h"
+#include "src/engine/bucket_keys.h"
+#include "src/engine/bucket_table.h"
 
 namespace mxlimit::internal {
 namespace {

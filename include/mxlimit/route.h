@@ -135,6 +135,13 @@ class RouteNormalizer {
   Route Normalize(std::string_view method,
                   std::string_view target) const noexcept;
 
+  // RouteNormalizer::Match()
+  //
+  // `Normalize` without building a Route, for a limiter's hot path: the
+  // route id of `target`, and in `*path_size` the length of its query-free
+  // path (the bytes before any `?` or `#`), both from the same single pass.
+  RouteId Match(std::string_view target, size_t* path_size) const noexcept;
+
   // Number of RouteIds, the fallback included: ids are 0..size()-1.
   size_t size() const;
 
@@ -147,10 +154,6 @@ class RouteNormalizer {
   std::span<const std::string_view> keys() const;
 
  private:
-  // The limiter reads the trie directly: one pass yields the route and the
-  // query-free path, and no Route is built and copied on its hot path.
-  friend class Limiter;
-
   std::unique_ptr<const internal::RouteTrie> trie_;
 };
 

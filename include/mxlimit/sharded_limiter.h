@@ -57,6 +57,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/options.h"
+#include "mxlimit/request.h"
 #include "mxlimit/stats.h"
 #include "mxlimit/time.h"
 
@@ -140,7 +141,7 @@ class ShardedLimiter {
  private:
   struct Shard {
     mutable internal::Mutex mu;
-    std::unique_ptr<Limiter> engine ABSL_PT_GUARDED_BY(mu);
+    std::unique_ptr<internal::Engine> engine ABSL_PT_GUARDED_BY(mu);
     // Policy names by PolicyId of the engine's current set, pointing into
     // `ShardedLimiter::names_`, which never shrinks: decisions handed out
     // before a reload keep valid views.

@@ -8,7 +8,8 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/bucket_keys.h"
+#include "src/engine/bucket_keys.h"
+#include "src/engine/engine.h"
 
 namespace mxlimit {
 
@@ -85,7 +86,8 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   for (size_t i = 0; i < shards; ++i) {
     Shard& s = limiter->shards_[i];
     internal::MutexLock lock(s.mu);
-    s.engine.reset(new Limiter(shard_tables, limiter->normalizer_));
+    s.engine =
+        std::make_unique<internal::Engine>(shard_tables, limiter->normalizer_);
   }
   absl::Status installed = limiter->Reload(config);
   if (!installed.ok()) return installed;
@@ -151,12 +153,12 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   Shard& a = shards_[ip];
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  Limiter::Evaluation ip_part;
-  a.engine->Evaluate(request, now, Limiter::kIpScope, ip_part);
-  if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
+  internal::Engine::Evaluation ip_part;
+  a.engine->Evaluate(request, now, internal::Engine::kIpScope, ip_part);
+  if (ip_part.exempt) return internal::Engine::ExemptDecision(ip_part.route);
   // The route normalized for the IP scope serves the user scope too.
-  Limiter::Evaluation user_part;
-  b.engine->Evaluate(request, now, Limiter::kUserScope, user_part,
+  internal::Engine::Evaluation user_part;
+  b.engine->Evaluate(request, now, internal::Engine::kUserScope, user_part,
                      &ip_part.route);
   // Nothing is charged until every policy has answered.
   Decision d = a.engine->Combine(ip_part, user_part);
@@ -179,11 +181,11 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   }
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  Limiter::Evaluation ip_part;
-  a.engine->Inspect(request, now, Limiter::kIpScope, ip_part);
-  if (ip_part.exempt) return Limiter::ExemptDecision(ip_part.route);
-  Limiter::Evaluation user_part;
-  b.engine->Inspect(request, now, Limiter::kUserScope, user_part,
+  internal::Engine::Evaluation ip_part;
+  a.engine->Inspect(request, now, internal::Engine::kIpScope, ip_part);
+  if (ip_part.exempt) return internal::Engine::ExemptDecision(ip_part.route);
+  internal::Engine::Evaluation user_part;
+  b.engine->Inspect(request, now, internal::Engine::kUserScope, user_part,
                     &ip_part.route);
   Decision d = a.engine->Combine(ip_part, user_part);
   PinNames(a, b, d);
@@ -196,13 +198,14 @@ void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
   {
     Shard& a = shards_[ip];
     internal::MutexLock lock(a.mu);
-    a.engine->ChargeScopes(
-        request, now, ip == user ? Limiter::kBothScopes : Limiter::kIpScope);
+    a.engine->ChargeScopes(request, now,
+                           ip == user ? internal::Engine::kBothScopes
+                                      : internal::Engine::kIpScope);
   }
   if (ip != user) {
     Shard& b = shards_[user];
     internal::MutexLock lock(b.mu);
-    b.engine->ChargeScopes(request, now, Limiter::kUserScope);
+    b.engine->ChargeScopes(request, now, internal::Engine::kUserScope);
   }
 }
 
@@ -219,7 +222,7 @@ std::vector<std::string_view> ShardedLimiter::InternNames(
 absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
   internal::MutexLock reload(reload_mu_);
   absl::Status tables_ok =
-      Limiter::CheckTablesUnchanged(tables_, config.tables);
+      internal::Engine::CheckTablesUnchanged(tables_, config.tables);
   if (!tables_ok.ok()) return tables_ok;
   for (const Policy& p : config.policies) {
     if (!p.client_prefix.has_value()) continue;
@@ -237,7 +240,7 @@ absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
   // Compiled once for all shards: every shard's normalizer is built from the
   // same route table, so route ids agree.
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
-      Limiter::CompilePolicies(config, *normalizer_);
+      internal::Engine::CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
   // Everything that can fail is done: from here on every shard installs.
   const std::vector<std::string_view> names = InternNames(**compiled, false);

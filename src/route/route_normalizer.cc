@@ -36,6 +36,11 @@ Route RouteNormalizer::Normalize(std::string_view /*method*/,
   return Route{id, trie_->keys()[id], id != kFallbackRouteId};
 }
 
+RouteId RouteNormalizer::Match(std::string_view target,
+                               size_t* path_size) const noexcept {
+  return trie_->Match(target, path_size);
+}
+
 size_t RouteNormalizer::size() const { return trie_->keys().size(); }
 
 std::string_view RouteNormalizer::key(RouteId id) const {

@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/byte_scan.h"
+#include "src/route/byte_scan.h"
 #include "src/route/route_trie.h"
 
 namespace mxlimit::internal {

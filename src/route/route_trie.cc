@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/byte_scan.h"
+#include "src/route/byte_scan.h"
 #include "src/route/route_template.h"
 
 namespace mxlimit::internal {

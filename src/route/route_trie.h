@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/route_trie.h
+// File: route/route_trie.h
 // -----------------------------------------------------------------------------
 //
 // NOTE: internal to mxlimit; embedders use `mxlimit::RouteNormalizer`
@@ -16,7 +16,7 @@
 //
 // Matching (`Match`) is two steps with no allocation:
 //   1. One pass over the target's bytes up to the first '?' or '#', 16 bytes
-//      per step (internal/byte_scan.h): it finds the segment boundaries,
+//      per step (src/route/byte_scan.h): it finds the segment boundaries,
 //      rejects bytes no request-target may hold (C0 controls, space, DEL),
 //      rejects dot segments ("." and ".."), and gives up as soon as the path
 //      has more segments than the longest template.

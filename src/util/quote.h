@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/quote.h
+// File: util/quote.h
 // -----------------------------------------------------------------------------
 //
 // Quoting user input inside error messages. Messages name the bad value, but

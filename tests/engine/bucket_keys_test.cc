@@ -1,4 +1,4 @@
-#include "mxlimit/internal/bucket_keys.h"
+#include "src/engine/bucket_keys.h"
 
 #include <array>
 #include <cstring>
@@ -9,8 +9,8 @@
 #include "absl/hash/hash.h"
 #include "absl/hash/hash_testing.h"
 #include "gtest/gtest.h"
-#include "mxlimit/internal/bucket_table.h"
-#include "mxlimit/internal/siphash.h"
+#include "src/engine/bucket_table.h"
+#include "src/engine/siphash.h"
 
 namespace mxlimit::internal {
 namespace {

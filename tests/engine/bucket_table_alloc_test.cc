@@ -10,9 +10,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "mxlimit/internal/bucket_keys.h"
-#include "mxlimit/internal/bucket_table.h"
 #include "mxlimit/matrix_response.h"
+#include "src/engine/bucket_keys.h"
+#include "src/engine/bucket_table.h"
 #include "tests/testing/counting_new.h"
 
 namespace mxlimit::internal {

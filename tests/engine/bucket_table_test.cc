@@ -1,4 +1,4 @@
-#include "mxlimit/internal/bucket_table.h"
+#include "src/engine/bucket_table.h"
 
 #include <cstdint>
 #include <list>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "mxlimit/internal/bucket_keys.h"
+#include "src/engine/bucket_keys.h"
 
 namespace mxlimit::internal {
 namespace {

@@ -1,7 +1,7 @@
 // The bucket tables' big-array memory: large blocks are huge-page aligned,
 // small ones are ordinary, and arrays are constructed and destroyed whole.
 
-#include "mxlimit/internal/huge_page_allocator.h"
+#include "src/engine/huge_page_allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -19,9 +19,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "mxlimit/config.h"
-#include "mxlimit/internal/bucket_keys.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy.h"
+#include "src/engine/bucket_keys.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

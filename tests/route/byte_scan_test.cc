@@ -1,6 +1,6 @@
 // The wide target scanners agree with the byte-at-a-time definition.
 
-#include "mxlimit/internal/byte_scan.h"
+#include "src/route/byte_scan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/huge_page_allocator.h
+// File: engine/huge_page_allocator.h
 // -----------------------------------------------------------------------------
 //
 // NOTE: internal to mxlimit.
@@ -17,8 +17,8 @@
 // Memory use stays what the capacity fixes: a block is rounded up to whole
 // 2 MiB pages at most, and it is allocated once, at table construction.
 
-#ifndef MXLIMIT_INTERNAL_HUGE_PAGE_ALLOCATOR_H_
-#define MXLIMIT_INTERNAL_HUGE_PAGE_ALLOCATOR_H_
+#ifndef MXLIMIT_ENGINE_HUGE_PAGE_ALLOCATOR_H_
+#define MXLIMIT_ENGINE_HUGE_PAGE_ALLOCATOR_H_
 
 #include <cstddef>
 #include <cstdlib>
@@ -113,4 +113,4 @@ HugeArray<T> MakeHugeArray(size_t n) {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_HUGE_PAGE_ALLOCATOR_H_
+#endif  // MXLIMIT_ENGINE_HUGE_PAGE_ALLOCATOR_H_

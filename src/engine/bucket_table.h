@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/bucket_table.h
+// File: engine/bucket_table.h
 // -----------------------------------------------------------------------------
 //
 // `BucketTable<Key>` is a bounded map from a bucket key to the GCRA state of
@@ -10,7 +10,7 @@
 //
 // Layout. Entries live in a slab of `capacity + 1` fixed-size records
 // allocated once (large slabs and indexes on transparent huge pages, see
-// internal/huge_page_allocator.h: at a million buckets the page walks cost
+// src/engine/huge_page_allocator.h: at a million buckets the page walks cost
 // as much as the accesses). Record 0 is a dummy list head; records 1..capacity
 // hold (key, GcraState, prev, next). `prev`/`next` are `uint32_t` slab indices
 // forming an intrusive, circular, doubly-linked recency list through the dummy
@@ -52,8 +52,8 @@
 // `Erase`, `EraseIf`, `Clear`): an admission may evict that very entry and
 // reuse its record. Lookups in another table do not invalidate it.
 
-#ifndef MXLIMIT_INTERNAL_BUCKET_TABLE_H_
-#define MXLIMIT_INTERNAL_BUCKET_TABLE_H_
+#ifndef MXLIMIT_ENGINE_BUCKET_TABLE_H_
+#define MXLIMIT_ENGINE_BUCKET_TABLE_H_
 
 #include <bit>
 #include <cassert>
@@ -64,8 +64,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
-#include "mxlimit/internal/huge_page_allocator.h"
 #include "mxlimit/rate.h"
+#include "src/engine/huge_page_allocator.h"
 
 namespace mxlimit::internal {
 
@@ -415,4 +415,4 @@ class BucketTable {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_BUCKET_TABLE_H_
+#endif  // MXLIMIT_ENGINE_BUCKET_TABLE_H_

@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/bucket_keys.h
+// File: engine/bucket_keys.h
 // -----------------------------------------------------------------------------
 //
 // The keys of the two bucket tables: fixed-size, trivially copyable values
@@ -48,8 +48,8 @@
 //   UserBucketKey user_key =
 //       UserBucketKey::Make(user_id, policy, kSharedBucketRoute, secret_);
 
-#ifndef MXLIMIT_INTERNAL_BUCKET_KEYS_H_
-#define MXLIMIT_INTERNAL_BUCKET_KEYS_H_
+#ifndef MXLIMIT_ENGINE_BUCKET_KEYS_H_
+#define MXLIMIT_ENGINE_BUCKET_KEYS_H_
 
 #include <array>
 #include <bit>
@@ -59,11 +59,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "mxlimit/internal/byte_scan.h"
-#include "mxlimit/internal/siphash.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
+#include "src/engine/siphash.h"
+#include "src/route/byte_scan.h"
 
 namespace mxlimit::internal {
 
@@ -352,4 +352,4 @@ inline BucketKeyHash::BucketKeyHash() {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_BUCKET_KEYS_H_
+#endif  // MXLIMIT_ENGINE_BUCKET_KEYS_H_

@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/siphash.h
+// File: engine/siphash.h
 // -----------------------------------------------------------------------------
 //
 // SipHash-2-4 with a 128-bit output (Aumasson & Bernstein, "SipHash: a fast
@@ -13,8 +13,8 @@
 //   SipKey key = RandomSipKey();
 //   SipDigest d = SipHash128(key, "some bytes");
 
-#ifndef MXLIMIT_INTERNAL_SIPHASH_H_
-#define MXLIMIT_INTERNAL_SIPHASH_H_
+#ifndef MXLIMIT_ENGINE_SIPHASH_H_
+#define MXLIMIT_ENGINE_SIPHASH_H_
 
 #include <array>
 #include <bit>
@@ -121,4 +121,4 @@ inline SipKey RandomSipKey() {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_SIPHASH_H_
+#endif  // MXLIMIT_ENGINE_SIPHASH_H_

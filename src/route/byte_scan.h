@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: internal/byte_scan.h
+// File: route/byte_scan.h
 // -----------------------------------------------------------------------------
 //
 // NOTE: internal to mxlimit.
@@ -20,8 +20,8 @@
 // `ScanIdWords` does the same for the first 40 bytes of a user ID, held as
 // five words (bucket_keys.h validates inline user IDs with it).
 
-#ifndef MXLIMIT_INTERNAL_BYTE_SCAN_H_
-#define MXLIMIT_INTERNAL_BYTE_SCAN_H_
+#ifndef MXLIMIT_ROUTE_BYTE_SCAN_H_
+#define MXLIMIT_ROUTE_BYTE_SCAN_H_
 
 #include <bit>
 #include <cstddef>
@@ -177,4 +177,4 @@ inline IdMasks ScanIdWords(const uint64_t* w) {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_INTERNAL_BYTE_SCAN_H_
+#endif  // MXLIMIT_ROUTE_BYTE_SCAN_H_

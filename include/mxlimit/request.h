@@ -1,0 +1,46 @@
+// -----------------------------------------------------------------------------
+// File: request.h
+// -----------------------------------------------------------------------------
+//
+// `mxlimit::Request`: one HTTP request as `Limiter` and `ShardedLimiter` see
+// it. Views only, so building one copies nothing.
+//
+// Example:
+//   mxlimit::Request req;
+//   req.method = "PUT";
+//   req.target =
+//   "/_matrix/client/v3/rooms/!r:example.org/send/m.room.message/1"; req.client
+//   = *mxlimit::ParseIpAddress("203.0.113.9"); req.user_id =
+//   "@alice:example.org";
+
+#ifndef MXLIMIT_REQUEST_H_
+#define MXLIMIT_REQUEST_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "mxlimit/ip.h"
+
+namespace mxlimit {
+
+// One HTTP request as the limiter sees it. Views only: nothing is copied.
+struct Request {
+  std::string_view method;
+  // The raw request target as received: path, optional ?query and #fragment,
+  // still percent-encoded.
+  std::string_view target;
+  // The client address (the socket peer, or a trusted X-Forwarded-For).
+  IpAddress client;
+  // The authenticated Matrix user ID; empty when anonymous.
+  std::string_view user_id;
+  // Set for requests the embedder trusts (application services, admins):
+  // neither checked nor charged.
+  bool exempt = false;
+  // How many requests this one counts as. Must be >= 0 for Check/Peek; a
+  // negative cost in Charge refunds.
+  int64_t cost = 1;
+};
+
+}  // namespace mxlimit
+
+#endif  // MXLIMIT_REQUEST_H_

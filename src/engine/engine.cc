@@ -1,0 +1,550 @@
+#include "src/engine/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+
+// `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
+// tables, Combine, Settle*), so the evaluation stays in registers rather than
+// crossing five calls as a 240-byte struct; the out-of-line forms remain for
+// ShardedLimiter and Peek. Needs -fno-semantic-interposition under -fPIC
+// (CMakeLists.txt), else GCC may not inline exported functions at all.
+#if defined(__GNUC__)
+#define MXLIMIT_FLATTEN __attribute__((flatten))
+#else
+#define MXLIMIT_FLATTEN
+#endif
+
+namespace mxlimit::internal {
+namespace {
+
+// a / b < c / d for non-negative a, c and positive b, d, without dividing.
+bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
+#if defined(__SIZEOF_INT128__)
+  __extension__ using I128 = __int128;  // not ISO C++: say so
+  return static_cast<I128>(a) * d < static_cast<I128>(c) * b;
+#else
+  return a / b < c / d;
+#endif
+}
+
+}  // namespace
+
+// What one bucket (null: a fresh one) says about a request, as GcraPeek
+// would answer, and how far its TAT lies ahead of `now` (all that settling it
+// needs, see Engine::SettleOne). Changes nothing. The `remaining` of a
+// limited rate is left to Combine, which needs only the smallest over all
+// checks: each check keeps the numerator of its quotient (`slack`), so a
+// request pays one division, not one per bucket.
+void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
+                           MonotonicTime now, int64_t cost) {
+  const Rate& rate = c.spec->rate;
+  GcraResult& r = c.verdict;
+  if (rate.unlimited()) {
+    r.allowed = true;
+    r.remaining = kUnlimitedRemaining;
+    return;
+  }
+  if (rate.blocked()) {
+    r.never = true;
+    return;
+  }
+  const int64_t ahead =
+      state == nullptr
+          ? 0
+          : internal::GcraAhead(rate, *state, internal::ClampNow(now));
+  c.lead = ahead;
+  if (cost > rate.burst()) {
+    r.never = true;
+    return;
+  }
+  const int64_t t = rate.interval_ns();
+  // All terms are within [0, 2^62]: no overflow.
+  const int64_t wait = ahead + cost * t - rate.tolerance_ns();
+  if (wait > 0) {
+    r.retry_after = std::chrono::nanoseconds(wait);
+    return;
+  }
+  r.allowed = true;
+  c.slack = -wait;  // remaining = slack / t
+}
+
+Engine::Engine(const TableOptions& tables,
+               std::shared_ptr<const RouteNormalizer> normalizer)
+    : tables_(tables),
+      client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
+      normalizer_(std::move(normalizer)),
+      route_keys_(normalizer_->keys()),
+      user_key_secret_(internal::RandomSipKey()),
+      ip_table_(tables.ip_capacity),
+      user_table_(tables.user_capacity) {}
+
+Engine::~Engine() = default;
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
+    const LimiterConfig& config) {
+  absl::Status tables_ok = ValidateTableOptions(config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  auto engine = std::make_unique<Engine>(
+      config.tables, std::make_shared<const RouteNormalizer>());
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *engine->normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  engine->Install(*std::move(compiled), config.exempt);
+  return engine;
+}
+
+absl::Status Engine::CheckTablesUnchanged(const TableOptions& current,
+                                          const TableOptions& next) {
+  if (next.ip_capacity != current.ip_capacity ||
+      next.user_capacity != current.user_capacity ||
+      next.ipv4_prefix != current.ipv4_prefix ||
+      next.ipv6_prefix != current.ipv6_prefix) {
+    return absl::FailedPreconditionError(
+        "tables: capacities and prefixes are fixed at start-up; restart to "
+        "change them (the old policies stay in force)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Reload(const LimiterConfig& config) {
+  absl::Status tables_ok = CheckTablesUnchanged(tables_, config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  // Everything that can fail happens before anything is replaced, so a
+  // rejected config never half-applies.
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  Install(*std::move(compiled), config.exempt);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
+    const LimiterConfig& config, const RouteNormalizer& normalizer) {
+  absl::StatusOr<PolicySet> compiled =
+      PolicySet::Compile(config.policies, config.builtin_policies,
+                         normalizer.keys(), config.shadow_mode);
+  if (!compiled.ok()) return compiled.status();
+  return std::make_shared<const PolicySet>(*std::move(compiled));
+}
+
+void Engine::Install(std::shared_ptr<const PolicySet> next,
+                     const ExemptOptions& exempt) {
+  // A policy keeps its bucket token (and so its buckets) when its name,
+  // scope, rate and sharing are unchanged; every other token is free, and
+  // the buckets still carrying one are dropped before it is handed out again.
+  std::vector<uint16_t> tokens(next->size(), 0);
+  std::vector<bool> kept(size_t{1} << 16, false);
+  std::vector<bool> assigned(next->size(), false);
+  for (PolicyId n = 0; policies_ != nullptr && n < next->size(); ++n) {
+    const Policy& np = next->policy(n);
+    std::optional<PolicyId> o = policies_->Find(np.name);
+    if (!o.has_value()) continue;
+    const Policy& op = policies_->policy(*o);
+    if (op.scope == np.scope && op.rate == np.rate &&
+        op.share_threshold == np.share_threshold && op.layer == np.layer &&
+        op.client_prefix == np.client_prefix) {
+      tokens[n] = bucket_token_[*o];
+      assigned[n] = true;
+      kept[tokens[n]] = true;
+    }
+  }
+  uint32_t candidate = 0;
+  for (PolicyId n = 0; n < next->size(); ++n) {
+    if (assigned[n]) continue;
+    while (kept[candidate]) ++candidate;
+    tokens[n] = static_cast<uint16_t>(candidate++);
+  }
+  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
+    return !kept[k.policy];
+  });
+  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
+    return !kept[k.policy()];
+  });
+
+  // Carry over per-policy counters of policies that kept their name.
+  std::vector<PolicyCounters> counters(next->size());
+  if (policies_ != nullptr) {
+    for (PolicyId n = 0; n < next->size(); ++n) {
+      std::optional<PolicyId> old = policies_->Find(next->policy(n).name);
+      if (old.has_value()) counters[n] = policy_counters_[*old];
+    }
+  }
+
+  std::vector<AddressMasker> masks;
+  masks.reserve(next->size());
+  for (const Policy& p : next->policies()) {
+    masks.push_back(
+        p.client_prefix.has_value()
+            ? AddressMasker(p.client_prefix->ipv4, p.client_prefix->ipv6)
+            : client_mask_);
+  }
+
+  absl::flat_hash_set<std::string> users(exempt.users.begin(),
+                                         exempt.users.end());
+  policies_ = std::move(next);
+  ip_masks_ = std::move(masks);
+  bucket_token_ = std::move(tokens);
+  policy_counters_ = std::move(counters);
+  exempt_ips_ = exempt.ips;
+  exempt_users_ = std::move(users);
+  has_exemptions_ = !exempt_ips_.empty() || !exempt_users_.empty();
+}
+
+Decision Engine::ExemptDecision(const Route& route) {
+  Decision d;
+  d.exempt = true;
+  d.remaining = kUnlimitedRemaining;
+  d.route_id = route.id;
+  d.route_key = route.key;
+  return d;
+}
+
+bool Engine::IsExempt(const Request& request) const {
+  if (request.exempt) return true;
+  for (const Cidr& net : exempt_ips_) {
+    if (net.Contains(request.client)) return true;
+  }
+  return !request.user_id.empty() && !exempt_users_.empty() &&
+         exempt_users_.contains(internal::ToAbsl(request.user_id));
+}
+
+void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+                     const Route* route) const {
+  std::string_view path;
+  if (route != nullptr) {
+    e.route = *route;
+    path = QueryFreePath(request.target);
+  } else {
+    // RouteNormalizer::Normalize, plus the path end found by the same pass;
+    // fields are stored one by one (a returned Route copied whole stalled
+    // store-to-load forwarding on every request).
+    size_t path_size = 0;
+    const RouteId id = normalizer_->Match(request.target, &path_size);
+    e.route.id = id;
+    e.route.key = route_keys_[id];
+    e.route.known = id != kFallbackRouteId;
+    path = request.target.substr(0, path_size);
+  }
+  const bool has_user = !request.user_id.empty();
+  const PolicySet::Resolution r =
+      policies_->Resolve(request.method, e.route.id, path, has_user);
+  e.ip_policy = r.ip;
+  e.user_policy = r.user;
+  // The user part of every user key is built (and checked) once.
+  internal::UserBucketKey user_key;
+  bool user_key_built = false;
+  const IpAddress& client = request.client;
+  for (const ResolvedPolicy& a : r.all()) {
+    const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
+    if ((mask & scope) == 0) continue;
+    BucketCheck& c = e.checks.Add(e.count);
+    c.policy = a.policy;
+    c.spec = &policies_->policy(a.policy);
+    c.layer = a.layer;
+    c.scope = a.scope;
+    c.shadow = a.shadow;
+    c.has_bucket = c.spec->rate.kind() == Rate::Kind::kLimited;
+    if (!c.has_bucket) continue;
+    // Written in place: a returned key copied whole would stall
+    // store-to-load forwarding (it is built a word at a time).
+    if (a.scope == Scope::kIp) {
+      c.key.ip =
+          internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
+                                      bucket_token_[a.policy], a.bucket_route);
+    } else {
+      if (!user_key_built) {
+        user_key.Assign(request.user_id, 0, 0, user_key_secret_);
+        user_key_built = true;
+      }
+      c.key.user = user_key;
+      c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
+    }
+  }
+}
+
+bool Engine::MarkExempt(const Request& request, const Route* route,
+                        Evaluation& e) const {
+  if (!MaybeExempt(request) || !IsExempt(request)) return false;
+  e.exempt = true;
+  // Still normalized, so the decision and reports name the route.
+  e.route = route != nullptr
+                ? *route
+                : normalizer_->Normalize(request.method, request.target);
+  return true;
+}
+
+void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                      Evaluation& e, const Route* route) {
+  if (MarkExempt(request, route, e)) {
+    ++exempt_requests_;
+    return;
+  }
+  Resolve(request, mask, e, route);
+  BucketCheck* checks = e.checks.items;
+  const size_t n = e.count;
+  // Hash each key once; start every table load before waiting on any. Then
+  // find the records (prefetching what relinking will touch) so the misses
+  // overlap.
+  for (size_t i = 0; i < n; ++i) {
+    BucketCheck& c = checks[i];
+    if (!c.has_bucket) continue;
+    if (c.scope == Scope::kIp) {
+      c.hash = ip_table_.Hashed(c.key.ip).hash;
+      ip_table_.Prefetch({&c.key.ip, c.hash});
+    } else {
+      c.hash = user_table_.Hashed(c.key.user).hash;
+      user_table_.Prefetch({&c.key.user, c.hash});
+    }
+  }
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  for (size_t i = 0; i < n; ++i) {
+    BucketCheck& c = checks[i];
+    const GcraState* state = nullptr;
+    if (c.has_bucket) {
+      if (c.scope == Scope::kIp) {
+        c.slot = ip_table_.Locate({&c.key.ip, c.hash});
+        state = ip_table_.StateAt(c.slot);
+      } else {
+        c.slot = user_table_.Locate({&c.key.user, c.hash});
+        state = user_table_.StateAt(c.slot);
+      }
+    }
+    EvaluateCheck(c, state, now, cost);
+  }
+}
+
+void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+                     Evaluation& e, const Route* route) const {
+  if (MarkExempt(request, route, e)) return;
+  Resolve(request, mask, e, route);
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  for (size_t i = 0; i < e.count; ++i) {
+    BucketCheck& c = e.checks.items[i];
+    const GcraState* state = nullptr;
+    if (c.has_bucket) {
+      state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
+                                    : user_table_.Peek(c.key.user);
+    }
+    EvaluateCheck(c, state, now, cost);
+  }
+}
+
+Decision Engine::Combine(const Evaluation& ip_part,
+                         const Evaluation& user_part) const {
+  Decision d;
+  d.route_id = ip_part.route.id;
+  d.route_key = ip_part.route.key;
+  d.ip_policy = ip_part.ip_policy;
+  d.user_policy = user_part.user_policy;
+  d.remaining = kUnlimitedRemaining;
+
+  // The smallest remaining over the enforcing checks, as the fraction
+  // slack / interval (compared by cross-multiplying; one division at the end).
+  int64_t min_slack = 0;
+  int64_t min_interval = 0;
+  auto consider = [&](const BucketCheck& c) {
+    const GcraResult& r = c.verdict;
+    if (r.allowed) {
+      if (c.shadow || c.spec->rate.unlimited()) return;
+      const int64_t t = c.spec->rate.interval_ns();
+      if (min_interval == 0 || LessRatio(c.slack, t, min_slack, min_interval)) {
+        min_slack = c.slack;
+        min_interval = t;
+      }
+      return;
+    }
+    if (c.shadow) {
+      if (!d.shadow_denied) {
+        d.shadow_denied = true;
+        d.shadow_policy = c.spec->name;
+        d.shadow_layer = policies_->layer_name(c.layer);
+        d.shadow_policy_id = c.policy;
+      }
+      return;
+    }
+    // Report the policy with the longest wait; `never` is the longest.
+    const bool worse = d.allowed || (r.never && !d.never) ||
+                       (!d.never && r.retry_after > d.retry_after);
+    d.allowed = false;
+    d.remaining = 0;
+    if (worse) {
+      d.never = r.never;
+      d.retry_after = r.retry_after;
+      d.limited_by =
+          c.scope == Scope::kIp ? LimitScope::kIp : LimitScope::kUser;
+      d.policy = c.spec->name;
+      d.layer = policies_->layer_name(c.layer);
+      d.denied_policy = c.policy;
+    }
+  };
+  for (const BucketCheck& c : ip_part.all()) {
+    if (&ip_part == &user_part || c.scope == Scope::kIp) consider(c);
+  }
+  if (&ip_part != &user_part) {
+    for (const BucketCheck& c : user_part.all()) {
+      if (c.scope == Scope::kUser) consider(c);
+    }
+  }
+  if (d.allowed && min_interval != 0) d.remaining = min_slack / min_interval;
+  return d;
+}
+
+void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
+                    int64_t cost) {
+  const BucketCheck* checks = e.checks.items;
+  const size_t n = e.count;
+  // Located buckets first (relinked to the recent end), then admissions,
+  // which evict from the other end. Only a charged bucket is admitted: an
+  // uncharged fresh one would hold nothing a missing one does not, and
+  // admitting it could evict the very bucket that denied the request (tables
+  // smaller than a request's bucket count), breaking its retry time.
+  for (size_t i = 0; i < n; ++i) {
+    const BucketCheck& c = checks[i];
+    if (c.has_bucket && c.slot == 0) continue;
+    GcraState* bucket = nullptr;
+    if (c.has_bucket) {
+      bucket = c.scope == Scope::kIp
+                   ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
+                   : user_table_.Acquire({&c.key.user, c.hash}, c.slot);
+    }
+    SettleOne(c, bucket, d, now, cost);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const BucketCheck& c = checks[i];
+    if (!c.has_bucket || c.slot != 0) continue;
+    if (!(c.verdict.allowed && d.allowed)) {
+      SettleOne(c, nullptr, d, now, cost);
+      continue;
+    }
+    GcraState* bucket = c.scope == Scope::kIp
+                            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
+                            : user_table_.Acquire({&c.key.user, c.hash}, 0);
+    SettleOne(c, bucket, d, now, cost);
+  }
+}
+
+void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
+                       const Decision& d, MonotonicTime now, int64_t cost) {
+  const bool charged = c.verdict.allowed && d.allowed;
+  if (bucket != nullptr) {
+    // The bucket is as Evaluate found it (nothing touches a table between
+    // Evaluate and Settle), so its lead is still `c.lead`, and the new TAT
+    // is what GcraCheck would store: now + lead + cost * interval when
+    // charged (the verdict proved that within tau), else now + lead. The
+    // latter changes nothing unless a clock stepping backwards left the TAT
+    // more than tau ahead: the pull-back is kept, so the client is not told
+    // to retry in one interval and then denied until the clock catches up.
+    const int64_t base = internal::ClampNow(now) + c.lead;
+    if (charged) {
+      bucket->tat = base + cost * c.spec->rate.interval_ns();
+    } else if (c.lead > 0) {
+      bucket->tat = base;
+    }
+  }
+  PolicyCounters& counters = policy_counters_[c.policy];
+  if (charged) {
+    ++counters.allowed;
+  } else if (!c.verdict.allowed) {
+    // Denied and shadow-denied buckets are never charged. A shadow denial
+    // is counted only when the request went through (an enforcing policy may
+    // have denied it for real).
+    if (!c.shadow) {
+      ++counters.denied;
+    } else if (d.allowed) {
+      ++counters.shadow_denied;
+    }
+  }
+  // Allowed here but denied elsewhere: nothing happened.
+}
+
+MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
+                                       MonotonicTime now) {
+  Evaluation e;
+  Evaluate(request, now, kBothScopes, e);
+  // One named result, built in place: returning one of two objects (or a
+  // copy of one) made the compiler copy a Decision written field by field
+  // with wide loads, which stalls store-to-load forwarding.
+  Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
+  if (!e.exempt) Settle(e, d, now, std::max<int64_t>(request.cost, 0));
+  return d;
+}
+
+Decision Engine::Peek(const Request& request, MonotonicTime now) const {
+  Evaluation e;
+  Inspect(request, now, kBothScopes, e);
+  if (e.exempt) return ExemptDecision(e.route);
+  return Combine(e, e);
+}
+
+void Engine::ChargeScopes(const Request& request, MonotonicTime now,
+                          ScopeMask mask) {
+  if (IsExempt(request)) return;
+  Evaluation e;
+  Resolve(request, mask, e);
+  for (const BucketCheck& c : e.all()) {
+    if (!c.has_bucket) continue;
+    GcraState* bucket = c.scope == Scope::kIp
+                            ? ip_table_.FindOrAdmit(c.key.ip)
+                            : user_table_.FindOrAdmit(c.key.user);
+    GcraCharge(c.spec->rate, *bucket, now, request.cost);
+  }
+}
+
+LimiterStats Engine::Stats() const {
+  LimiterStats s;
+  auto table = [](const auto& t) {
+    TableStats out;
+    out.size = t.size();
+    out.capacity = t.capacity();
+    out.admissions = t.admissions();
+    out.evictions = t.evictions();
+    out.hits = t.hits();
+    return out;
+  };
+  s.ip_table = table(ip_table_);
+  s.user_table = table(user_table_);
+  s.exempt = exempt_requests_;
+  s.policies.reserve(policies_->size());
+  for (PolicyId id = 0; id < policies_->size(); ++id) {
+    const Policy& p = policies_->policy(id);
+    s.policies.push_back(
+        PolicyStats{p.name, p.scope, p.builtin, policy_counters_[id]});
+  }
+  return s;
+}
+
+std::vector<std::string> Engine::DescribeBuckets(const Request& request) const {
+  std::vector<std::string> out;
+  if (IsExempt(request)) return out;
+  Evaluation e;
+  Resolve(request, kBothScopes, e);
+  for (const BucketCheck& c : e.all()) {
+    if (!c.has_bucket) continue;
+    std::string who;
+    RouteId bucket_route;
+    if (c.scope == Scope::kIp) {
+      const ClientPrefix prefix = c.spec->client_prefix.value_or(
+          ClientPrefix{tables_.ipv4_prefix, tables_.ipv6_prefix});
+      who = absl::StrCat(
+          "ip ", FormatClientPrefix(request.client, prefix.ipv4, prefix.ipv6));
+      bucket_route = c.key.ip.route;
+    } else {
+      who = absl::StrCat("user ", internal::ToAbsl(request.user_id));
+      bucket_route = c.key.user.route();
+    }
+    const std::string route = bucket_route == kSharedBucketRoute
+                                  ? std::string("* (shared)")
+                                  : std::string(normalizer_->key(bucket_route));
+    out.push_back(absl::StrCat(
+        who, " | layer ", internal::ToAbsl(policies_->layer_name(c.layer)),
+        " | policy ", c.spec->name, c.shadow ? " (shadow)" : "", " | route ",
+        route));
+  }
+  return out;
+}
+
+}  // namespace mxlimit::internal

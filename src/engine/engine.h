@@ -1,0 +1,238 @@
+// The engine behind `Limiter` and every `ShardedLimiter` shard: route
+// normalization and policy resolution for one request, its bucket keys, the
+// two bounded bucket tables, and the evaluate -> combine -> settle protocol
+// that charges all of a request's buckets or none.
+//
+// Internal: not installed, not part of the public API. `Limiter` owns one
+// engine and forwards to it; `ShardedLimiter` drives several through the
+// protocol below. Single-threaded: callers hold the engine's lock.
+
+#ifndef MXLIMIT_ENGINE_ENGINE_H_
+#define MXLIMIT_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mxlimit/decision.h"
+#include "mxlimit/ip.h"
+#include "mxlimit/options.h"
+#include "mxlimit/policy_set.h"
+#include "mxlimit/rate.h"
+#include "mxlimit/request.h"
+#include "mxlimit/route.h"
+#include "mxlimit/stats.h"
+#include "mxlimit/time.h"
+#include "src/engine/bucket_keys.h"
+#include "src/engine/bucket_table.h"
+
+namespace mxlimit::internal {
+
+class Engine {
+ public:
+  // Which scopes of a request one engine evaluates: a lone Limiter does both;
+  // a ShardedLimiter asks one shard for the per-IP scope and another for
+  // the per-user scope.
+  enum ScopeMask : uint8_t { kIpScope = 1, kUserScope = 2, kBothScopes = 3 };
+
+  // One resolved policy's part of a request: where its bucket is and what
+  // that bucket alone answers.
+  struct BucketCheck {
+    PolicyId policy = kNoPolicy;
+    const Policy* spec = nullptr;
+    uint8_t layer = 0;
+    Scope scope = Scope::kIp;
+    bool shadow = false;
+    // Whether the policy has a bucket (a limited rate), the hash of its key,
+    // and the table slot `Locate` found (0: not in the table yet).
+    bool has_bucket = false;
+    uint32_t slot = 0;
+    size_t hash = 0;
+    // How far the bucket's TAT was ahead of `now`, in [0, tau].
+    int64_t lead = 0;
+    // Allowed with a limited rate: tau - (lead + cost * interval), so that
+    // the requests left are slack / interval (see Combine).
+    int64_t slack = 0;
+    GcraResult verdict;
+    union Key {
+      Key() {}  // Written only for checks with a bucket.
+      internal::IpBucketKey ip;
+      internal::UserBucketKey user;
+    } key;
+  };
+
+  // Storage for up to kMaxResolved checks, left unwritten until used (a
+  // request usually has four; clearing all of them every time would cost
+  // more than the evaluation).
+  struct Checks {
+    Checks() {}
+    ~Checks() {}
+    Checks(const Checks&) = delete;
+    Checks& operator=(const Checks&) = delete;
+    BucketCheck& Add(uint8_t& count) {
+      return *new (&items[count++]) BucketCheck;
+    }
+    union {
+      BucketCheck items[kMaxResolved];
+    };
+  };
+
+  // A request resolved and evaluated, nothing charged and no table changed
+  // yet. `Check` is Evaluate, then Combine, then Settle: charges happen only
+  // once every policy has answered, which is what makes a check
+  // all-or-nothing; and the buckets are relinked (or admitted) only then, so
+  // the memory loads that relinking needs, started by Evaluate, overlap with
+  // the evaluation instead of stalling it.
+  struct Evaluation {
+    bool exempt = false;
+    Route route;
+    // The default layer's enforcing policies (Decision::ip_policy/user_policy).
+    PolicyId ip_policy = kNoPolicy;
+    PolicyId user_policy = kNoPolicy;
+    uint8_t count = 0;
+    Checks checks;
+    std::span<const BucketCheck> all() const { return {checks.items, count}; }
+  };
+
+  // Builds an engine the way `Limiter::Create` documents.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      const LimiterConfig& config);
+
+  // `normalizer` is read-only, so engines may share one (ShardedLimiter's
+  // shards do). No policies until `Install`.
+  Engine(const TableOptions& tables,
+         std::shared_ptr<const RouteNormalizer> normalizer);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  // --- Whole requests: what `Limiter`'s methods of the same names do. ------
+
+  Decision Check(const Request& request, MonotonicTime now);
+  Decision Peek(const Request& request, MonotonicTime now) const;
+  void Charge(const Request& request, MonotonicTime now) {
+    ChargeScopes(request, now, kBothScopes);
+  }
+  absl::Status Reload(const LimiterConfig& config);
+  LimiterStats Stats() const;
+  std::vector<std::string> DescribeBuckets(const Request& request) const;
+
+  const RouteNormalizer& normalizer() const { return *normalizer_; }
+  const PolicySet& policies() const { return *policies_; }
+  const TableOptions& table_options() const { return tables_; }
+
+  // --- The protocol: one request over one or two engines. ------------------
+  //
+  // `Check` is Resolve + Evaluate, Combine, Settle on this engine. A
+  // ShardedLimiter runs the same steps with the per-IP scope on one engine
+  // and the per-user scope on another, both locked, in this order:
+  // Evaluate (IP engine), Evaluate (user engine, given the route the first
+  // produced), Combine, Settle on each. Between an engine's Evaluate and its
+  // Settle nothing else may touch that engine.
+  //
+  // The bucket store is reached only from Evaluate/Inspect (read a bucket's
+  // state), Settle (write it back, admit it) and ChargeScopes: a store other
+  // than the in-process tables stands behind exactly those calls.
+
+  // Normalizes (unless `route` is given: a route the same normalizer already
+  // produced for this request) and resolves `request`: fills in `e.route`
+  // and one check, with its bucket key, per resolved policy of the scopes in
+  // `mask`. Touches no table.
+  void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
+               const Route* route = nullptr) const;
+  // Locates the buckets of the scopes in `mask` and evaluates them; changes
+  // no table (Settle does). Counts and stops at exempt requests.
+  // REQUIRES: the engine's tables do not change until `e` is settled.
+  void Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                Evaluation& e, const Route* route = nullptr);
+  // The same without admitting a bucket or counting anything (for Peek).
+  void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
+               Evaluation& e, const Route* route = nullptr) const;
+  // Fills in `c.verdict`, `c.lead` and `c.slack` from its bucket (null: a
+  // fresh one). Changes nothing.
+  static void EvaluateCheck(BucketCheck& c, const GcraState* state,
+                            MonotonicTime now, int64_t cost);
+  // The decision from the per-IP checks of `ip_part` and the per-user checks
+  // of `user_part` (the same evaluation, for a lone engine).
+  Decision Combine(const Evaluation& ip_part,
+                   const Evaluation& user_part) const;
+  // Settles every check of a decided request: touches its bucket, counts
+  // the outcome and, when `d` allows the request and the check's own bucket
+  // would, charges the bucket (admitting it if new: an uncharged bucket is
+  // never admitted). Buckets already in a table are settled before new ones
+  // are admitted, so an admission can never evict a bucket this request
+  // still has to write.
+  void Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
+              int64_t cost);
+  // `Charge` for the scopes in `mask`: charges (or refunds, cost < 0) every
+  // applying limited policy's bucket without checking.
+  void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
+
+  // Reload in two steps, so that a ShardedLimiter compiles a config once and
+  // installs the result in every shard. Only the first step can fail.
+  static absl::Status CheckTablesUnchanged(const TableOptions& current,
+                                           const TableOptions& next);
+  static absl::StatusOr<std::shared_ptr<const PolicySet>> CompilePolicies(
+      const LimiterConfig& config, const RouteNormalizer& normalizer);
+  void Install(std::shared_ptr<const PolicySet> next,
+               const ExemptOptions& exempt);
+
+  // The decision for an exempt request (Evaluation::exempt) on `route`.
+  static Decision ExemptDecision(const Route& route);
+
+ private:
+  using IpTable =
+      internal::BucketTable<internal::IpBucketKey, internal::BucketKeyHash>;
+  using UserTable =
+      internal::BucketTable<internal::UserBucketKey, internal::BucketKeyHash>;
+
+  void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
+                 MonotonicTime now, int64_t cost);
+  bool IsExempt(const Request& request) const;
+  // When `request` is exempt: marks `e` so, with its route, and returns true.
+  bool MarkExempt(const Request& request, const Route* route,
+                  Evaluation& e) const;
+
+  // IsExempt for a request without the flag needs no work when no address
+  // or user is exempt.
+  bool MaybeExempt(const Request& request) const {
+    return request.exempt || has_exemptions_;
+  }
+
+  TableOptions tables_;
+  // The tables' client prefixes (MaskAddress), precomputed.
+  AddressMasker client_mask_;
+  std::shared_ptr<const RouteNormalizer> normalizer_;
+  // normalizer_->keys(), read on every request.
+  std::span<const std::string_view> route_keys_;
+  // Immutable; ShardedLimiter shares one set among its shards.
+  std::shared_ptr<const PolicySet> policies_;
+  // Bucket keys carry a "bucket token" per policy rather than its PolicyId,
+  // so that a reload which keeps a policy unchanged keeps its buckets even if
+  // the policy's position in the set moved. Indexed by PolicyId.
+  std::vector<uint16_t> bucket_token_;
+  // The client prefixes each ip-scope policy's keys mask addresses to (its
+  // `client_prefix`, else the tables'). Indexed by PolicyId.
+  std::vector<AddressMasker> ip_masks_;
+  std::vector<Cidr> exempt_ips_;
+  absl::flat_hash_set<std::string> exempt_users_;
+  bool has_exemptions_ = false;
+  std::vector<PolicyCounters> policy_counters_;
+  uint64_t exempt_requests_ = 0;
+  // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
+  // at random per engine so users cannot aim at each other's buckets.
+  internal::SipKey user_key_secret_;
+  IpTable ip_table_;
+  UserTable user_table_;
+};
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_ENGINE_ENGINE_H_
