@@ -25,10 +25,15 @@
 // Because IPv4 is stored v4-mapped, "192.0.2.1" and "::ffff:192.0.2.1" are the
 // same address: both print as "192.0.2.1" and both have `is_v4()`.
 //
+// Behind a reverse proxy, `ClientAddressFromForwardedFor` (X-Forwarded-For) and
+// `ClientAddressFromForwarded` (RFC 7239) pick the client out of the proxies'
+// header, believing only the proxies the embedder names.
+//
 // Example:
 //   absl::StatusOr<mxlimit::IpAddress> ip =
-//   mxlimit::ParseIpAddress("[2001:db8::1]"); absl::StatusOr<mxlimit::Cidr> net
-//   = mxlimit::ParseCidr("10.0.0.0/8"); bool inside = net->Contains(*ip);
+//       mxlimit::ParseIpAddress("[2001:db8::1]");
+//   absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr("10.0.0.0/8");
+//   bool inside = net->Contains(*ip);
 
 #ifndef MXLIMIT_IP_H_
 #define MXLIMIT_IP_H_
@@ -36,6 +41,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -152,6 +158,96 @@ std::string FormatCidr(const Cidr& cidr);
 // address when the prefix keeps every bit ("192.0.2.1" at /32). For reports.
 std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
                                int v6_prefix);
+
+// -----------------------------------------------------------------------------
+// Client addresses behind reverse proxies
+// -----------------------------------------------------------------------------
+//
+// Behind a reverse proxy the socket peer is the proxy, and the client is named
+// in a header that every proxy on the way appends to. Anyone can send that
+// header, so it is believed only from `trusted_proxies` (the networks of the
+// proxies you run) and read from the right: each trusted proxy appends the
+// address it saw, so the first hop from the right that is not a trusted proxy
+// is the client. Hops further left were written by the client itself and prove
+// nothing; believing them would let every client pick a fresh address (and a
+// fresh budget) per request.
+//
+// The walk, for both functions below:
+//
+//   * An untrusted `peer` is the answer; the header is not even read.
+//   * Hops are read from the right. A trusted hop is skipped; the first
+//     untrusted hop is the answer.
+//   * The answer is otherwise the last trusted address reached: the leftmost
+//     hop when every hop is trusted, `peer` when the header is empty or blank.
+//   * A hop that is not an address ("unknown", an RFC 7239 obfuscated
+//     identifier such as "_hidden", a host name, garbage) stops the walk, and
+//     the answer is again the last trusted address reached, i.e. the nearest
+//     proxy that handed us the unreadable hop. An attacker therefore cannot
+//     choose the answer with a malformed hop; at worst the clients behind
+//     that proxy share its budget, which points at the proxy's configuration.
+//   * Empty hops ("a,,b", a trailing comma) are skipped, as HTTP list syntax
+//     wants.
+//
+// Several instances of the header form one list: join their values with ","
+// in the order received before the call (HTTP allows proxies to add a header
+// instance instead of appending to the last one).
+//
+// Both functions accept the same address text as `ParseIpAddress`, so IPv4 and
+// IPv6 hops mix freely and a trusted network matches the v4-mapped spelling of
+// its addresses too.
+//
+// NOTE: at most `kMaxForwardedHops` hops (empty ones included) are examined,
+// and a hop of more than `kMaxForwardedHopText` bytes counts as unreadable; a
+// walk that reaches the cap answers the last trusted address reached, as for
+// an unreadable hop. The work is therefore bounded whatever the header's
+// length (a 64 KiB header costs as much as its last hops), and no real proxy
+// chain comes near the cap.
+//
+// Neither function allocates (the header is only viewed) and neither returns
+// an error today: every input, hostile or not, resolves to an address as
+// above. The `StatusOr` leaves room for a stricter mode without changing the
+// signature; treat an error as "use `peer`".
+//
+// Example:
+//   // 10.0.0.0/8 is our load balancer; the client sent its own guess first.
+//   absl::StatusOr<mxlimit::Cidr> lb = mxlimit::ParseCidr("10.0.0.0/8");
+//   absl::StatusOr<mxlimit::IpAddress> peer =
+//       mxlimit::ParseIpAddress("10.1.2.3");
+//   const mxlimit::Cidr proxies[] = {*lb};
+//   absl::StatusOr<mxlimit::IpAddress> client =
+//       mxlimit::ClientAddressFromForwardedFor(
+//           *peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
+//   // *client is 203.0.113.7: the first hop from the right that is not ours.
+
+// How many hops, counted from the right, the resolvers examine at most.
+inline constexpr int kMaxForwardedHops = 64;
+
+// Longest hop (blanks included) the resolvers read; longer ones are
+// unreadable. Far above any address with a port, or an RFC 7239 element with
+// for=, by=, host= and proto=.
+inline constexpr size_t kMaxForwardedHopText = 512;
+
+// The client behind `peer`, read from an X-Forwarded-For value: hops separated
+// by commas, blanks (spaces, tabs) around them ignored. A hop is an address as
+// `ParseIpAddress` reads it, optionally with a port, which is dropped:
+// "192.0.2.1:5678", "[2001:db8::1]:443", "[2001:db8::1]" and "2001:db8::1"
+// are all accepted. An unbracketed IPv6 hop is never read as having a port.
+absl::StatusOr<IpAddress> ClientAddressFromForwardedFor(
+    const IpAddress& peer, std::string_view header,
+    std::span<const Cidr> trusted_proxies);
+
+// The same walk over an RFC 7239 `Forwarded` value: elements separated by
+// commas, each a ";"-separated list of name=value pairs, of which only `for`
+// (any case) counts: for=192.0.2.60;proto=http;by=203.0.113.43, or quoted,
+// for="[2001:db8::1]:4711". Ports, numeric or obfuscated ("_abc"), are
+// dropped. An element without exactly one `for`, with a `for` that is not an
+// address (for=unknown, for=_hidden), or that is not well formed (an open
+// quote, a missing "=") is an unreadable hop. A quoted value holding a comma
+// splits its element and so makes it unreadable too: addresses never hold
+// commas, and the split errs towards stopping the walk, never past it.
+absl::StatusOr<IpAddress> ClientAddressFromForwarded(
+    const IpAddress& peer, std::string_view header,
+    std::span<const Cidr> trusted_proxies);
 
 }  // namespace mxlimit
 

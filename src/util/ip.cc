@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -242,6 +243,165 @@ void AppendDecimal(std::string& out, int v) {
   while (n > 0) out.push_back(digits[--n]);
 }
 
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view TrimBlanks(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool IsTrusted(std::span<const Cidr> trusted, const IpAddress& ip) {
+  for (const Cidr& net : trusted) {
+    if (net.Contains(ip)) return true;
+  }
+  return false;
+}
+
+// A port after an address: 1-5 decimal digits, or with `obfuscated_ok` an
+// RFC 7239 obfport ("_" then letters, digits, ".", "_", "-").
+bool IsPort(std::string_view s, bool obfuscated_ok) {
+  if (obfuscated_ok && s.size() >= 2 && s.front() == '_') {
+    return std::all_of(s.begin() + 1, s.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) ||
+             c == '.' || c == '_' || c == '-';
+    });
+  }
+  return !s.empty() && s.size() <= 5 &&
+         std::all_of(s.begin(), s.end(), IsDigit);
+}
+
+// One proxy hop: an address as ParseAddressText reads it, or "a.b.c.d:port",
+// "[v6]:port". Unbracketed IPv6 keeps every colon: "2001:db8::1:80" is an
+// address, not one with a port. False for anything else.
+bool ParseHop(std::string_view hop, bool obfuscated_port_ok, IpAddress& ip) {
+  if (!hop.empty() && hop.front() == '[') {
+    const size_t close = hop.find(']');
+    if (close != std::string_view::npos && close + 1 < hop.size()) {
+      if (hop[close + 1] != ':' ||
+          !IsPort(hop.substr(close + 2), obfuscated_port_ok)) {
+        return false;
+      }
+      hop = hop.substr(0, close + 1);
+    }
+  } else if (const size_t colon = hop.find(':');
+             colon != std::string_view::npos &&
+             hop.find(':', colon + 1) == std::string_view::npos) {
+    // Exactly one colon: IPv4 with a port (ParseAddressText then insists on
+    // IPv4, as the part before the colon has none left).
+    if (!IsPort(hop.substr(colon + 1), obfuscated_port_ok)) return false;
+    hop = hop.substr(0, colon);
+  }
+  return ParseAddressText(hop, /*zone_allowed=*/true, ip) == nullptr;
+}
+
+// RFC 7230 tchar: the characters of a token.
+bool IsTokenChar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) {
+    return true;
+  }
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsForName(std::string_view name) {
+  return name.size() == 3 && (name[0] | 0x20) == 'f' &&
+         (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 'r';
+}
+
+// One RFC 7239 forwarded-element ("for=...;by=...;proto=..."), blanks around
+// it already trimmed: the address of its single `for` pair. Blanks around ";"
+// are tolerated; quoted strings may hold ";" and escapes, but a `for` value
+// with an escape is refused (no address needs one).
+bool ParseForwardedElement(std::string_view s, IpAddress& ip) {
+  bool have_for = false;
+  std::string_view node;
+  bool node_quoted = false;
+  size_t i = 0;
+  while (true) {
+    while (i < s.size() && IsBlank(s[i])) ++i;
+    if (i == s.size()) break;
+    if (s[i] == ';') {
+      ++i;
+      continue;
+    }
+    const size_t name_start = i;
+    while (i < s.size() && IsTokenChar(s[i])) ++i;
+    const std::string_view name = s.substr(name_start, i - name_start);
+    if (name.empty() || i == s.size() || s[i] != '=') return false;
+    ++i;
+    std::string_view value;
+    bool quoted = false;
+    bool escaped = false;
+    if (i < s.size() && s[i] == '"') {
+      const size_t value_start = ++i;
+      while (i < s.size() && s[i] != '"') {
+        if (s[i] == '\\') {
+          escaped = true;
+          if (++i == s.size()) return false;
+        }
+        ++i;
+      }
+      if (i == s.size()) return false;  // no closing quote
+      value = s.substr(value_start, i - value_start);
+      quoted = true;
+      ++i;
+    } else {
+      const size_t value_start = i;
+      while (i < s.size() && IsTokenChar(s[i])) ++i;
+      value = s.substr(value_start, i - value_start);
+      if (value.empty()) return false;
+    }
+    while (i < s.size() && IsBlank(s[i])) ++i;
+    if (i < s.size() && s[i] != ';') return false;
+    if (IsForName(name)) {
+      if (have_for || escaped) return false;
+      have_for = true;
+      node = value;
+      node_quoted = quoted;
+    }
+  }
+  if (!have_for) return false;
+  // A token cannot hold ':' or '[', so only IPv4 comes unquoted.
+  if (!node_quoted) return ParseAddressText(node, false, ip) == nullptr;
+  return ParseHop(node, /*obfuscated_port_ok=*/true, ip);
+}
+
+// The walk both resolvers share (see ip.h); `parse_hop` reads one hop with
+// its blanks trimmed.
+template <typename ParseHopFn>
+IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
+                            std::span<const Cidr> trusted,
+                            ParseHopFn parse_hop) {
+  if (!IsTrusted(trusted, peer)) return peer;
+  IpAddress last_trusted = peer;
+  std::string_view rest = header;
+  bool more = !rest.empty();
+  for (int hops = 0; more && hops < kMaxForwardedHops; ++hops) {
+    // Look for the comma only as far back as a hop may reach, so that one
+    // huge hop costs kMaxForwardedHopText bytes, not the header's length.
+    const size_t window = std::min(rest.size(), kMaxForwardedHopText + 1);
+    const size_t comma = rest.substr(rest.size() - window).rfind(',');
+    std::string_view hop;
+    if (comma != std::string_view::npos) {
+      const size_t at = rest.size() - window + comma;
+      hop = rest.substr(at + 1);
+      rest = rest.substr(0, at);
+    } else if (rest.size() <= kMaxForwardedHopText) {
+      hop = rest;
+      more = false;
+    } else {
+      break;  // A hop too long to be one.
+    }
+    hop = TrimBlanks(hop);
+    if (hop.empty()) continue;
+    IpAddress ip;
+    if (!parse_hop(hop, ip)) break;
+    if (!IsTrusted(trusted, ip)) return ip;
+    last_trusted = ip;
+  }
+  return last_trusted;
+}
+
 }  // namespace
 
 absl::StatusOr<IpAddress> ParseIpAddress(std::string_view text) {
@@ -415,6 +575,22 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
   net.base = MaskAddress(ip, v4_prefix, v6_prefix);
   if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
   return FormatCidr(net);
+}
+
+absl::StatusOr<IpAddress> ClientAddressFromForwardedFor(
+    const IpAddress& peer, std::string_view header,
+    std::span<const Cidr> trusted_proxies) {
+  return WalkForwardedHops(
+      peer, header, trusted_proxies, [](std::string_view hop, IpAddress& ip) {
+        return ParseHop(hop, /*obfuscated_port_ok=*/false, ip);
+      });
+}
+
+absl::StatusOr<IpAddress> ClientAddressFromForwarded(
+    const IpAddress& peer, std::string_view header,
+    std::span<const Cidr> trusted_proxies) {
+  return WalkForwardedHops(peer, header, trusted_proxies,
+                           ParseForwardedElement);
 }
 
 }  // namespace mxlimit

@@ -11,12 +11,15 @@
 //   * `Cidr::Contains` equals a bit-by-bit reference comparison;
 //   * `MaskAddress` is idempotent, keeps the address family and zeroes
 //     exactly the bits past the prefix;
-//   * failures are InvalidArgument with a bounded message.
+//   * failures are InvalidArgument with a bounded message;
+//   * the rest read as an X-Forwarded-For or Forwarded header resolves
+//     without error, to the peer itself when the peer is not trusted.
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -84,6 +87,32 @@ void CheckNetwork(const Cidr& net, const IpAddress& probe) {
   MXLIMIT_FUZZ_CHECK(*again == net);
 }
 
+// `header` resolved from a trusted peer (10.0.0.1) or an untrusted one (the
+// raw bytes, unless those happen to fall in a trusted network).
+void CheckForwarded(std::string_view header, const IpAddress& raw,
+                    bool trusted_peer) {
+  static const Cidr kNetworks[] = {
+      {.base = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 0}},
+       .prefix_len = 8,
+       .v4 = true},
+      {.base = {{0x20, 0x01, 0x0d, 0xb8}}, .prefix_len = 32, .v4 = false},
+  };
+  const std::span<const Cidr> proxies(kNetworks);
+  IpAddress peer = raw;
+  if (trusted_peer) {
+    peer = IpAddress{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}};
+  }
+  const bool trusted = proxies[0].Contains(peer) || proxies[1].Contains(peer);
+  for (auto resolve :
+       {&ClientAddressFromForwardedFor, &ClientAddressFromForwarded}) {
+    absl::StatusOr<IpAddress> client = resolve(peer, header, proxies);
+    MXLIMIT_FUZZ_CHECK(client.ok());
+    if (!trusted) MXLIMIT_FUZZ_CHECK(*client == peer);
+    absl::StatusOr<IpAddress> untrusted = resolve(peer, header, {});
+    MXLIMIT_FUZZ_CHECK(untrusted.ok() && *untrusted == peer);
+  }
+}
+
 }  // namespace
 }  // namespace mxlimit::fuzz
 
@@ -123,5 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     CheckError(net.status());
   }
+
+  CheckForwarded(text, raw, /*trusted_peer=*/(v4_prefix & 1) == 0);
   return 0;
 }

@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -385,6 +387,192 @@ TEST(ParseIpAddressTest, AgreesWithInetPtonOnRandomText) {
     }
   }
   EXPECT_GT(valid, 1000);
+}
+
+// Resolver tests: the proxies we run are 10.0.0.0/8 and 2001:db8:ffff::/48,
+// and the socket peer is 10.0.0.1 unless a test says otherwise.
+std::vector<Cidr> Proxies() {
+  return {Net("10.0.0.0/8"), Net("2001:db8:ffff::/48")};
+}
+
+std::string FromXff(std::string_view header, std::string_view peer = "10.0.0.1",
+                    const std::vector<Cidr>& proxies = Proxies()) {
+  absl::StatusOr<IpAddress> ip =
+      ClientAddressFromForwardedFor(Ip(peer), header, proxies);
+  EXPECT_TRUE(ip.ok()) << ip.status();
+  return ip.ok() ? FormatIpAddress(*ip) : "error";
+}
+
+std::string FromForwarded(std::string_view header,
+                          std::string_view peer = "10.0.0.1") {
+  absl::StatusOr<IpAddress> ip =
+      ClientAddressFromForwarded(Ip(peer), header, Proxies());
+  EXPECT_TRUE(ip.ok()) << ip.status();
+  return ip.ok() ? FormatIpAddress(*ip) : "error";
+}
+
+TEST(ClientAddressFromForwardedForTest, UntrustedPeerIgnoresTheHeader) {
+  EXPECT_EQ(FromXff("203.0.113.1", "198.51.100.9"), "198.51.100.9");
+  EXPECT_EQ(FromXff("203.0.113.1, 10.0.0.2", "2001:db8::9"), "2001:db8::9");
+  EXPECT_EQ(FromXff("203.0.113.1", "10.0.0.1", {}), "10.0.0.1");
+  EXPECT_EQ(FromForwarded("for=203.0.113.1", "198.51.100.9"), "198.51.100.9");
+}
+
+TEST(ClientAddressFromForwardedForTest, EmptyOrBlankHeaderIsThePeer) {
+  EXPECT_EQ(FromXff(""), "10.0.0.1");
+  EXPECT_EQ(FromXff(" \t "), "10.0.0.1");
+  EXPECT_EQ(FromXff(", ,,"), "10.0.0.1");
+  EXPECT_EQ(FromForwarded(""), "10.0.0.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, PortsAndBracketsAreStripped) {
+  EXPECT_EQ(FromXff("1.2.3.4:5678"), "1.2.3.4");
+  EXPECT_EQ(FromXff("1.2.3.4:0"), "1.2.3.4");
+  EXPECT_EQ(FromXff("[2001:db8::1]:443"), "2001:db8::1");
+  EXPECT_EQ(FromXff("[2001:db8::1]"), "2001:db8::1");
+  EXPECT_EQ(FromXff("2001:db8::1"), "2001:db8::1");
+  EXPECT_EQ(FromXff("[fe80::1%eth0]:8080"), "fe80::1");
+  // Unbracketed IPv6 has no port: the last group is part of the address.
+  EXPECT_EQ(FromXff("2001:db8::1:80"), "2001:db8::1:80");
+  // A trusted hop with a port is still recognized as trusted.
+  EXPECT_EQ(FromXff("203.0.113.1:1, 10.0.0.2:2, [2001:db8:ffff::3]:3"),
+            "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, BlanksAroundCommasAreIgnored) {
+  EXPECT_EQ(FromXff("198.51.100.7 ,203.0.113.1 \t"), "203.0.113.1");
+  EXPECT_EQ(FromXff("\t203.0.113.1 , 10.0.0.2\t,  10.0.0.3 "), "203.0.113.1");
+  EXPECT_EQ(FromXff(" 203.0.113.1:80 ,[2001:db8:ffff::1]:443 "), "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, TrustedHopsAreSkippedFromTheRight) {
+  // The client prepended 198.51.100.7 itself; the first proxy saw
+  // 203.0.113.1.
+  EXPECT_EQ(FromXff("198.51.100.7, 203.0.113.1, 10.0.0.2"), "203.0.113.1");
+  EXPECT_EQ(FromXff("198.51.100.7, 203.0.113.1"), "203.0.113.1");
+  EXPECT_EQ(FromXff("2001:db8::7, 2001:db8:ffff::2"), "2001:db8::7");
+  // The v4-mapped spelling of a trusted address is trusted too.
+  EXPECT_EQ(FromXff("203.0.113.1, ::ffff:10.9.9.9"), "203.0.113.1");
+  // Trusted addresses left of the client are never reached.
+  EXPECT_EQ(FromXff("10.0.0.9, 203.0.113.1, 10.0.0.2"), "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, AllHopsTrustedGivesTheLeftmost) {
+  EXPECT_EQ(FromXff("10.0.0.5, 10.0.0.6"), "10.0.0.5");
+  EXPECT_EQ(FromXff("10.0.0.5"), "10.0.0.5");
+  EXPECT_EQ(FromXff(",10.0.0.5, ,10.0.0.6,"), "10.0.0.5");
+}
+
+TEST(ClientAddressFromForwardedForTest, EmptyHopsAreSkipped) {
+  EXPECT_EQ(FromXff("203.0.113.1,,10.0.0.2,"), "203.0.113.1");
+  EXPECT_EQ(FromXff("203.0.113.1, , "), "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, UnreadableHopStopsAtTheNearestProxy) {
+  // The answer is the last trusted address reached, never a hop the sender
+  // could have chosen from beyond the unreadable one.
+  for (std::string_view bad : std::initializer_list<std::string_view>{
+           "unknown", "_hidden", "example.org", "1.2.3.4:", "1.2.3.4:123456",
+           "1.2.3.4:x", "[2001:db8::1]x", "[2001:db8::1]:", "[2001:db8::1",
+           "[1.2.3.4]:80", "010.0.0.1", "1.2.3.4 5.6.7.8", "1.2.3.4;5.6.7.8",
+           "\"1.2.3.4\"", std::string_view("1.2.3.4\0", 8)}) {
+    const std::string header = "198.51.100.7, " + std::string(bad);
+    EXPECT_EQ(FromXff(header), "10.0.0.1") << header;
+    EXPECT_EQ(FromXff(header + ", 10.0.0.7"), "10.0.0.7") << header;
+    EXPECT_EQ(FromXff(header + ", 203.0.113.1"), "203.0.113.1") << header;
+  }
+}
+
+TEST(ClientAddressFromForwardedForTest, ExaminesAtMostTheHopCap) {
+  // kMaxForwardedHops trusted hops, distinct, with a client left of them.
+  std::string chain = "203.0.113.1";
+  for (int i = kMaxForwardedHops - 1; i >= 0; --i) {
+    chain += ", 10.0.0." + std::to_string(i);
+  }
+  // The cap is reached on 10.0.0.63, the last trusted hop examined.
+  EXPECT_EQ(FromXff(chain), "10.0.0." + std::to_string(kMaxForwardedHops - 1));
+  // One trusted hop fewer, and the client is the last hop examined.
+  chain.erase(chain.rfind(','));
+  EXPECT_EQ(FromXff(chain), "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, HopLongerThanTheCapIsUnreadable) {
+  const std::string fits(kMaxForwardedHopText - 11, ' ');  // + "203.0.113.1"
+  EXPECT_EQ(FromXff("203.0.113.1" + fits), "203.0.113.1");
+  EXPECT_EQ(FromXff("203.0.113.1" + fits + " "), "10.0.0.1");
+  EXPECT_EQ(FromXff("x,203.0.113.1" + fits), "203.0.113.1");
+  EXPECT_EQ(FromXff("x, 203.0.113.1" + fits), "10.0.0.1");
+}
+
+TEST(ClientAddressFromForwardedForTest, HostileHeadersOf64KiBResolve) {
+  constexpr size_t k64KiB = 64 * 1024;
+  std::string trusted_hops;
+  while (trusted_hops.size() < k64KiB) trusted_hops += "10.0.0.2,";
+  EXPECT_EQ(FromXff(trusted_hops), "10.0.0.2");
+  EXPECT_EQ(FromXff(std::string(k64KiB, 'a')), "10.0.0.1");
+  EXPECT_EQ(FromXff(std::string(k64KiB, ',')), "10.0.0.1");
+  EXPECT_EQ(FromXff(std::string(k64KiB, ' ')), "10.0.0.1");
+  EXPECT_EQ(FromXff(std::string(k64KiB, '[')), "10.0.0.1");
+  EXPECT_EQ(FromXff(std::string(k64KiB, '\0')), "10.0.0.1");
+  EXPECT_EQ(FromXff(std::string(k64KiB, 'a') + ",203.0.113.1"), "203.0.113.1");
+  EXPECT_EQ(FromForwarded(std::string(k64KiB, '"')), "10.0.0.1");
+  EXPECT_EQ(FromForwarded(std::string(k64KiB, ';') + "for=203.0.113.1"),
+            "10.0.0.1");
+}
+
+TEST(ClientAddressFromForwardedTest, ReadsTheForParameter) {
+  EXPECT_EQ(FromForwarded("for=192.0.2.60;proto=http;by=203.0.113.43"),
+            "192.0.2.60");
+  EXPECT_EQ(FromForwarded("proto=https;For=192.0.2.60"), "192.0.2.60");
+  EXPECT_EQ(FromForwarded("FOR=192.0.2.60"), "192.0.2.60");
+  EXPECT_EQ(FromForwarded(R"(for="[2001:db8:cafe::17]:4711")"),
+            "2001:db8:cafe::17");
+  EXPECT_EQ(FromForwarded(R"(for="[2001:db8:cafe::17]")"), "2001:db8:cafe::17");
+  EXPECT_EQ(FromForwarded(R"(for="[2001:db8::1]:_abc.1")"), "2001:db8::1");
+  EXPECT_EQ(FromForwarded(R"(for="192.0.2.43:47011")"), "192.0.2.43");
+  EXPECT_EQ(FromForwarded(R"(for="192.0.2.43")"), "192.0.2.43");
+  // Blanks around ";" and around the element are tolerated.
+  EXPECT_EQ(FromForwarded(" proto=https ; for=192.0.2.60 ;host=example.com "),
+            "192.0.2.60");
+  // Quoted values of other parameters may hold ";" and escapes.
+  EXPECT_EQ(FromForwarded(R"(ext="a;b\"c";for=192.0.2.60)"), "192.0.2.60");
+  EXPECT_EQ(FromForwarded(";;for=192.0.2.60;"), "192.0.2.60");
+}
+
+TEST(ClientAddressFromForwardedTest, WalksElementsFromTheRight) {
+  EXPECT_EQ(FromForwarded("for=198.51.100.7, for=203.0.113.1;proto=https, "
+                          "for=10.0.0.2;by=10.0.0.1"),
+            "203.0.113.1");
+  EXPECT_EQ(FromForwarded(R"(for=10.0.0.5,for="[2001:db8:ffff::1]:80")"),
+            "10.0.0.5");
+  EXPECT_EQ(FromForwarded("for=203.0.113.1,,for=10.0.0.2,"), "203.0.113.1");
+}
+
+TEST(ClientAddressFromForwardedTest, UnreadableElementStopsAtTheNearestProxy) {
+  for (std::string_view bad : {
+           "for=unknown",
+           "for=_hidden",
+           R"(for="_hidden")",
+           "proto=https",
+           "for=1.2.3.4;for=5.6.7.8",
+           R"(for="1.2.3.4)",
+           R"(for="1.2.3.4"x)",
+           R"(for="\1.2.3.4")",
+           "for=[2001:db8::1]",
+           "for=2001:db8::1",
+           "for=1.2.3.4:80",
+           "for=",
+           "=1.2.3.4",
+           "for 1.2.3.4",
+           "for = 1.2.3.4",
+           "1.2.3.4",
+           // The comma splits the quoted string: both halves are unreadable.
+           R"(for=203.0.113.9;ext="a,b")",
+       }) {
+    const std::string header = "for=198.51.100.7, " + std::string(bad);
+    EXPECT_EQ(FromForwarded(header), "10.0.0.1") << header;
+    EXPECT_EQ(FromForwarded(header + ", for=10.0.0.7"), "10.0.0.7") << header;
+  }
 }
 
 }  // namespace
