@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "mxlimit/config.h"
+#include "mxlimit/ip.h"
 #include "mxlimit/matrix_response.h"
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/stats.h"
@@ -88,44 +89,25 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
   return "";
 }
 
-bool Trusted(const Options& o, const mxlimit::IpAddress& ip) {
-  for (const mxlimit::Cidr& net : o.trusted_proxies) {
-    if (net.Contains(ip)) return true;
-  }
-  return false;
-}
-
-// The client address. X-Forwarded-For is only believed from a trusted peer,
-// and then read from the right: each trusted proxy appends the address it
-// saw, so the first entry from the right that is not a trusted proxy is the
-// client. Entries further left were written by the client itself and prove
-// nothing. An unparsable entry stops the walk at the last address known good.
+// The client address: the socket peer, or, when the peer is a trusted proxy,
+// the client that X-Forwarded-For names (read from the right, ports dropped;
+// see mxlimit::ClientAddressFromForwardedFor).
 bool ClientAddress(const Options& o, const httplib::Request& req,
                    mxlimit::IpAddress& out) {
   absl::StatusOr<mxlimit::IpAddress> peer =
       mxlimit::ParseIpAddress(req.remote_addr);
   if (!peer.ok()) return false;
   out = *peer;
-  if (!Trusted(o, out) || !req.has_header("X-Forwarded-For")) return true;
+  if (!req.has_header("X-Forwarded-For")) return true;
   // Every X-Forwarded-For header, in order, is one comma-separated list.
   std::string chain;
   for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
-    if (!chain.empty()) chain += ',';
+    if (i > 0) chain += ',';
     chain += req.get_header_value("X-Forwarded-For", i);
   }
-  std::string_view rest = chain;
-  while (!rest.empty()) {
-    const size_t comma = rest.rfind(',');
-    std::string_view entry =
-        comma == std::string_view::npos ? rest : rest.substr(comma + 1);
-    rest = comma == std::string_view::npos ? "" : rest.substr(0, comma);
-    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
-    absl::StatusOr<mxlimit::IpAddress> hop = mxlimit::ParseIpAddress(entry);
-    if (!hop.ok()) break;
-    out = *hop;
-    if (!Trusted(o, out)) break;
-  }
+  absl::StatusOr<mxlimit::IpAddress> client =
+      mxlimit::ClientAddressFromForwardedFor(*peer, chain, o.trusted_proxies);
+  if (client.ok()) out = *client;
   return true;
 }
 

@@ -228,4 +228,19 @@ TEST(HttpGatewayTest, XForwardedForFromATrustedProxyNamesTheClient) {
   EXPECT_EQ(Login(client, "203.0.113.1, 127.0.0.1"), 429);
 }
 
+TEST(HttpGatewayTest, XForwardedForHopWithAPortNamesTheClientNotTheProxy) {
+  std::vector<std::string> flags = Tokens();
+  flags.insert(flags.end(), {"--trusted-proxy", "127.0.0.1/32"});
+  GatewayProcess gateway(flags);
+  ASSERT_GT(gateway.port(), 0);
+  httplib::Client client("127.0.0.1", gateway.port());
+  // The port is dropped: three requests from one client, whatever its port.
+  EXPECT_EQ(Login(client, "203.0.113.9:5678"), 200);
+  EXPECT_EQ(Login(client, "198.51.100.7 , 203.0.113.9:5679 "), 200);
+  EXPECT_EQ(Login(client, "203.0.113.9"), 429);
+  // Others behind the proxy are not charged for it, IPv6 with a port too.
+  EXPECT_EQ(Login(client, "[2001:db8::9]:443"), 200);
+  EXPECT_EQ(Login(client, "203.0.113.10:1, 127.0.0.1:2"), 200);
+}
+
 }  // namespace
