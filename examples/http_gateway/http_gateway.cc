@@ -105,9 +105,7 @@ bool ClientAddress(const Options& o, const httplib::Request& req,
     if (i > 0) chain += ',';
     chain += req.get_header_value("X-Forwarded-For", i);
   }
-  absl::StatusOr<mxlimit::IpAddress> client =
-      mxlimit::ClientAddressFromForwardedFor(*peer, chain, o.trusted_proxies);
-  if (client.ok()) out = *client;
+  out = mxlimit::ClientAddressFromForwardedFor(*peer, chain, o.trusted_proxies);
   return true;
 }
 

@@ -203,10 +203,8 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 // length (a 64 KiB header costs as much as its last hops), and no real proxy
 // chain comes near the cap.
 //
-// Neither function allocates (the header is only viewed) and neither returns
-// an error today: every input, hostile or not, resolves to an address as
-// above. The `StatusOr` leaves room for a stricter mode without changing the
-// signature; treat an error as "use `peer`".
+// Neither function allocates (the header is only viewed) and neither can
+// fail: every input, hostile or not, resolves to an address as above.
 //
 // Example:
 //   // 10.0.0.0/8 is our load balancer; the client sent its own guess first.
@@ -214,10 +212,9 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 //   absl::StatusOr<mxlimit::IpAddress> peer =
 //       mxlimit::ParseIpAddress("10.1.2.3");
 //   const mxlimit::Cidr proxies[] = {*lb};
-//   absl::StatusOr<mxlimit::IpAddress> client =
-//       mxlimit::ClientAddressFromForwardedFor(
-//           *peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
-//   // *client is 203.0.113.7: the first hop from the right that is not ours.
+//   mxlimit::IpAddress client = mxlimit::ClientAddressFromForwardedFor(
+//       *peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
+//   // client is 203.0.113.7: the first hop from the right that is not ours.
 
 // How many hops, counted from the right, the resolvers examine at most.
 inline constexpr int kMaxForwardedHops = 64;
@@ -232,9 +229,9 @@ inline constexpr size_t kMaxForwardedHopText = 512;
 // `ParseIpAddress` reads it, optionally with a port, which is dropped:
 // "192.0.2.1:5678", "[2001:db8::1]:443", "[2001:db8::1]" and "2001:db8::1"
 // are all accepted. An unbracketed IPv6 hop is never read as having a port.
-absl::StatusOr<IpAddress> ClientAddressFromForwardedFor(
-    const IpAddress& peer, std::string_view header,
-    std::span<const Cidr> trusted_proxies);
+IpAddress ClientAddressFromForwardedFor(const IpAddress& peer,
+                                        std::string_view header,
+                                        std::span<const Cidr> trusted_proxies);
 
 // The same walk over an RFC 7239 `Forwarded` value: elements separated by
 // commas, each a ";"-separated list of name=value pairs, of which only `for`
@@ -245,9 +242,9 @@ absl::StatusOr<IpAddress> ClientAddressFromForwardedFor(
 // quote, a missing "=") is an unreadable hop. A quoted value holding a comma
 // splits its element and so makes it unreadable too: addresses never hold
 // commas, and the split errs towards stopping the walk, never past it.
-absl::StatusOr<IpAddress> ClientAddressFromForwarded(
-    const IpAddress& peer, std::string_view header,
-    std::span<const Cidr> trusted_proxies);
+IpAddress ClientAddressFromForwarded(const IpAddress& peer,
+                                     std::string_view header,
+                                     std::span<const Cidr> trusted_proxies);
 
 }  // namespace mxlimit
 

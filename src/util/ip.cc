@@ -577,18 +577,18 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
   return FormatCidr(net);
 }
 
-absl::StatusOr<IpAddress> ClientAddressFromForwardedFor(
-    const IpAddress& peer, std::string_view header,
-    std::span<const Cidr> trusted_proxies) {
+IpAddress ClientAddressFromForwardedFor(const IpAddress& peer,
+                                        std::string_view header,
+                                        std::span<const Cidr> trusted_proxies) {
   return WalkForwardedHops(
       peer, header, trusted_proxies, [](std::string_view hop, IpAddress& ip) {
         return ParseHop(hop, /*obfuscated_port_ok=*/false, ip);
       });
 }
 
-absl::StatusOr<IpAddress> ClientAddressFromForwarded(
-    const IpAddress& peer, std::string_view header,
-    std::span<const Cidr> trusted_proxies) {
+IpAddress ClientAddressFromForwarded(const IpAddress& peer,
+                                     std::string_view header,
+                                     std::span<const Cidr> trusted_proxies) {
   return WalkForwardedHops(peer, header, trusted_proxies,
                            ParseForwardedElement);
 }

@@ -90,18 +90,17 @@ TEST(IpAllocationTest, ResolvingForwardedHeadersDoesNotAllocate) {
   const Cidr trusted[] = {*proxies};
   const std::string garbage(64 * 1024, 'x');
   long before = ::mxlimit::testing::AllocationCount();
-  absl::StatusOr<IpAddress> xff = ClientAddressFromForwardedFor(
+  const IpAddress xff = ClientAddressFromForwardedFor(
       *peer, "198.51.100.7, [2001:db8::1]:443 , 10.0.0.2:80", trusted);
-  absl::StatusOr<IpAddress> unreadable =
+  const IpAddress unreadable =
       ClientAddressFromForwardedFor(*peer, garbage, trusted);
-  absl::StatusOr<IpAddress> forwarded = ClientAddressFromForwarded(
+  const IpAddress forwarded = ClientAddressFromForwarded(
       *peer, R"(for=198.51.100.7, For="[2001:db8::1]:4711";proto=https)",
       trusted);
   long allocations = ::mxlimit::testing::AllocationCount() - before;
-  ASSERT_TRUE(xff.ok() && unreadable.ok() && forwarded.ok());
-  EXPECT_EQ(FormatIpAddress(*xff), "2001:db8::1");
-  EXPECT_EQ(*unreadable, *peer);
-  EXPECT_EQ(FormatIpAddress(*forwarded), "2001:db8::1");
+  EXPECT_EQ(FormatIpAddress(xff), "2001:db8::1");
+  EXPECT_EQ(unreadable, *peer);
+  EXPECT_EQ(FormatIpAddress(forwarded), "2001:db8::1");
   EXPECT_EQ(allocations, 0);
 }
 

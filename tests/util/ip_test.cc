@@ -397,18 +397,14 @@ std::vector<Cidr> Proxies() {
 
 std::string FromXff(std::string_view header, std::string_view peer = "10.0.0.1",
                     const std::vector<Cidr>& proxies = Proxies()) {
-  absl::StatusOr<IpAddress> ip =
-      ClientAddressFromForwardedFor(Ip(peer), header, proxies);
-  EXPECT_TRUE(ip.ok()) << ip.status();
-  return ip.ok() ? FormatIpAddress(*ip) : "error";
+  return FormatIpAddress(
+      ClientAddressFromForwardedFor(Ip(peer), header, proxies));
 }
 
 std::string FromForwarded(std::string_view header,
                           std::string_view peer = "10.0.0.1") {
-  absl::StatusOr<IpAddress> ip =
-      ClientAddressFromForwarded(Ip(peer), header, Proxies());
-  EXPECT_TRUE(ip.ok()) << ip.status();
-  return ip.ok() ? FormatIpAddress(*ip) : "error";
+  return FormatIpAddress(
+      ClientAddressFromForwarded(Ip(peer), header, Proxies()));
 }
 
 TEST(ClientAddressFromForwardedForTest, UntrustedPeerIgnoresTheHeader) {
