@@ -16,9 +16,10 @@
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
+#include "mxlimit/user_id.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
-#include "src/replay/text_scan.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::cli {
 
@@ -54,12 +55,14 @@ int RunExplain(const ExplainOptions& opts) {
                  std::string(ip.status().message()).c_str());
     return kExitUsage;
   }
-  if (!opts.user.empty() && !replay::internal::IsMatrixUserId(opts.user)) {
-    std::fprintf(stderr,
-                 "--user: got \"%s\", expected a Matrix user ID such as "
-                 "@alice:example.org\n",
-                 opts.user.c_str());
-    return kExitUsage;
+  if (!opts.user.empty()) {
+    if (std::string problem = UserIdProblem(opts.user); !problem.empty()) {
+      std::fprintf(stderr,
+                   "--user: got %s, expected a Matrix user ID such as "
+                   "@alice:example.org (%s)\n",
+                   internal::QuoteForError(opts.user).c_str(), problem.c_str());
+      return kExitUsage;
+    }
   }
   LimiterConfig config;
   const std::unique_ptr<Limiter> limiter =

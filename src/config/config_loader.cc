@@ -20,6 +20,7 @@
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/user_id.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
 #include "src/util/quote.h"
@@ -46,59 +47,6 @@ void ReadPrefix(const MapFields& map, std::string_view key, int max,
     std::optional<int64_t> v = ReadIntegerInRange(*f, 0, max, errors);
     if (v.has_value()) prefix = static_cast<int>(*v);
   }
-}
-
-bool IsHostnameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '.' || c == '-';
-}
-
-// The server name of a user ID: a DNS name, an IPv4 address or a bracketed
-// IPv6 literal, then an optional ":port".
-std::optional<std::string_view> ServerNameProblem(std::string_view server) {
-  if (server.empty()) return "empty server name after ':'";
-  std::string_view host = server;
-  std::string_view port;
-  if (server.front() == '[') {
-    size_t close = server.find(']');
-    if (close == std::string_view::npos) return "'[' without ']'";
-    host = server.substr(0, close + 1);
-    if (host.find(':') == std::string_view::npos ||
-        !ParseIpAddress(host).ok()) {
-      return "the bracketed server name is not an IPv6 address";
-    }
-    std::string_view rest = server.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return "unexpected text after ']'";
-      port = rest.substr(1);
-      if (port.empty()) return "empty port after ':'";
-    }
-  } else {
-    size_t colon = server.find(':');
-    if (colon != std::string_view::npos) {
-      host = server.substr(0, colon);
-      port = server.substr(colon + 1);
-      if (port.empty()) return "empty port after ':'";
-    }
-    if (host.empty()) return "empty server name";
-    for (char c : host) {
-      if (!IsHostnameChar(c)) {
-        return "the server name may hold only letters, digits, '.' and '-'";
-      }
-    }
-  }
-  if (!port.empty()) {
-    if (port.size() > 5) return "the port is not a number from 1 to 65535";
-    int value = 0;
-    for (char c : port) {
-      if (c < '0' || c > '9') return "the port is not a number from 1 to 65535";
-      value = value * 10 + (c - '0');
-    }
-    if (value < 1 || value > 65535) {
-      return "the port is not a number from 1 to 65535";
-    }
-  }
-  return std::nullopt;
 }
 
 void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
@@ -245,34 +193,17 @@ void ReadExempt(const Field& field, ExemptOptions& exempt,
     for (ListString& item : ReadStringList(
              *f, "a list of user IDs, e.g. [\"@bridge:example.org\"]",
              "a user ID such as \"@bridge:example.org\"", errors)) {
-      if (std::optional<std::string_view> problem = UserIdProblem(item.text)) {
+      if (std::string problem = UserIdProblem(item.text); !problem.empty()) {
         errors.Add(item.mark,
                    absl::StrCat(item.path, ": got ", QuoteForError(item.text),
                                 ", expected a Matrix user ID such as "
                                 "\"@bridge:example.org\" (",
-                                ToAbsl(*problem), ")"));
+                                problem, ")"));
         continue;
       }
       exempt.users.push_back(std::move(item.text));
     }
   }
-}
-
-std::optional<std::string_view> UserIdProblem(std::string_view user_id) {
-  if (user_id.empty() || user_id.front() != '@') return "no leading '@'";
-  // The spec caps a whole user ID at 255 bytes.
-  if (user_id.size() > 255) return "longer than 255 bytes";
-  size_t colon = user_id.find(':');
-  if (colon == std::string_view::npos) return "no ':server' part";
-  std::string_view localpart = user_id.substr(1, colon - 1);
-  if (localpart.empty()) return "empty localpart";
-  for (char c : localpart) {
-    // Historical localparts may use any printable ASCII except ':'.
-    if (c < 0x21 || c > 0x7e) {
-      return "the localpart may hold only printable ASCII without spaces";
-    }
-  }
-  return ServerNameProblem(user_id.substr(colon + 1));
 }
 
 }  // namespace config_internal

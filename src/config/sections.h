@@ -7,7 +7,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -28,10 +27,6 @@ void ReadExempt(const Field& field, ExemptOptions& exempt,
 // prefix for a family a `client_prefix` leaves out.
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   std::vector<Policy>& policies, ConfigErrors& errors);
-
-// Why `user_id` is not a Matrix user ID ("@localpart:server.name"), or
-// nullopt when it is one.
-std::optional<std::string_view> UserIdProblem(std::string_view user_id);
 
 }  // namespace mxlimit::config_internal
 

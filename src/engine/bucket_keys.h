@@ -19,25 +19,27 @@
 // share one budget across all their routes (`share_threshold`) pass
 // `kSharedBucketRoute`.
 //
-// User IDs. A well-formed Matrix user ID (`@localpart:server`, see
-// `IsWellFormedUserId`) of at most 40 bytes, which covers nearly every real
-// ID, is stored verbatim: its identity is exact. A longer well-formed ID (41
-// to 255 bytes) is identified by its SipHash-2-4-128 digest under a secret
-// 128-bit key that the table's owner draws at random (`RandomSipKey()`).
-// Because the function is a keyed PRF, users who choose their IDs cannot
-// construct two IDs that share a bucket: short of learning the key, each
-// attempt succeeds with probability 2^-128, and accidental collisions among a
-// million live long IDs have probability below 2^-88. (A plain unkeyed hash
-// would let an attacker pick an ID that lands in a victim's bucket.)
+// User IDs. A well-formed Matrix user ID (`IsWellFormedUserId` in
+// mxlimit/user_id.h, the one rule the config loader, replay and CLI use too)
+// of at most 40 bytes, which covers nearly every real ID, is stored verbatim:
+// its identity is exact. A longer well-formed ID (41 to 255 bytes) is
+// identified by its SipHash-2-4-128 digest under a secret 128-bit key that the
+// table's owner draws at random (`RandomSipKey()`). Because the function is a
+// keyed PRF, users who choose their IDs cannot construct two IDs that share a
+// bucket: short of learning the key, each attempt succeeds with probability
+// 2^-128, and accidental collisions among a million live long IDs have
+// probability below 2^-88. (A plain unkeyed hash would let an attacker pick an
+// ID that lands in a victim's bucket.)
 //
-// Anything else (empty, over 255 bytes, not `@localpart:server`, or holding a
-// byte <= 0x20 or 0x7F) maps to one shared *overflow* key per (policy, route):
-// such requests share a single budget. That is safe: garbage IDs can neither
-// escape limiting by varying the ID nor grow memory; and a homeserver only
-// passes IDs it has authenticated, so in practice the overflow key is only
-// reached through an embedder bug, which then shows up as one hot bucket
-// (`UserBucketKey::kind() == kOverflow`). The limiter should skip the per-user
-// scope for anonymous requests rather than build a key from "".
+// Anything else (empty, over 255 bytes, not `@localpart:server_name`, a byte
+// outside printable ASCII, a bad port or IPv6 literal) maps to one shared
+// *overflow* key per (policy, route): such requests share a single budget.
+// That is safe: garbage IDs can neither escape limiting by varying the ID nor
+// grow memory; and a homeserver only passes IDs it has authenticated, so in
+// practice the overflow key is only reached through an embedder bug, which
+// then shows up as one hot bucket (`UserBucketKey::kind() == kOverflow`). The
+// limiter should skip the per-user scope for anonymous requests rather than
+// build a key from "".
 //
 // Address masking is the caller's job (`MaskAddress` in ip.h, /32 for IPv4
 // and /64 for IPv6 by default): `IpBucketKey` stores the bytes it is given.
@@ -62,6 +64,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
+#include "mxlimit/user_id.h"
 #include "src/engine/siphash.h"
 #include "src/route/byte_scan.h"
 
@@ -110,25 +113,9 @@ static_assert(std::has_unique_object_representations_v<IpBucketKey>,
 // User IDs
 // -----------------------------------------------------------------------------
 
-// The Matrix spec caps user IDs at 255 bytes.
-inline constexpr size_t kMaxUserIdBytes = 255;
-
-// True for `@localpart:server` with a non-empty localpart (no ':') and a
-// non-empty server part, at most 255 bytes, and no byte <= 0x20 or 0x7F.
-// This checks the shape only, not the full grammar: the homeserver has
-// already authenticated the ID, and non-ASCII bytes are harmless here.
-constexpr bool IsWellFormedUserId(std::string_view id) {
-  if (id.size() < 4 || id.size() > kMaxUserIdBytes || id[0] != '@') {
-    return false;
-  }
-  size_t colon = std::string_view::npos;
-  for (size_t i = 0; i < id.size(); ++i) {
-    const auto c = static_cast<unsigned char>(id[i]);
-    if (c <= 0x20 || c == 0x7F) return false;
-    if (c == ':' && colon == std::string_view::npos) colon = i;
-  }
-  return colon != std::string_view::npos && colon >= 2 && colon + 1 < id.size();
-}
+// The rule for user IDs (and `kMaxUserIdBytes`) is mxlimit/user_id.h's
+// `IsWellFormedUserId`; `UserBucketKey` evaluates it a word at a time for IDs
+// it stores inline.
 
 // -----------------------------------------------------------------------------
 // UserBucketKey
@@ -233,7 +220,10 @@ class UserBucketKey {
 
   // Stores `id` (at most 40 bytes) zero padded into words 1-5 and returns
   // whether it is well formed: the same answer as IsWellFormedUserId, a word
-  // at a time, without reading past the ID's last byte.
+  // at a time, without reading past the ID's last byte. The word masks settle
+  // the common shapes (a byte outside 0x21-0x7E, no '@' or ':', an empty
+  // localpart or server: malformed; a server of hostname bytes only: well
+  // formed); a port or IP literal goes to the byte-at-a-time definition.
   bool LoadInline(std::string_view id) {
     const size_t n = id.size();
     if (n < 4) return false;
@@ -268,7 +258,11 @@ class UserBucketKey {
     const uint64_t colons = m.colon & valid;
     if ((m.bad & valid) != 0 || p[0] != '@' || colons == 0) return false;
     const auto colon = static_cast<size_t>(std::countr_zero(colons));
-    return colon >= 2 && colon + 1 < n;
+    if (colon < 2 || colon + 1 >= n) return false;
+    // The server name's bytes: positions colon+1 .. n-1.
+    const uint64_t server = valid & ~((uint64_t{2} << colon) - 1);
+    if ((m.non_host & server) == 0) return true;
+    return IsWellFormedUserId(id);
   }
 
   // Left uninitialized by default construction (`UserBucketKey k;`): the

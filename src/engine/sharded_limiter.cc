@@ -8,7 +8,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "src/engine/bucket_keys.h"
+#include "mxlimit/user_id.h"
 #include "src/engine/engine.h"
 
 namespace mxlimit {
@@ -106,7 +106,7 @@ size_t ShardedLimiter::IpShard(const IpAddress& client) const {
 size_t ShardedLimiter::UserShard(std::string_view user_id) const {
   // Malformed IDs all share one overflow bucket per policy (bucket_keys.h);
   // spreading them over shards would multiply that budget.
-  if (!internal::IsWellFormedUserId(user_id)) return 0;
+  if (!IsWellFormedUserId(user_id)) return 0;
   return absl::Hash<absl::string_view>{}(internal::ToAbsl(user_id)) &
          (shard_count_ - 1);
 }

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "mxlimit/user_id.h"
 #include "src/replay/log_parsers.h"
 #include "src/replay/text_scan.h"
 
@@ -62,14 +63,13 @@ ParseResult ParseRequester(std::string_view text, LogRecord* r) {
   if (!text.empty() && text[0] == '@') {
     size_t bar = text.find('|');
     if (bar == std::string_view::npos) {
-      if (!internal::IsMatrixUserId(text)) return ParseResult::kBadUser;
+      if (!IsWellFormedUserId(text)) return ParseResult::kBadUser;
       r->user = text;
       return ParseResult::kOk;
     }
     std::string_view acting = text.substr(0, bar);
     std::string_view acted_for = text.substr(bar + 1);
-    if (!internal::IsMatrixUserId(acting) ||
-        !internal::IsMatrixUserId(acted_for)) {
+    if (!IsWellFormedUserId(acting) || !IsWellFormedUserId(acted_for)) {
       return ParseResult::kBadUser;
     }
     r->user = acted_for;

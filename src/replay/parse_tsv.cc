@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "mxlimit/user_id.h"
 #include "src/replay/log_parsers.h"
 #include "src/replay/text_scan.h"
 
@@ -45,7 +46,7 @@ ParseResult ParseTsvLine(std::string_view line, LogRecord* out) {
     return ParseResult::kBadClientAddress;
   }
   if (fields[4] != "-") {
-    if (!internal::IsMatrixUserId(fields[4])) return ParseResult::kBadUser;
+    if (!IsWellFormedUserId(fields[4])) return ParseResult::kBadUser;
     r.user = fields[4];
   }
   *out = r;

@@ -122,22 +122,8 @@ inline bool LooksLikeIpAddress(std::string_view s) {
   return true;
 }
 
-// The spec's limit on a user ID, sigil and server name included.
-inline constexpr size_t kMaxUserIdBytes = 255;
-
-// "@localpart:server": visible ASCII, a non-empty localpart and server name,
-// at most 255 bytes. Historical localparts (any visible ASCII) are accepted.
-inline bool IsMatrixUserId(std::string_view s) {
-  if (s.size() < 4 || s.size() > kMaxUserIdBytes || s[0] != '@') return false;
-  size_t colon = s.find(':');
-  if (colon == std::string_view::npos || colon < 2 || colon + 1 >= s.size()) {
-    return false;
-  }
-  for (char c : s) {
-    if (!IsVisible(c)) return false;
-  }
-  return true;
-}
+// User IDs are checked with mxlimit::IsWellFormedUserId (mxlimit/user_id.h),
+// the rule the limiter and the config loader use.
 
 // A server name: DNS name or IP literal with an optional port; letters,
 // digits, ".-:[]", at most 255 bytes.

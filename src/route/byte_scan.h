@@ -17,8 +17,9 @@
 //                 byte-at-a-time reference.
 // `ScanTarget` picks the widest one available.
 //
-// `ScanIdWords` does the same for the first 40 bytes of a user ID, held as
-// five words (bucket_keys.h validates inline user IDs with it).
+// `ScanIdWords` classifies the first 40 bytes of a user ID, held as five
+// words (bucket_keys.h validates inline user IDs with it): bytes outside
+// printable ASCII, colons, and bytes no hostname may hold.
 
 #ifndef MXLIMIT_ROUTE_BYTE_SCAN_H_
 #define MXLIMIT_ROUTE_BYTE_SCAN_H_
@@ -59,7 +60,7 @@ constexpr uint64_t SwarAtMost(uint64_t x, unsigned char c) {
   return ~(((x & kSwarLow7) + kSwarOnes * (0x7F - c)) | x) & kSwarHigh;
 }
 
-// Bytes no request target or user ID may hold: C0 controls, space, DEL.
+// Bytes no request target may hold: C0 controls, space, DEL.
 constexpr uint64_t SwarControlOrSpace(uint64_t x) {
   return SwarAtMost(x, 0x20) | SwarEqual(x, 0x7F);
 }
@@ -122,44 +123,71 @@ inline TargetMasks ScanTarget(const char* p) {
 }
 
 // What up to 40 bytes of a user ID hold, one bit per byte (bit i: byte i):
-//   bad    a byte no user ID may hold (C0 control, space, DEL)
-//   colon  ':'
+//   bad       a byte no user ID may hold: anything outside printable ASCII
+//             (0x21-0x7E), i.e. C0 controls, space, DEL and bytes >= 0x80
+//   colon     ':'
+//   non_host  a byte a hostname may not hold: anything but ALPHA, DIGIT,
+//             '.' and '-'
 // The bytes come as five words, byte 0 in the low bits of word 0.
 struct IdMasks {
   uint64_t bad = 0;
   uint64_t colon = 0;
+  uint64_t non_host = 0;
 };
 inline constexpr size_t kIdWords = 5;
 
+// Bytes in [lo, hi], for 0 < lo <= hi < 0x80 (bytes from 0x80 up never pass).
+constexpr uint64_t SwarInRange(uint64_t x, unsigned char lo, unsigned char hi) {
+  return SwarAtMost(x, hi) & ~SwarAtMost(x, static_cast<unsigned char>(lo - 1));
+}
+
 // SWAR, a word at a time.
 inline IdMasks ScanIdWords8(const uint64_t* w) {
+  using byte_scan_detail::GatherHighBits;
   IdMasks m;
   for (size_t i = 0; i < kIdWords; ++i) {
-    m.bad |=
-        uint64_t{byte_scan_detail::GatherHighBits(SwarControlOrSpace(w[i]))}
-        << (8 * i);
-    m.colon |= uint64_t{byte_scan_detail::GatherHighBits(SwarEqual(w[i], ':'))}
-               << (8 * i);
+    const uint64_t x = w[i];
+    const uint64_t visible = SwarInRange(x, 0x21, 0x7E);
+    // ALPHA: the byte with bit 5 set is in 'a'..'z'.
+    const uint64_t host = SwarInRange(x | (kSwarOnes * 0x20), 'a', 'z') |
+                          SwarInRange(x, '0', '9') | SwarEqual(x, '.') |
+                          SwarEqual(x, '-');
+    m.bad |= uint64_t{GatherHighBits(~visible & kSwarHigh)} << (8 * i);
+    m.colon |= uint64_t{GatherHighBits(SwarEqual(x, ':'))} << (8 * i);
+    m.non_host |= uint64_t{GatherHighBits(~host & kSwarHigh)} << (8 * i);
   }
   return m;
 }
 
 #if defined(__SSE2__)
 // SSE2, two words at a time (about a third of the SWAR form's instructions,
-// and the user key is built on every request).
+// and the user key is built on every request). The comparisons are signed,
+// so bytes from 0x80 up (negative) fall outside every ASCII range.
 inline IdMasks ScanIdWords16(const uint64_t* w) {
+  auto in_range = [](__m128i v, char lo, char hi) {
+    return _mm_and_si128(
+        _mm_cmpgt_epi8(v, _mm_set1_epi8(static_cast<char>(lo - 1))),
+        _mm_cmplt_epi8(v, _mm_set1_epi8(static_cast<char>(hi + 1))));
+  };
   IdMasks m;
   for (size_t i = 0; i < kIdWords; i += 2) {
     const uint64_t hi = i + 1 < kIdWords ? w[i + 1] : 0;
     const __m128i v =
         _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(w[i]));
-    const __m128i bad =
-        _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v),
-                     _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+    const __m128i visible = in_range(v, 0x21, 0x7E);
     const __m128i colon = _mm_cmpeq_epi8(v, _mm_set1_epi8(':'));
-    m.bad |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(bad))} << (8 * i);
-    m.colon |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(colon))}
-               << (8 * i);
+    // '-', '.', '/', '0'-'9' are 0x2D-0x39: one range, then drop '/'.
+    const __m128i digit_dot_dash = _mm_andnot_si128(
+        _mm_cmpeq_epi8(v, _mm_set1_epi8('/')), in_range(v, '-', '9'));
+    const __m128i host =
+        _mm_or_si128(digit_dot_dash,
+                     in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z'));
+    auto bits = [](__m128i mask) {
+      return uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(mask))};
+    };
+    m.bad |= (~bits(visible) & 0xFFFF) << (8 * i);
+    m.colon |= bits(colon) << (8 * i);
+    m.non_host |= (~bits(host) & 0xFFFF) << (8 * i);
   }
   return m;
 }

@@ -21,7 +21,7 @@
 #include "mxlimit/config.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy.h"
-#include "src/engine/bucket_keys.h"
+#include "mxlimit/user_id.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MXLIMIT_FUZZ_CHECK(ValidatePolicies(config->policies).empty());
   MXLIMIT_FUZZ_CHECK(ValidateTableOptions(config->tables).ok());
   for (const std::string& user : config->exempt.users) {
-    MXLIMIT_FUZZ_CHECK(internal::IsWellFormedUserId(user));
+    MXLIMIT_FUZZ_CHECK(IsWellFormedUserId(user));
   }
   for (const Cidr& net : config->exempt.ips) {
     MXLIMIT_FUZZ_CHECK(net.prefix_len >= 0 &&

@@ -102,15 +102,20 @@ void ExpectIdScannersAgree(const std::string& bytes) {
   IdMasks want;
   for (size_t i = 0; i < 40; ++i) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c <= 0x20 || c == 0x7F) want.bad |= uint64_t{1} << i;
+    if (c <= 0x20 || c >= 0x7F) want.bad |= uint64_t{1} << i;
     if (c == ':') want.colon |= uint64_t{1} << i;
+    const bool host = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '-';
+    if (!host) want.non_host |= uint64_t{1} << i;
   }
   const uint64_t forty = (uint64_t{1} << 40) - 1;
   EXPECT_EQ(ScanIdWords8(w).bad & forty, want.bad);
   EXPECT_EQ(ScanIdWords8(w).colon & forty, want.colon);
+  EXPECT_EQ(ScanIdWords8(w).non_host & forty, want.non_host);
 #if defined(__SSE2__)
   EXPECT_EQ(ScanIdWords16(w).bad & forty, want.bad);
   EXPECT_EQ(ScanIdWords16(w).colon & forty, want.colon);
+  EXPECT_EQ(ScanIdWords16(w).non_host & forty, want.non_host);
 #endif
 }
 
