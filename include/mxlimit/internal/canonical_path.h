@@ -110,10 +110,6 @@ class CanonicalCursor {
   // within the first bytes scanned): callers may then read it directly.
   bool IsRaw() const { return head_len_ == 0 && escape_ == end_; }
 
-  bool AtEnd() const {
-    return head_pos_ == head_len_ && pending_ == 0 && p_ == end_;
-  }
-
   // Reads `n` canonical bytes and compares them with `bytes`; false on the
   // first difference or when the path ends first (the cursor's position is
   // then unspecified). A run of raw bytes without '%' is compared whole.
@@ -276,9 +272,10 @@ class CanonicalCursor {
 
 // The canonical form of `raw` as a string.
 inline std::string CanonicalPath(std::string_view raw) {
+  CanonicalCursor c(raw);
+  if (c.IsRaw()) return std::string(raw);
   std::string out;
   out.reserve(raw.size());
-  CanonicalCursor c(raw);
   uint8_t b;
   while (c.Next(b)) out.push_back(static_cast<char>(b));
   return out;
