@@ -110,6 +110,25 @@ TEST(RouteNormalizerTest, QueryAndFragmentAreIgnored) {
   }
 }
 
+// Match is Normalize's id plus the query-free path length, from one pass.
+TEST(RouteNormalizerTest, MatchAgreesWithNormalizeAndFindsThePathEnd) {
+  for (const SpecRoute& route : SpecRoutes()) {
+    const std::string path = Instantiate(route.path, "%21r%3Ahs");
+    for (std::string suffix : {"", "?", "?a=/b#c", "#frag?x"}) {
+      const std::string target = path + suffix;
+      size_t path_size = 0;
+      const RouteId id = Normalizer().Match(target, &path_size);
+      EXPECT_EQ(id, Normalizer().Normalize(route.method, target).id) << target;
+      EXPECT_EQ(path_size, path.size()) << target;
+    }
+  }
+  size_t path_size = 99;
+  EXPECT_EQ(Normalizer().Match("/nope/x?y", &path_size), kFallbackRouteId);
+  EXPECT_EQ(path_size, 7u);
+  EXPECT_EQ(Normalizer().Match("", &path_size), kFallbackRouteId);
+  EXPECT_EQ(path_size, 0u);
+}
+
 TEST(RouteNormalizerTest, DifferentIdentifiersGiveOneKey) {
   Route a = Normalizer().Normalize(
       "PUT", "/_matrix/client/v3/rooms/%21a%3Ahs/send/m.room.message/txn1");
