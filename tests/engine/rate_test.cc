@@ -13,8 +13,8 @@
 namespace mxlimit {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::nanoseconds;
+using ::testing::HasSubstr;
 
 constexpr int64_t kSec = 1'000'000'000;
 
@@ -49,8 +49,8 @@ TEST(RateTest, RejectsOutOfRangeValuesNamingTheField) {
   ASSERT_FALSE(zero_burst.ok());
   EXPECT_THAT(zero_burst.status().message(), HasSubstr("burst"));
 
-  absl::StatusOr<Rate> huge = Rate::Create(Rate::kMaxRequestsPerUnit + 1,
-                                           TimeUnit::kSecond);
+  absl::StatusOr<Rate> huge =
+      Rate::Create(Rate::kMaxRequestsPerUnit + 1, TimeUnit::kSecond);
   EXPECT_FALSE(huge.ok());
 
   // A burst of a billion at one per day would overflow the TAT arithmetic.
@@ -176,7 +176,8 @@ TEST(GcraTest, GapsOfYearsAndInt64ExtremesDoNotOverflow) {
   // Years later: a full bucket, not more.
   int allowed = 0;
   for (int i = 0; i < 10; ++i) {
-    allowed += GcraCheck(rate, s, At(kMin + 200LL * 365 * 86400 * kSec)).allowed;
+    allowed +=
+        GcraCheck(rate, s, At(kMin + 200LL * 365 * 86400 * kSec)).allowed;
   }
   EXPECT_EQ(allowed, 5);
   GcraState t;
@@ -233,7 +234,8 @@ TEST(GcraPropertyTest, AllowedInAnyWindowIsBoundedByBurstPlusRate) {
     std::vector<int64_t> allowed_at;
     int64_t now = static_cast<int64_t>(rng() % 1000);
     for (int i = 0; i < 3000; ++i) {
-      now += static_cast<int64_t>(rng() % (2 * t / std::max<int64_t>(1, burst) + 1));
+      now += static_cast<int64_t>(rng() %
+                                  (2 * t / std::max<int64_t>(1, burst) + 1));
       if (GcraCheck(rate, s, At(now)).allowed) allowed_at.push_back(now);
     }
     ASSERT_FALSE(allowed_at.empty());
