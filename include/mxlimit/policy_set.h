@@ -173,13 +173,21 @@ class PolicySet {
   // span means "only the fallback". Policies matching a route key are
   // precomputed per route, so a request's route-side cost is one lookup.
   //
+  // `route_forms` (`RouteNormalizer::forms()` of the normalizer whose keys
+  // these are) lets resolution skip the raw-path walk for a request whose
+  // route and method no raw-path pattern can tell apart from the route key:
+  // where no pattern that misses the key could match any path served as the
+  // route (`ResolvedByRoute`). Without forms every request walks its path.
+  // The result is the same either way; only the cost differs.
+  //
   // Errors (InvalidArgument) list every problem, one per line, each naming the
   // policy (and its source line when known), the field and the value; more
   // than `kMaxPolicies` policies or patterns, more than `kMaxLayers` layers,
   // or 0xFFFF route keys are also refused.
   static absl::StatusOr<PolicySet> Compile(
       std::vector<Policy> operator_policies, bool include_builtins,
-      std::span<const std::string_view> route_keys, bool all_shadow = false);
+      std::span<const std::string_view> route_keys, bool all_shadow = false,
+      std::span<const RouteForm> route_forms = {});
 
   // The policies for one request. `route` is the normalizer's id for the
   // request (ids outside the compiled table count as the fallback);
@@ -187,10 +195,11 @@ class PolicySet {
   // still percent-encoded (it is canonicalized on the fly); `method` is
   // case-sensitive. User-scope policies apply only if `has_user`.
   //
-  // No allocation. Cost: one route lookup and one byte-trie walk over the
-  // canonical path (O(path length), independent of the number of exact and
-  // trailing-'*' policies), plus a glob test per inner-'*' pattern that could
-  // still outrank the best found so far in its group.
+  // No allocation. Cost: one route lookup; unless `ResolvedByRoute`, one
+  // byte-trie walk over the canonical path (O(path length), independent of
+  // the number of exact and trailing-'*' policies), plus a glob test per
+  // inner-'*' pattern that could still outrank the best found so far in its
+  // group.
   Resolution Resolve(std::string_view method, RouteId route,
                      std::string_view query_free_path, bool has_user) const;
 
@@ -202,6 +211,10 @@ class PolicySet {
   std::vector<PolicyMatch> Explain(std::string_view method, RouteId route,
                                    std::string_view query_free_path,
                                    bool has_user) const;
+
+  // True when every request on `route` with `method` resolves from the
+  // route alone (compiled with `route_forms`; see `Compile`).
+  bool ResolvedByRoute(RouteId route, std::string_view method) const;
 
   size_t size() const { return policies_.size(); }
   // REQUIRES: id < size().
@@ -253,6 +266,17 @@ class PolicySet {
 
   PolicySet() = default;
   uint32_t AddBestTable(std::span<const uint16_t> candidate_orders);
+  // A raw-path entry by the bytes before its first '*'.
+  struct EntryHead {
+    std::string_view head;
+    size_t entry;
+  };
+  internal::MethodMask RouteOnlyMethods(std::span<const std::string> globs,
+                                        std::span<const char> matches_key,
+                                        std::span<const EntryHead> heads) const;
+  // The raw-path half of Resolve: folds every raw-path match into `best`.
+  void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
+                      bool has_user, uint16_t* best) const;
   RouteId ClampRoute(RouteId route) const;
   RouteId BucketRoute(PolicyId id, RouteId route) const;
   const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
@@ -279,6 +303,9 @@ class PolicySet {
   std::vector<uint16_t> cells_;
   // Route side: table per RouteId.
   std::vector<uint32_t> route_table_;
+  // Per RouteId, the method classes (bits) whose requests need no raw-path
+  // walk: see `Compile`'s `route_forms`.
+  std::vector<internal::MethodMask> route_only_;
   // Raw side: exact paths and trailing-'*' prefixes in one byte trie, then
   // inner-'*' patterns per slot by descending rank.
   internal::PrefixTrie trie_;
@@ -286,6 +313,8 @@ class PolicySet {
   // The slots with inner-'*' patterns, and the user-scope slots as bits.
   std::vector<uint8_t> inner_slots_;
   uint32_t user_slots_ = 0;
+  // One bit per slot (lanes past slots_.size() are padding).
+  uint32_t slot_bits_ = 0;
 };
 
 }  // namespace mxlimit

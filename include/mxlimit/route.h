@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace mxlimit {
@@ -70,6 +71,16 @@ inline constexpr std::string_view kFallbackRouteKey = "<fallback>";
 // route under the pattern shares one counter per client. Never a real route
 // id (a policy set refuses route tables that large).
 inline constexpr RouteId kSharedBucketRoute = 0xFFFF;
+
+// One request shape a route is served under: the route's own template, an
+// extra form or a version-alias spelling, in template syntax (each `{name}`
+// segment stands for one raw segment). `RouteNormalizer::forms()` lists them
+// all; `PolicySet::Compile` reads them to learn which raw-path patterns can
+// ever see a route's paths.
+struct RouteForm {
+  RouteId id = kFallbackRouteId;
+  std::string pattern;  // "/_matrix/client/r0/rooms/{roomId}/state"
+};
 
 struct Route {
   RouteId id = kFallbackRouteId;
@@ -152,6 +163,12 @@ class RouteNormalizer {
   // Every key indexed by RouteId, fallback first. For precomputing per-route
   // policy candidates, `mxlimit normalize --list` and the docs.
   std::span<const std::string_view> keys() const;
+
+  // Every request shape the normalizer serves, each with its route id: a
+  // target is served as a known route exactly when its query-free path is
+  // one of these with every placeholder replaced by one segment. For
+  // precomputing per-route policy resolution (`PolicySet::Compile`).
+  std::span<const RouteForm> forms() const;
 
  private:
   std::unique_ptr<const internal::RouteTrie> trie_;

@@ -124,9 +124,9 @@ absl::Status Engine::Reload(const LimiterConfig& config) {
 
 absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
     const LimiterConfig& config, const RouteNormalizer& normalizer) {
-  absl::StatusOr<PolicySet> compiled =
-      PolicySet::Compile(config.policies, config.builtin_policies,
-                         normalizer.keys(), config.shadow_mode);
+  absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
+      config.policies, config.builtin_policies, normalizer.keys(),
+      config.shadow_mode, normalizer.forms());
   if (!compiled.ok()) return compiled.status();
   return std::make_shared<const PolicySet>(*std::move(compiled));
 }

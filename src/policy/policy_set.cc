@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
+#include "src/policy/route_glob.h"
 
 namespace mxlimit {
 namespace {
@@ -71,6 +72,53 @@ inline void MaxInto(uint16_t* best, const uint16_t* row, size_t lanes) {
 #else
   for (size_t s = 0; s < lanes; ++s) best[s] = std::max(best[s], row[s]);
 #endif
+}
+
+// Each route's form globs (route_glob.h); a route is usable for the
+// route-only shortcut when it has forms and every one has a glob.
+struct RouteFormGlobs {
+  std::vector<std::vector<std::string>> by_route;
+  std::vector<bool> usable;
+};
+
+RouteFormGlobs GlobsByRoute(std::span<const RouteForm> forms,
+                            size_t route_count) {
+  RouteFormGlobs out;
+  out.by_route.resize(route_count);
+  out.usable.assign(route_count, true);
+  out.usable[kFallbackRouteId] = false;
+  for (const RouteForm& form : forms) {
+    if (form.id >= route_count) continue;
+    std::optional<std::string> glob = internal::RouteFormGlob(form.pattern);
+    if (glob.has_value()) {
+      out.by_route[form.id].push_back(*std::move(glob));
+    } else {
+      out.usable[form.id] = false;
+    }
+  }
+  for (size_t r = 0; r < route_count; ++r) {
+    if (out.by_route[r].empty()) out.usable[r] = false;
+  }
+  return out;
+}
+
+// Bit s set when best[s] != 0, for `lanes` lanes (a multiple of 8, at most
+// 32).
+inline uint32_t FoundSlots(const uint16_t* best, size_t lanes) {
+  uint32_t found = 0;
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  for (size_t s = 0; s < lanes; s += 8) {
+    const __m128i empty = _mm_cmpeq_epi16(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(best + s)), zero);
+    const auto bits = static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_packs_epi16(empty, empty)) & 0xFF);
+    found |= (~bits & 0xFFu) << s;
+  }
+#else
+  for (size_t s = 0; s < lanes; ++s) found |= uint32_t{best[s] != 0} << s;
+#endif
+  return found;
 }
 
 // The canonical form of a pattern: `<fallback>` stays itself.
@@ -127,7 +175,8 @@ std::string_view RankReasonName(RankReason reason) {
 
 absl::StatusOr<PolicySet> PolicySet::Compile(
     std::vector<Policy> operator_policies, bool include_builtins,
-    std::span<const std::string_view> route_keys, bool all_shadow) {
+    std::span<const std::string_view> route_keys, bool all_shadow,
+    std::span<const RouteForm> route_forms) {
   std::vector<std::string> problems;
   for (Policy& p : operator_policies) {
     p.builtin = false;
@@ -278,9 +327,23 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     prefixes.push_back(ShapeOf(e.canonical).prefix);
   }
   std::vector<uint16_t> candidates;
+  const RouteFormGlobs globs =
+      GlobsByRoute(route_forms, set.route_keys_.size());
+  std::vector<char> matches_key(entry_count, 0);
+  std::vector<EntryHead> heads;
+  if (!route_forms.empty()) {
+    for (size_t i = 0; i < entry_count; ++i) {
+      if (set.entries_[i].canonical == kFallbackRouteKey) continue;
+      heads.push_back(EntryHead{prefixes[i], i});
+    }
+    std::sort(
+        heads.begin(), heads.end(),
+        [](const EntryHead& a, const EntryHead& b) { return a.head < b.head; });
+  }
   set.route_table_.reserve(set.route_keys_.size());
-  for (const std::string& key : set.route_keys_) {
-    const std::string canonical_key = CanonicalPattern(key);
+  set.route_only_.assign(set.route_keys_.size(), 0);
+  for (size_t r = 0; r < set.route_keys_.size(); ++r) {
+    const std::string canonical_key = CanonicalPattern(set.route_keys_[r]);
     const std::string_view view = canonical_key;
     candidates.clear();
     for (size_t i = 0; i < entry_count; ++i) {
@@ -290,6 +353,11 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
       }
     }
     set.route_table_.push_back(set.AddBestTable(candidates));
+    if (!globs.usable[r]) continue;
+    for (uint16_t order : candidates) matches_key[order - 1] = 1;
+    set.route_only_[r] =
+        set.RouteOnlyMethods(globs.by_route[r], matches_key, heads);
+    for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
 
   // Raw side: group exact patterns by text and trailing-'*' patterns by
@@ -333,8 +401,54 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   }
   for (size_t slot = 0; slot < set.slots_.size(); ++slot) {
     if (set.slots_[slot].scope == Scope::kUser) set.user_slots_ |= 1u << slot;
+    set.slot_bits_ |= 1u << slot;
   }
   return set;
+}
+
+// The methods for which a route's paths need no raw-path walk: those of no
+// raw-path pattern that could match one of its paths without already
+// matching its key (a pattern that matches the key is in the route's table,
+// so meeting it again on the path changes nothing). `heads` lists the raw
+// entries by literal head (the bytes before the first '*'), sorted: a pattern
+// and a form glob can only overlap when one head starts with the other, so
+// each glob looks at those entries alone.
+MethodMask PolicySet::RouteOnlyMethods(std::span<const std::string> globs,
+                                       std::span<const char> matches_key,
+                                       std::span<const EntryHead> heads) const {
+  MethodMask relevant = 0;
+  // True once every method is relevant (nothing left to learn).
+  auto consider = [&](size_t i, std::string_view glob) {
+    const Entry& e = entries_[i];
+    if (matches_key[i] || (e.methods & ~relevant) == 0) return false;
+    if (internal::GlobsOverlap(e.canonical, glob)) relevant |= e.methods;
+    return relevant == internal::kAllMethods;
+  };
+  auto by_head = [](const EntryHead& a, std::string_view b) {
+    return a.head < b;
+  };
+  for (const std::string& glob : globs) {
+    const std::string_view head = internal::FormGlobHead(glob);
+    // Heads that start with the glob's head.
+    for (auto it = std::lower_bound(heads.begin(), heads.end(), head, by_head);
+         it != heads.end() && it->head.starts_with(head); ++it) {
+      if (consider(it->entry, glob)) return 0;
+    }
+    // Heads that are a proper prefix of the glob's head.
+    for (size_t k = 0; k < head.size(); ++k) {
+      const std::string_view shorter = head.substr(0, k);
+      for (auto it =
+               std::lower_bound(heads.begin(), heads.end(), shorter, by_head);
+           it != heads.end() && it->head == shorter; ++it) {
+        if (consider(it->entry, glob)) return 0;
+      }
+    }
+  }
+  return internal::kAllMethods & ~relevant;
+}
+
+bool PolicySet::ResolvedByRoute(RouteId route, std::string_view method) const {
+  return (route_only_[ClampRoute(route)] & Bit(ClassifyMethod(method))) != 0;
 }
 
 uint32_t PolicySet::AddBestTable(std::span<const uint16_t> candidate_orders) {
@@ -383,7 +497,6 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
                                          bool has_user) const {
   const RouteId rid = ClampRoute(route);
   const MethodClass m = ClassifyMethod(method);
-  const size_t k = slots_.size();
   const size_t lanes = lanes_;
   const size_t stride = internal::kMethodClassCount * lanes;
   // Best entry order per slot; 0 = none yet.
@@ -391,6 +504,39 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * lanes;
   std::memcpy(best, row, lanes * sizeof(uint16_t));
 
+  if ((route_only_[rid] & Bit(m)) == 0) {
+    ResolveRawPath(query_free_path, m, has_user, best);
+  }
+
+  // The slots that found a policy, as a bit set.
+  uint32_t found = FoundSlots(best, lanes) & slot_bits_;
+  if (!has_user) found &= ~user_slots_;
+  Resolution r;
+  while (found != 0) {
+    const auto s = static_cast<size_t>(std::countr_zero(found));
+    found &= found - 1;
+    const Slot& slot = slots_[s];
+    const OrderInfo o = order_info_[best[s]];
+    const RouteId bucket = o.share_threshold ? kSharedBucketRoute : rid;
+    r.applied[r.count++] =
+        ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow};
+    if (slot.layer == 0 && !slot.shadow) {
+      if (slot.scope == Scope::kIp) {
+        r.ip = o.policy;
+        r.ip_bucket_route = bucket;
+      } else {
+        r.user = o.policy;
+        r.user_bucket_route = bucket;
+      }
+    }
+  }
+  return r;
+}
+
+void PolicySet::ResolveRawPath(std::string_view query_free_path, MethodClass m,
+                               bool has_user, uint16_t* best) const {
+  const size_t lanes = lanes_;
+  const size_t stride = internal::kMethodClassCount * lanes;
   // Most paths are their own canonical form: then the trie and the globs
   // read the bytes directly, else through the decoding cursor.
   const CanonicalCursor path(query_free_path);
@@ -418,31 +564,6 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
       }
     }
   }
-
-  // The slots that found a policy, as a bit set.
-  uint32_t found = 0;
-  for (size_t s = 0; s < k; ++s) found |= uint32_t{best[s] != 0} << s;
-  if (!has_user) found &= ~user_slots_;
-  Resolution r;
-  while (found != 0) {
-    const auto s = static_cast<size_t>(std::countr_zero(found));
-    found &= found - 1;
-    const Slot& slot = slots_[s];
-    const OrderInfo o = order_info_[best[s]];
-    const RouteId bucket = o.share_threshold ? kSharedBucketRoute : rid;
-    r.applied[r.count++] =
-        ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow};
-    if (slot.layer == 0 && !slot.shadow) {
-      if (slot.scope == Scope::kIp) {
-        r.ip = o.policy;
-        r.ip_bucket_route = bucket;
-      } else {
-        r.user = o.policy;
-        r.user_bucket_route = bucket;
-      }
-    }
-  }
-  return r;
 }
 
 std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,

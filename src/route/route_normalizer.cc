@@ -52,4 +52,8 @@ std::span<const std::string_view> RouteNormalizer::keys() const {
   return trie_->keys();
 }
 
+std::span<const RouteForm> RouteNormalizer::forms() const {
+  return trie_->forms();
+}
+
 }  // namespace mxlimit

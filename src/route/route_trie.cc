@@ -186,6 +186,10 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   trie.keys_.reserve(spec.templates.size() + 1);
   trie.keys_.push_back(kFallbackRouteKey);
   for (std::string_view key : spec.templates) trie.keys_.push_back(key);
+  trie.forms_.reserve(expanded->size());
+  for (const ExpandedPattern& pattern : *expanded) {
+    trie.forms_.push_back(RouteForm{pattern.id, pattern.pattern});
+  }
   return trie;
 }
 

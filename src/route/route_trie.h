@@ -114,6 +114,8 @@ class RouteTrie {
 
   // All keys indexed by RouteId; keys()[0] == kFallbackRouteKey.
   std::span<const std::string_view> keys() const { return keys_; }
+  // Every pattern the trie holds (ExpandRouteTable's), with its id.
+  std::span<const RouteForm> forms() const { return forms_; }
 
   // Segments in the longest expanded pattern; longer paths are fallback.
   size_t max_segments() const { return max_segments_; }
@@ -198,6 +200,7 @@ class RouteTrie {
   std::vector<LiteralEdge> slots_;
   std::string literal_text_;
   std::vector<std::string_view> keys_;
+  std::vector<RouteForm> forms_;
   size_t literal_edge_count_ = 0;
   size_t max_segments_ = 0;
   size_t slot_mask_ = 0;

@@ -140,7 +140,8 @@ void RunPolicySet(FuzzInput& in) {
   const std::string_view path = QueryFreePath(target);
 
   absl::StatusOr<PolicySet> set = PolicySet::Compile(
-      policies, /*include_builtins=*/flags & 1, Normalizer().keys());
+      policies, /*include_builtins=*/flags & 1, Normalizer().keys(),
+      /*all_shadow=*/false, Normalizer().forms());
   if (!set.ok()) {
     MXLIMIT_FUZZ_CHECK(set.status().code() ==
                        absl::StatusCode::kInvalidArgument);
