@@ -23,12 +23,22 @@
 // translation units.
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> limiter =
-//       mxlimit::Limiter::Create(mxlimit::LimiterConfig{});
-//   mxlimit::Request req{.method = "PUT", .target = path, .client = addr,
-//                        .user_id = "@alice:example.org"};
-//   mxlimit::Decision d = (*limiter)->Check(req, now);
-//   if (!d.allowed) return TooManyRequests(d);
+//   void SendTooManyRequests(const mxlimit::Decision& d);  // the embedder's
+//
+//   // At start-up: the built-in policies, default tables.
+//   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> Start() {
+//     return mxlimit::Limiter::Create(mxlimit::LimiterConfig{});
+//   }
+//
+//   // Per request, under the embedder's lock.
+//   void OnRequest(mxlimit::Limiter& limiter, std::string_view target,
+//                  const mxlimit::IpAddress& peer,
+//                  mxlimit::MonotonicTime now) {
+//     mxlimit::Request req{.method = "PUT", .target = target, .client = peer,
+//                          .user_id = "@alice:example.org"};
+//     mxlimit::Decision d = limiter.Check(req, now);
+//     if (!d.allowed) SendTooManyRequests(d);
+//   }
 
 #ifndef MXLIMIT_LIMITER_H_
 #define MXLIMIT_LIMITER_H_

@@ -32,12 +32,21 @@
 // convenience overload is used).
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> limiter =
-//       mxlimit::ShardedLimiter::Create(config);  // shards: from core count
-//   if (!limiter.ok()) return limiter.status();
-//   // On any request thread:
-//   mxlimit::Decision d = (*limiter)->Check(request, now);
-//   if (!d.allowed) return TooManyRequests(d);
+//   void SendTooManyRequests(const mxlimit::Decision& d);  // the embedder's
+//
+//   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> Start(
+//       const mxlimit::LimiterConfig& config) {
+//     // Shards: from the core count.
+//     return mxlimit::ShardedLimiter::Create(config);
+//   }
+//
+//   // On any request thread, with no lock of the embedder's.
+//   void OnRequest(mxlimit::ShardedLimiter& limiter,
+//                  const mxlimit::Request& request,
+//                  mxlimit::MonotonicTime now) {
+//     mxlimit::Decision d = limiter.Check(request, now);
+//     if (!d.allowed) SendTooManyRequests(d);
+//   }
 
 #ifndef MXLIMIT_SHARDED_LIMITER_H_
 #define MXLIMIT_SHARDED_LIMITER_H_
