@@ -79,7 +79,7 @@ class Limiter {
   Limiter& operator=(Limiter&&) = delete;
   ~Limiter();
 
-  // Check
+  // Limiter::Check()
   //
   // Decides and, when allowed, charges `request.cost` to the bucket of every
   // limited policy that applies (each layer, each scope, shadow policies
@@ -91,13 +91,13 @@ class Limiter {
     return Check(request, MonotonicTime::FromSteadyClock());
   }
 
-  // Peek
+  // Limiter::Peek()
   //
   // What `Check` would answer, without charging, admitting or touching any
   // bucket.
   Decision Peek(const Request& request, MonotonicTime now) const;
 
-  // Charge
+  // Limiter::Charge()
   //
   // Charges `request.cost` to every applying policy's bucket without
   // checking, e.g. a failed login recorded after the response. Buckets drain
@@ -105,7 +105,7 @@ class Limiter {
   // Exempt requests and unlimited or blocked policies are not charged.
   void Charge(const Request& request, MonotonicTime now);
 
-  // Reload
+  // Limiter::Reload()
   //
   // Replaces the policies and exemptions for the next `Check`. Buckets of
   // policies whose name, scope, rate and sharing are unchanged keep their
@@ -114,7 +114,7 @@ class Limiter {
   // is rejected and the old policies stay in force.
   absl::Status Reload(const LimiterConfig& config);
 
-  // Stats
+  // Limiter::Stats()
   //
   // A snapshot of table and per-policy counters: O(number of policies), no
   // table walk. Call under the same lock as Check.
