@@ -21,14 +21,18 @@
 // the core library includes yaml-cpp, and no yaml-cpp exception escapes.
 //
 // Example:
-//   absl::StatusOr<mxlimit::LimiterConfig> config =
-//       mxlimit::LoadConfigFile("/etc/matrix/mxlimit.yaml");
-//   if (!config.ok()) {
-//     std::cerr << config.status().message() << "\n";  // Every error, one a
-//     line. return 1;
+//   #include <iostream>
+//
+//   int main() {
+//     absl::StatusOr<mxlimit::LimiterConfig> config =
+//         mxlimit::LoadConfigFile("/etc/matrix/mxlimit.yaml");
+//     if (!config.ok()) {
+//       std::cerr << config.status().message() << "\n";  // one error a line
+//       return 1;
+//     }
+//     // config->policies, ->tables, ->exempt, ->builtin_policies: pass *config
+//     // to Limiter::Create (limiter.h).
 //   }
-//   // config->policies, config->tables, config->exempt,
-//   config->builtin_policies
 
 #ifndef MXLIMIT_CONFIG_H_
 #define MXLIMIT_CONFIG_H_

@@ -7,9 +7,20 @@
 // `M_LIMIT_EXCEEDED` response (see matrix_response.h).
 //
 // Example:
-//   mxlimit::Decision d = limiter.Check(request, now);
-//   if (!d.allowed) {
-//     return TooManyRequests(mxlimit::RetryAfterHeaderValue(d), d.policy);
+//   #include "mxlimit/matrix_response.h"
+//
+//   // The embedder's: pass the request on, or answer it (an empty
+//   // `retry_after` means no Retry-After header).
+//   void Forward();
+//   void Reply(int status, std::string_view retry_after,
+//              std::string_view body);
+//   void Log(std::string_view policy, std::string_view layer);
+//
+//   void Answer(const mxlimit::Decision& d) {
+//     if (d.allowed) return Forward();
+//     Log(d.policy, d.layer);
+//     Reply(429, mxlimit::RetryAfterValue(d.retry_after, d.never),
+//           mxlimit::LimitExceededBody(d.retry_after, d.never));
 //   }
 
 #ifndef MXLIMIT_DECISION_H_

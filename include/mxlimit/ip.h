@@ -30,10 +30,12 @@
 // header, believing only the proxies the embedder names.
 //
 // Example:
-//   absl::StatusOr<mxlimit::IpAddress> ip =
-//       mxlimit::ParseIpAddress("[2001:db8::1]");
-//   absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr("10.0.0.0/8");
-//   bool inside = net->Contains(*ip);
+//   // False for "[2001:db8::1]" and for garbage; true for "10.1.2.3".
+//   bool IsInternal(std::string_view address) {
+//     absl::StatusOr<mxlimit::IpAddress> ip = mxlimit::ParseIpAddress(address);
+//     absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr("10.0.0.0/8");
+//     return ip.ok() && net.ok() && net->Contains(*ip);
+//   }
 
 #ifndef MXLIMIT_IP_H_
 #define MXLIMIT_IP_H_
@@ -207,14 +209,14 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 // fail: every input, hostile or not, resolves to an address as above.
 //
 // Example:
-//   // 10.0.0.0/8 is our load balancer; the client sent its own guess first.
-//   absl::StatusOr<mxlimit::Cidr> lb = mxlimit::ParseCidr("10.0.0.0/8");
-//   absl::StatusOr<mxlimit::IpAddress> peer =
-//       mxlimit::ParseIpAddress("10.1.2.3");
-//   const mxlimit::Cidr proxies[] = {*lb};
-//   mxlimit::IpAddress client = mxlimit::ClientAddressFromForwardedFor(
-//       *peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
-//   // client is 203.0.113.7: the first hop from the right that is not ours.
+//   // 10.0.0.0/8 holds our load balancers; the client sent its own guess
+//   // first.
+//   mxlimit::IpAddress Client(const mxlimit::IpAddress& peer) {  // 10.1.2.3
+//     const mxlimit::Cidr proxies[] = {*mxlimit::ParseCidr("10.0.0.0/8")};
+//     // 203.0.113.7: the first hop from the right that is not ours.
+//     return mxlimit::ClientAddressFromForwardedFor(
+//         peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
+//   }
 
 // How many hops, counted from the right, the resolvers examine at most.
 inline constexpr int kMaxForwardedHops = 64;

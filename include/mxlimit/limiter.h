@@ -23,12 +23,22 @@
 // translation units.
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> limiter =
-//       mxlimit::Limiter::Create(mxlimit::LimiterConfig{});
-//   mxlimit::Request req{.method = "PUT", .target = path, .client = addr,
-//                        .user_id = "@alice:example.org"};
-//   mxlimit::Decision d = (*limiter)->Check(req, now);
-//   if (!d.allowed) return TooManyRequests(d);
+//   void SendTooManyRequests(const mxlimit::Decision& d);  // the embedder's
+//
+//   // At start-up: the built-in policies, default tables.
+//   absl::StatusOr<std::unique_ptr<mxlimit::Limiter>> Start() {
+//     return mxlimit::Limiter::Create(mxlimit::LimiterConfig{});
+//   }
+//
+//   // Per request, under the embedder's lock.
+//   void OnRequest(mxlimit::Limiter& limiter, std::string_view target,
+//                  const mxlimit::IpAddress& peer,
+//                  mxlimit::MonotonicTime now) {
+//     mxlimit::Request req{.method = "PUT", .target = target, .client = peer,
+//                          .user_id = "@alice:example.org"};
+//     mxlimit::Decision d = limiter.Check(req, now);
+//     if (!d.allowed) SendTooManyRequests(d);
+//   }
 
 #ifndef MXLIMIT_LIMITER_H_
 #define MXLIMIT_LIMITER_H_
@@ -69,7 +79,7 @@ class Limiter {
   Limiter& operator=(Limiter&&) = delete;
   ~Limiter();
 
-  // Check
+  // Limiter::Check()
   //
   // Decides and, when allowed, charges `request.cost` to the bucket of every
   // limited policy that applies (each layer, each scope, shadow policies
@@ -81,13 +91,13 @@ class Limiter {
     return Check(request, MonotonicTime::FromSteadyClock());
   }
 
-  // Peek
+  // Limiter::Peek()
   //
   // What `Check` would answer, without charging, admitting or touching any
   // bucket.
   Decision Peek(const Request& request, MonotonicTime now) const;
 
-  // Charge
+  // Limiter::Charge()
   //
   // Charges `request.cost` to every applying policy's bucket without
   // checking, e.g. a failed login recorded after the response. Buckets drain
@@ -95,7 +105,7 @@ class Limiter {
   // Exempt requests and unlimited or blocked policies are not charged.
   void Charge(const Request& request, MonotonicTime now);
 
-  // Reload
+  // Limiter::Reload()
   //
   // Replaces the policies and exemptions for the next `Check`. Buckets of
   // policies whose name, scope, rate and sharing are unchanged keep their
@@ -104,7 +114,7 @@ class Limiter {
   // is rejected and the old policies stay in force.
   absl::Status Reload(const LimiterConfig& config);
 
-  // Stats
+  // Limiter::Stats()
   //
   // A snapshot of table and per-policy counters: O(number of policies), no
   // table walk. Call under the same lock as Check.

@@ -25,12 +25,23 @@
 // convenient `std::string` form.
 //
 // Example:
-//   char body[mxlimit::kLimitExceededBodyMaxBytes];
-//   size_t n = mxlimit::WriteLimitExceededBody(wait, never, body);
-//   char retry[mxlimit::kRetryAfterValueMaxBytes];
-//   size_t m = mxlimit::WriteRetryAfterValue(wait, never, retry);
-//   if (m > 0) response.SetHeader("Retry-After", std::string_view(retry, m));
-//   response.Send(429, "application/json", std::string_view(body, n));
+//   struct Response {  // the embedder's
+//     void SetHeader(std::string_view name, std::string_view value);
+//     void Send(int status, std::string_view type, std::string_view body);
+//   };
+//
+//   // With `Decision::retry_after` and `Decision::never`; allocates nothing.
+//   void TooManyRequests(Response& response, std::chrono::nanoseconds wait,
+//                        bool never) {
+//     char body[mxlimit::kLimitExceededBodyMaxBytes];
+//     size_t n = mxlimit::WriteLimitExceededBody(wait, never, body);
+//     char retry[mxlimit::kRetryAfterValueMaxBytes];
+//     size_t m = mxlimit::WriteRetryAfterValue(wait, never, retry);
+//     if (m > 0) {
+//       response.SetHeader("Retry-After", std::string_view(retry, m));
+//     }
+//     response.Send(429, "application/json", std::string_view(body, n));
+//   }
 
 #ifndef MXLIMIT_MATRIX_RESPONSE_H_
 #define MXLIMIT_MATRIX_RESPONSE_H_

@@ -17,9 +17,17 @@
 // resolution rules and the built-in table.
 //
 // Example:
-//   std::vector<mxlimit::Policy> mine = {...};  // e.g. from mxlimit::config
-//   std::vector<mxlimit::PolicyError> errors = mxlimit::ValidatePolicies(mine);
-//   for (const auto& e : errors) Report(mine[e.index].source_line, e.message);
+//   void Report(int source_line, std::string_view message);  // the embedder's
+//
+//   // `mine` built in code, or read by a loader of the embedder's own.
+//   bool AllValid(const std::vector<mxlimit::Policy>& mine) {
+//     std::vector<mxlimit::PolicyError> errors =
+//         mxlimit::ValidatePolicies(mine);
+//     for (const mxlimit::PolicyError& e : errors) {
+//       Report(mine[e.index].source_line, e.message);
+//     }
+//     return errors.empty();
+//   }
 
 #ifndef MXLIMIT_POLICY_H_
 #define MXLIMIT_POLICY_H_

@@ -31,14 +31,24 @@
 // concurrently from any number of threads.
 //
 // Example:
-//   std::span<const std::string_view> keys = normalizer.keys();
-//   absl::StatusOr<mxlimit::PolicySet> set = mxlimit::PolicySet::Compile(
-//       config.policies, config.builtin_policies, keys);
-//   if (!set.ok()) return set.status();
-//   mxlimit::Route route = normalizer.Normalize(method, target);
-//   mxlimit::PolicySet::Resolution r = set->Resolve(
-//       method, route.id, mxlimit::QueryFreePath(target), !user.empty());
-//   for (const mxlimit::ResolvedPolicy& p : r.all()) Charge(p);
+//   #include "mxlimit/options.h"
+//
+//   void Charge(const mxlimit::ResolvedPolicy& p);  // the embedder's
+//
+//   absl::Status ChargeAll(const mxlimit::LimiterConfig& config,
+//                          std::string_view method, std::string_view target,
+//                          std::string_view user) {
+//     const mxlimit::RouteNormalizer normalizer;
+//     absl::StatusOr<mxlimit::PolicySet> set = mxlimit::PolicySet::Compile(
+//         config.policies, config.builtin_policies, normalizer.keys(),
+//         config.shadow_mode);
+//     if (!set.ok()) return set.status();
+//     mxlimit::Route route = normalizer.Normalize(method, target);
+//     mxlimit::PolicySet::Resolution r = set->Resolve(
+//         method, route.id, mxlimit::QueryFreePath(target), !user.empty());
+//     for (const mxlimit::ResolvedPolicy& p : r.all()) Charge(p);
+//     return absl::OkStatus();
+//   }
 
 #ifndef MXLIMIT_POLICY_SET_H_
 #define MXLIMIT_POLICY_SET_H_

@@ -30,11 +30,16 @@
 // has headroom and never overflows.
 //
 // Example:
-//   absl::StatusOr<mxlimit::Rate> rate =
-//       mxlimit::Rate::Create(10, mxlimit::TimeUnit::kMinute, /*burst=*/3);
-//   mxlimit::GcraState bucket;
-//   mxlimit::GcraResult r = mxlimit::GcraCheck(*rate, bucket, now);
-//   if (!r.allowed) return TooManyRequests(r.retry_after);
+//   void TooManyRequests(std::chrono::nanoseconds wait);  // the embedder's
+//
+//   // One bucket (a `GcraState{}` is a full one), 10 a minute, 3 at once.
+//   bool Admit(mxlimit::GcraState& bucket, mxlimit::MonotonicTime now) {
+//     static const absl::StatusOr<mxlimit::Rate> rate =
+//         mxlimit::Rate::Create(10, mxlimit::TimeUnit::kMinute, /*burst=*/3);
+//     mxlimit::GcraResult r = mxlimit::GcraCheck(*rate, bucket, now);
+//     if (!r.allowed) TooManyRequests(r.retry_after);
+//     return r.allowed;
+//   }
 
 #ifndef MXLIMIT_RATE_H_
 #define MXLIMIT_RATE_H_

@@ -6,12 +6,15 @@
 // it. Views only, so building one copies nothing.
 //
 // Example:
-//   mxlimit::Request req;
-//   req.method = "PUT";
-//   req.target =
-//   "/_matrix/client/v3/rooms/!r:example.org/send/m.room.message/1"; req.client
-//   = *mxlimit::ParseIpAddress("203.0.113.9"); req.user_id =
-//   "@alice:example.org";
+//   mxlimit::Request MessageSend() {
+//     mxlimit::Request req;
+//     req.method = "PUT";
+//     req.target =
+//         "/_matrix/client/v3/rooms/!r:example.org/send/m.room.message/1";
+//     req.client = *mxlimit::ParseIpAddress("203.0.113.9");
+//     req.user_id = "@alice:example.org";
+//     return req;  // views: the strings must outlive the Check
+//   }
 
 #ifndef MXLIMIT_REQUEST_H_
 #define MXLIMIT_REQUEST_H_

@@ -9,10 +9,12 @@
 // Every target that matches no known endpoint maps to one shared fallback.
 //
 // Example:
-//   mxlimit::RouteNormalizer normalizer;
-//   mxlimit::Route r = normalizer.Normalize(
-//       "PUT", "/_matrix/client/r0/rooms/!a%3Ab.c/send/m.room.message/t1");
-//   // r.key == "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}"
+//   std::string_view SendKey(const mxlimit::RouteNormalizer& normalizer) {
+//     mxlimit::Route r = normalizer.Normalize(
+//         "PUT", "/_matrix/client/r0/rooms/!a%3Ab.c/send/m.room.message/t1");
+//     // "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}"
+//     return r.key;
+//   }
 //
 // The rules, in short (docs/routes.md has the full list of keys and aliases):
 //

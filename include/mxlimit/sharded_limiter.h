@@ -32,12 +32,21 @@
 // convenience overload is used).
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> limiter =
-//       mxlimit::ShardedLimiter::Create(config);  // shards: from core count
-//   if (!limiter.ok()) return limiter.status();
-//   // On any request thread:
-//   mxlimit::Decision d = (*limiter)->Check(request, now);
-//   if (!d.allowed) return TooManyRequests(d);
+//   void SendTooManyRequests(const mxlimit::Decision& d);  // the embedder's
+//
+//   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> Start(
+//       const mxlimit::LimiterConfig& config) {
+//     // Shards: from the core count.
+//     return mxlimit::ShardedLimiter::Create(config);
+//   }
+//
+//   // On any request thread, with no lock of the embedder's.
+//   void OnRequest(mxlimit::ShardedLimiter& limiter,
+//                  const mxlimit::Request& request,
+//                  mxlimit::MonotonicTime now) {
+//     mxlimit::Decision d = limiter.Check(request, now);
+//     if (!d.allowed) SendTooManyRequests(d);
+//   }
 
 #ifndef MXLIMIT_SHARDED_LIMITER_H_
 #define MXLIMIT_SHARDED_LIMITER_H_
@@ -85,7 +94,7 @@ class ShardedLimiter {
   ShardedLimiter& operator=(ShardedLimiter&&) = delete;
   ~ShardedLimiter();
 
-  // Check
+  // ShardedLimiter::Check()
   //
   // `Limiter::Check`, on the shard(s) that own the request's buckets.
   //
@@ -98,19 +107,19 @@ class ShardedLimiter {
     return Check(request, MonotonicTime::FromSteadyClock());
   }
 
-  // Peek
+  // ShardedLimiter::Peek()
   //
   // What `Check` would answer, without charging, admitting or counting.
   Decision Peek(const Request& request, MonotonicTime now) const;
 
-  // Charge
+  // ShardedLimiter::Charge()
   //
   // `Limiter::Charge`: charges (or, with a negative cost, refunds) both
   // scopes' buckets without checking. The two scopes are charged one after
   // the other, each under its own shard's lock.
   void Charge(const Request& request, MonotonicTime now);
 
-  // Reload
+  // ShardedLimiter::Reload()
   //
   // Validates and compiles `config` once; if that fails (or the `tables`
   // section changed, or a `client_prefix` is coarser than the shard prefix
@@ -121,7 +130,7 @@ class ShardedLimiter {
   // new policies per scope; concurrent reloads are applied one at a time.
   absl::Status Reload(const LimiterConfig& config);
 
-  // Stats
+  // ShardedLimiter::Stats()
   //
   // The shards' counters summed: table sizes, capacities, admissions,
   // evictions and hits; per-policy counters; exempt requests. Shards are read

@@ -7,7 +7,12 @@
 // metrics endpoint.
 //
 // Example:
-//   std::string body = mxlimit::FormatPrometheus(limiter.Stats());
+//   #include "mxlimit/limiter.h"
+//
+//   // The body of GET /metrics; under the lock that guards `Check`.
+//   std::string Metrics(const mxlimit::Limiter& limiter) {
+//     return mxlimit::FormatPrometheus(limiter.Stats());
+//   }
 
 #ifndef MXLIMIT_STATS_H_
 #define MXLIMIT_STATS_H_

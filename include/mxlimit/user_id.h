@@ -54,9 +54,7 @@ namespace mxlimit {
 // bytes.
 inline constexpr size_t kMaxUserIdBytes = 255;
 
-// -----------------------------------------------------------------------------
-// IsWellFormedUserId
-// -----------------------------------------------------------------------------
+// IsWellFormedUserId()
 //
 // True when `user_id` follows the rule above. Never allocates; constexpr.
 //
@@ -67,9 +65,7 @@ inline constexpr size_t kMaxUserIdBytes = 255;
 // literals.
 constexpr bool IsWellFormedUserId(std::string_view user_id);
 
-// -----------------------------------------------------------------------------
-// UserIdProblem
-// -----------------------------------------------------------------------------
+// UserIdProblem()
 //
 // Why `user_id` is not a well-formed Matrix user ID, or "" when it is one:
 // a short phrase such as "no ':server' part" or "the port is not a number

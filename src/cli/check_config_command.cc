@@ -1,10 +1,10 @@
 // `mxlimit check-config F`: load a policy file the way the limiter would.
 // On success: exit 0 and one summary line. On failure: every error as
-// `F:LINE:COL: message` on stderr, exit 1.
+// `mxlimit check-config: F:LINE:COL: message` on stderr, exit 1.
 
-#include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -12,6 +12,7 @@
 #include "mxlimit/policy.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
+#include "src/cli/output.h"
 #include "src/util/quote.h"
 
 namespace mxlimit::cli {
@@ -22,9 +23,12 @@ struct CheckConfigOptions {
 
 namespace {
 
+constexpr std::string_view kCommand = "check-config";
+
 int RunCheckConfig(const CheckConfigOptions& opts) {
   LimiterConfig config;
-  const std::unique_ptr<Limiter> limiter = LoadLimiter(opts.path, &config);
+  const std::unique_ptr<Limiter> limiter =
+      LoadLimiter(kCommand, opts.path, &config);
   if (limiter == nullptr) return kExitFinding;
   const TableOptions& t = config.tables;
   const size_t total = limiter->policies().size();
@@ -46,8 +50,9 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
                       ": match ", internal::QuoteForError(m), " ", note, "\n");
     }
   }
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  return kExitOk;
+  Output out(kCommand);
+  out.Append(line);
+  return out.Finish() ? kExitOk : kExitFinding;
 }
 
 }  // namespace
@@ -55,7 +60,13 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
 void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CheckConfigOptions>();
   CLI::App* cmd =
-      app.add_subcommand("check-config", "Validate a YAML policy file");
+      app.add_subcommand(std::string(kCommand), "Validate a YAML policy file");
+  cmd->footer(
+      "Loads FILE as the limiter would. Valid: one summary line (and a "
+      "warning per pattern not in canonical form), exit 0. Invalid: every "
+      "error as FILE:LINE:COL: message on standard error, exit 1. Details: "
+      "docs/cli.md, section \"mxlimit check-config\"; the format: "
+      "docs/config.md.");
   cmd->add_option("file", opts->path, "YAML policy file")
       ->required()
       ->check(CLI::ExistingFile);

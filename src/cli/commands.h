@@ -10,7 +10,10 @@
 // file plus one line here and one in main.cc.
 //
 // Exit codes (shared by every subcommand): 0 success, 1 a finding (invalid
-// input, a denied request, a bad config), 2 a usage error.
+// input, a denied request, a bad config, a read or write error), 2 a usage
+// error. Results go through one `Output` and errors through `PrintError`
+// (output.h), so every write is checked and every error line starts
+// `mxlimit <subcommand>: `.
 //
 // Example:
 //   CLI::App app{"...", "mxlimit"};

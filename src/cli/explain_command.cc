@@ -4,10 +4,14 @@
 // keys a Check would charge.
 //
 //   mxlimit explain [--config F] [--ip ADDR] [--user USER] METHOD TARGET
+//
+// What it echoes of its arguments (method, target, paths, user) is escaped
+// (`EscapeForOutput`): a target holding "\n" or "\x1b[" could otherwise
+// print lines that look like the tool's own, or drive the terminal.
 
-#include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -19,6 +23,7 @@
 #include "mxlimit/user_id.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
+#include "src/cli/output.h"
 #include "src/util/quote.h"
 
 namespace mxlimit::cli {
@@ -33,7 +38,10 @@ struct ExplainOptions {
 
 namespace {
 
+using internal::EscapeForOutput;
 using internal::ToAbsl;
+
+constexpr std::string_view kCommand = "explain";
 
 std::string Describe(const Policy& p) {
   std::string prefix;
@@ -47,26 +55,32 @@ std::string Describe(const Policy& p) {
                       p.builtin ? ", built-in" : "", ")");
 }
 
+int Write(std::string_view text) {
+  Output out(kCommand);
+  out.Append(text);
+  return out.Finish() ? kExitOk : kExitFinding;
+}
+
 int RunExplain(const ExplainOptions& opts) {
   // Usage errors first, before a config error could hide them.
   absl::StatusOr<IpAddress> ip = ParseIpAddress(opts.ip);
   if (!ip.ok()) {
-    std::fprintf(stderr, "--ip: %s\n",
-                 std::string(ip.status().message()).c_str());
+    PrintError(kCommand, absl::StrCat("--ip: ", ip.status().message()));
     return kExitUsage;
   }
   if (!opts.user.empty()) {
     if (std::string problem = UserIdProblem(opts.user); !problem.empty()) {
-      std::fprintf(stderr,
-                   "--user: got %s, expected a Matrix user ID such as "
-                   "@alice:example.org (%s)\n",
-                   internal::QuoteForError(opts.user).c_str(), problem.c_str());
+      PrintError(kCommand, absl::StrCat("--user: got ",
+                                        internal::QuoteForError(opts.user),
+                                        ", expected a Matrix user ID such as "
+                                        "@alice:example.org (",
+                                        problem, ")"));
       return kExitUsage;
     }
   }
   LimiterConfig config;
   const std::unique_ptr<Limiter> limiter =
-      LoadLimiter(opts.config_path, &config);
+      LoadLimiter(kCommand, opts.config_path, &config);
   if (limiter == nullptr) return kExitFinding;
   Request request;
   request.method = opts.method;
@@ -78,16 +92,18 @@ int RunExplain(const ExplainOptions& opts) {
   const Route route = l.normalizer().Normalize(opts.method, opts.target);
   const std::string_view path = QueryFreePath(opts.target);
   std::string out;
-  absl::StrAppend(&out, "request:  ", opts.method, " ", opts.target, "\n");
-  absl::StrAppend(&out, "client:   ", FormatIpAddress(*ip), ", user ",
-                  opts.user.empty() ? "(anonymous)" : opts.user, "\n");
+  absl::StrAppend(&out, "request:  ", EscapeForOutput(opts.method), " ",
+                  EscapeForOutput(opts.target), "\n");
+  absl::StrAppend(
+      &out, "client:   ", FormatIpAddress(*ip), ", user ",
+      opts.user.empty() ? "(anonymous)" : EscapeForOutput(opts.user), "\n");
   absl::StrAppend(&out, "route:    ", ToAbsl(route.key), "  (id ", route.id,
                   route.known ? ", known" : ", unknown: shared fallback",
                   ")\n");
-  absl::StrAppend(&out, "raw path: ", ToAbsl(path), "\n");
+  absl::StrAppend(&out, "raw path: ", EscapeForOutput(path), "\n");
   // Policies match the canonical form (escapes decoded, version folded).
-  absl::StrAppend(&out, "canonical path: ", internal::CanonicalPath(path),
-                  "\n");
+  absl::StrAppend(&out, "canonical path: ",
+                  EscapeForOutput(internal::CanonicalPath(path)), "\n");
 
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
@@ -99,11 +115,12 @@ int RunExplain(const ExplainOptions& opts) {
         break;
       }
     }
-    if (why.empty()) why = absl::StrCat("exempt user ", opts.user);
+    if (why.empty()) {
+      why = absl::StrCat("exempt user ", EscapeForOutput(opts.user));
+    }
     absl::StrAppend(&out, "\nexempt:   ", why,
                     ": nothing is checked or charged\n");
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return kExitOk;
+    return Write(out);
   }
 
   const PolicySet& set = l.policies();
@@ -177,17 +194,24 @@ int RunExplain(const ExplainOptions& opts) {
   out += "\nbuckets charged:\n";
   std::vector<std::string> buckets = l.DescribeBuckets(request);
   if (buckets.empty()) out += "  (none: no limited policy applies)\n";
-  for (const std::string& b : buckets) absl::StrAppend(&out, "  ", b, "\n");
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return kExitOk;
+  // A bucket key names the user ID.
+  for (const std::string& b : buckets) {
+    absl::StrAppend(&out, "  ", EscapeForOutput(b), "\n");
+  }
+  return Write(out);
 }
 
 }  // namespace
 
 void RegisterExplain(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ExplainOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "explain", "Show the route, matching policies and buckets of a request");
+  CLI::App* cmd = app.add_subcommand(std::string(kCommand),
+                                     "Show how the limiter treats one request");
+  cmd->footer(
+      "Prints the route METHOD TARGET normalizes to, every policy that "
+      "matched and its verdict, the one chosen per layer and scope, and the "
+      "buckets a Check would charge; nothing is charged. Details and "
+      "examples: docs/cli.md, section \"mxlimit explain\".");
   cmd->add_option("--config", opts->config_path,
                   "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);

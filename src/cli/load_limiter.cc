@@ -1,33 +1,41 @@
 #include "src/cli/load_limiter.h"
 
-#include <cstdio>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "src/cli/output.h"
 
 namespace mxlimit::cli {
 namespace {
 
-// Prints `message` line by line, each line prefixed with `prefix` unless
-// it already starts with it (the loader's messages carry their position).
-void PrintErrors(std::string_view prefix, std::string_view message) {
+using internal::ToAbsl;
+
+// Prints `message` line by line as `command`'s errors, each line starting
+// with the file `name` unless it already does (the loader's messages carry
+// their position).
+void PrintErrors(std::string_view command, std::string_view name,
+                 std::string_view message) {
+  std::string text;
   while (!message.empty()) {
     const size_t nl = message.find('\n');
     const std::string_view line = message.substr(0, nl);
-    const bool positioned = line.substr(0, prefix.size()) == prefix;
-    std::fprintf(stderr, "%.*s%s%.*s\n",
-                 positioned ? 0 : static_cast<int>(prefix.size()),
-                 prefix.data(), positioned ? "" : ": ",
-                 static_cast<int>(line.size()), line.data());
+    if (line.substr(0, name.size()) == name) {
+      absl::StrAppend(&text, ToAbsl(line), "\n");
+    } else {
+      absl::StrAppend(&text, ToAbsl(name), ": ", ToAbsl(line), "\n");
+    }
     if (nl == std::string_view::npos) break;
     message.remove_prefix(nl + 1);
   }
+  PrintError(command, text);
 }
 
 }  // namespace
 
-std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
+std::unique_ptr<Limiter> LoadLimiter(std::string_view command,
+                                     const std::string& config_path,
                                      LimiterConfig* config) {
   *config = LimiterConfig();
   // A std::string: the conditional makes one anyway, and a view of that
@@ -37,7 +45,7 @@ std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
   if (!config_path.empty()) {
     absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(config_path);
     if (!loaded.ok()) {
-      PrintErrors(name, internal::FromAbsl(loaded.status().message()));
+      PrintErrors(command, name, internal::FromAbsl(loaded.status().message()));
       return nullptr;
     }
     *config = *std::move(loaded);
@@ -46,7 +54,7 @@ std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
   // whole.
   absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(*config);
   if (!limiter.ok()) {
-    PrintErrors(name, internal::FromAbsl(limiter.status().message()));
+    PrintErrors(command, name, internal::FromAbsl(limiter.status().message()));
     return nullptr;
   }
   return *std::move(limiter);

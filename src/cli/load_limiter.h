@@ -4,13 +4,14 @@
 //
 // How every subcommand that takes `--config F` builds its Limiter, so they
 // all report a bad file the same way: every error on stderr, one per line,
-// each starting with the file name (`F:LINE:COL: message` from the loader,
-// `F: message` for the few checks that only the policy set as a whole can
-// make, such as the total number of policies).
+// each `mxlimit <subcommand>: ` then the file name (`F:LINE:COL: message`
+// from the loader, `F: message` for the few checks that only the policy set
+// as a whole can make, such as the total number of policies).
 //
 // Example:
 //   LimiterConfig config;
-//   std::unique_ptr<Limiter> limiter = LoadLimiter(opts.config_path, &config);
+//   std::unique_ptr<Limiter> limiter =
+//       LoadLimiter("replay", opts.config_path, &config);
 //   if (limiter == nullptr) return kExitFinding;
 
 #ifndef MXLIMIT_CLI_LOAD_LIMITER_H_
@@ -18,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "mxlimit/limiter.h"
 #include "mxlimit/options.h"
@@ -26,8 +28,9 @@ namespace mxlimit::cli {
 
 // Loads `config_path` (empty: the defaults, i.e. the built-in policies) into
 // `*config` and creates a Limiter from it. On failure prints the errors to
-// stderr and returns nullptr.
-std::unique_ptr<Limiter> LoadLimiter(const std::string& config_path,
+// stderr, as `command`'s, and returns nullptr.
+std::unique_ptr<Limiter> LoadLimiter(std::string_view command,
+                                     const std::string& config_path,
                                      LimiterConfig* config);
 
 }  // namespace mxlimit::cli

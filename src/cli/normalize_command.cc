@@ -13,9 +13,9 @@
 // bounded whatever the input.
 //
 // Streaming reads with replay's `LineReader` (the same line rules as
-// `mxlimit replay`, with a 1 MiB line cap) and writes in 1 MiB blocks, not a
-// stream operation per line, so a file normalizes at millions of lines per
-// second.
+// `mxlimit replay`, with a 1 MiB line cap) and writes through `Output` in
+// 1 MiB blocks, not a stream operation per line, so a file normalizes at
+// millions of lines per second.
 
 #include <cstdio>
 #include <memory>
@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "mxlimit/route.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/replay/line_reader.h"
 
 namespace mxlimit::cli {
@@ -39,7 +41,9 @@ struct NormalizeOptions {
 
 namespace {
 
-constexpr size_t kBlockSize = size_t{1} << 20;
+constexpr std::string_view kCommand = "normalize";
+
+constexpr size_t kBlockSize = Output::kBlockBytes;
 constexpr size_t kMaxLine = size_t{1} << 20;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
@@ -61,48 +65,18 @@ std::string_view TargetOfLine(std::string_view line) {
   return count == 2 ? fields[1] : fields[0];
 }
 
-// Collects output and writes it in large blocks.
-class BlockWriter {
- public:
-  explicit BlockWriter(std::FILE* out) : out_(out) {
-    buffer_.reserve(kBlockSize + 4096);
-  }
-  void Line(std::string_view text) {
-    buffer_.append(text);
-    buffer_.push_back('\n');
-    if (buffer_.size() >= kBlockSize) Flush();
-  }
-  // False when any write failed (closed pipe, full disk).
-  bool Finish() {
-    Flush();
-    return std::fflush(out_) == 0 && ok_;
-  }
-
- private:
-  void Flush() {
-    if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(),
-                                        out_) != buffer_.size()) {
-      ok_ = false;
-    }
-    buffer_.clear();
-  }
-  std::FILE* out_;
-  std::string buffer_;
-  bool ok_ = true;
-};
-
 int NormalizeStream(const RouteNormalizer& normalizer, std::FILE* in,
-                    BlockWriter& writer) {
+                    Output& out) {
   replay::LineReader reader(in, kMaxLine, kBlockSize);
   replay::Line line;
-  while (reader.Next(&line)) {
-    writer.Line(line.too_long
-                    ? kFallbackRouteKey
-                    : normalizer.Normalize("", TargetOfLine(line.text)).key);
+  while (out.ok() && reader.Next(&line)) {
+    out.Line(line.too_long
+                 ? kFallbackRouteKey
+                 : normalizer.Normalize("", TargetOfLine(line.text)).key);
   }
   if (!reader.status().ok()) {
-    std::fprintf(stderr, "mxlimit normalize: standard input: %s\n",
-                 std::string(reader.status().message()).c_str());
+    PrintError(kCommand,
+               absl::StrCat("standard input: ", reader.status().message()));
     return kExitFinding;
   }
   return kExitOk;
@@ -112,32 +86,30 @@ int NormalizeStream(const RouteNormalizer& normalizer, std::FILE* in,
 
 int RunNormalize(const NormalizeOptions& options) {
   const RouteNormalizer normalizer;
-  BlockWriter writer(stdout);
+  Output out(kCommand);
   int code = kExitOk;
   if (options.list) {
     std::span<const std::string_view> keys = normalizer.keys();
-    for (size_t id = 1; id < keys.size(); ++id) writer.Line(keys[id]);
+    for (size_t id = 1; id < keys.size(); ++id) out.Line(keys[id]);
   } else if (!options.targets.empty()) {
     for (const std::string& target : options.targets) {
-      writer.Line(normalizer.Normalize("", target).key);
+      out.Line(normalizer.Normalize("", target).key);
     }
   } else {
-    code = NormalizeStream(normalizer, stdin, writer);
+    code = NormalizeStream(normalizer, stdin, out);
   }
-  if (!writer.Finish()) {
-    std::fprintf(stderr, "mxlimit normalize: error writing standard output\n");
-    return kExitFinding;
-  }
-  return code;
+  return out.Finish() ? code : kExitFinding;
 }
 
 void RegisterNormalize(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<NormalizeOptions>();
   CLI::App* command = app.add_subcommand(
-      "normalize",
-      "Print the route key of each request target: the arguments, or one "
-      "'METHOD TARGET' or 'TARGET' per line of standard input (one key per "
-      "line, in order; unknown or garbage lines get <fallback>).");
+      std::string(kCommand), "Print the route key of request targets");
+  command->footer(
+      "Without TARGETs, reads one 'METHOD TARGET' or 'TARGET' per line of "
+      "standard input. One key per line, in order; unknown or garbage lines "
+      "get <fallback>. Details and examples: docs/cli.md, section "
+      "\"mxlimit normalize\".");
   CLI::Option* targets = command->add_option(
       "targets", options->targets,
       "Raw request targets, e.g. '/_matrix/client/v3/sync?since=s1'");

@@ -20,6 +20,10 @@
 //
 // Otherwise a summary (text, or one JSON document with --json). Memory is
 // bounded by the table capacities and fixed-size sketches whatever the input.
+//
+// `RunReplay` is four steps, each a function below: the input (open the file),
+// detection (buffer the first lines, pick the format), the loop (every line
+// through the limiter) and the summary.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,11 +41,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/matrix_response.h"
+#include "src/cli/choice.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
+#include "src/cli/output.h"
 #include "src/cli/replay_report.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
@@ -58,15 +66,12 @@ struct ReplayOptions {
 
 namespace {
 
+using internal::ToAbsl;
+
+constexpr std::string_view kCommand = "replay";
+
 // Lines looked at to detect the format.
 constexpr size_t kDetectLines = 100;
-
-struct PendingLine {
-  uint64_t number;
-  bool too_long;
-  std::string text;
-  std::string head;
-};
 
 class Progress {
  public:
@@ -95,6 +100,69 @@ class Progress {
   int last_ = -1;
 };
 
+// --- The input ---------------------------------------------------------------
+
+// The log: a named file (owned, closed at the end) or standard input.
+struct Input {
+  std::FILE* file = stdin;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned{nullptr, &std::fclose};
+};
+
+// Opens `name` ("-": standard input) into `*input`. A file that cannot be
+// opened, or is a directory, is a usage error: printed, and false.
+bool OpenInput(const std::string& name, Input* input) {
+  if (name == "-") return true;
+  input->owned.reset(std::fopen(name.c_str(), "rb"));
+  if (input->owned == nullptr) {
+    PrintError(kCommand,
+               absl::StrCat(name, ": cannot open: ", std::strerror(errno)));
+    return false;
+  }
+  struct stat st;
+  if (fstat(fileno(input->owned.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
+    PrintError(kCommand, absl::StrCat(name, ": is a directory"));
+    return false;
+  }
+  input->file = input->owned.get();
+  return true;
+}
+
+// --- Detection ---------------------------------------------------------------
+
+// A line read ahead for detection, replayed first.
+struct PendingLine {
+  uint64_t number;
+  bool too_long;
+  std::string text;
+  std::string head;
+};
+
+// Reads up to kDetectLines lines into `*pending` and returns the format:
+// `format_name` itself, or for "auto" the one most of those lines parse in
+// (with a warning when none does).
+replay::LogFormat DetectFormat(std::string_view format_name,
+                               replay::LineReader& reader,
+                               std::vector<PendingLine>* pending) {
+  replay::Line line;
+  while (pending->size() < kDetectLines && reader.Next(&line)) {
+    pending->push_back({line.number, line.too_long, std::string(line.text),
+                        std::string(line.head)});
+  }
+  if (format_name != "auto") return *replay::ParseLogFormatName(format_name);
+  std::vector<std::string_view> views;
+  for (const PendingLine& p : *pending) views.push_back(p.text);
+  const replay::FormatDetection detected = replay::DetectFormatWithVotes(views);
+  if (!detected.recognized && !pending->empty()) {
+    PrintError(kCommand,
+               absl::StrCat("no line of the first ", pending->size(),
+                            " parses in any format; assuming ",
+                            ToAbsl(replay::LogFormatName(detected.format))));
+  }
+  return detected.format;
+}
+
+// --- The loop ----------------------------------------------------------------
+
 // Who a per-IP denial limited: the network the table keys it by, e.g.
 // "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client. A
 // full-length prefix (IPv4 /32 by default) is just the address.
@@ -116,140 +184,145 @@ std::string RetryMillis(const Decision& d) {
   return std::to_string(RetryAfterMilliseconds(d.retry_after));
 }
 
-int RunReplay(const ReplayOptions& opts) {
-  LimiterConfig config;
-  const std::unique_ptr<Limiter> created =
-      LoadLimiter(opts.config_path, &config);
-  if (created == nullptr) return kExitFinding;
-  Limiter& limiter = *created;
+// One `--decisions` line.
+void AppendDecision(const Decision& d, Output& out) {
+  const char* verdict = !d.allowed        ? "deny"
+                        : d.shadow_denied ? "shadow"
+                                          : "allow";
+  const std::string_view policy = !d.allowed        ? d.policy
+                                  : d.shadow_denied ? d.shadow_policy
+                                                    : "-";
+  const std::string_view layer = !d.allowed        ? d.layer
+                                 : d.shadow_denied ? d.shadow_layer
+                                                   : "-";
+  out.Append(verdict);
+  out.Append("\t");
+  out.Append(RetryMillis(d));
+  out.Append("\t");
+  out.Append(policy.empty() ? "-" : policy);
+  out.Append("\t");
+  out.Append(d.route_key);
+  out.Append("\t");
+  out.Line(layer.empty() ? "-" : layer);
+}
 
-  std::FILE* in = stdin;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, &std::fclose);
-  if (opts.input != "-") {
-    owned.reset(std::fopen(opts.input.c_str(), "rb"));
-    if (owned == nullptr) {
-      std::fprintf(stderr, "%s: cannot open: %s\n", opts.input.c_str(),
-                   std::strerror(errno));
-      return kExitUsage;
-    }
-    struct stat st;
-    if (fstat(fileno(owned.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
-      std::fprintf(stderr, "%s: is a directory\n", opts.input.c_str());
-      return kExitUsage;
-    }
-    in = owned.get();
-  }
-  replay::LineReader reader(in);
-  // With --decisions on a terminal, the bar would tear the decision lines.
-  Progress progress(in, !(opts.decisions && isatty(fileno(stdout))));
+// Every line of the log through one Limiter, in order, on the log's clock
+// made monotonic (see the top of this file).
+class ReplayLoop {
+ public:
+  ReplayLoop(Limiter& limiter, replay::LogFormat format, bool decisions,
+             ReplayReport& report, Output& out)
+      : limiter_(limiter),
+        format_(format),
+        decisions_(decisions),
+        report_(report),
+        out_(out) {}
 
-  // Buffer the first lines to detect the format, then replay them first.
-  std::vector<PendingLine> pending;
-  replay::Line line;
-  while (pending.size() < kDetectLines && reader.Next(&line)) {
-    pending.push_back({line.number, line.too_long, std::string(line.text),
-                       std::string(line.head)});
-  }
-  replay::LogFormat format = replay::LogFormat::kTsv;
-  if (opts.format == "auto") {
-    std::vector<std::string_view> views;
-    for (const PendingLine& p : pending) views.push_back(p.text);
-    replay::FormatDetection detected = replay::DetectFormatWithVotes(views);
-    format = detected.format;
-    if (!detected.recognized && !pending.empty()) {
-      std::fprintf(stderr,
-                   "mxlimit replay: no line of the first %zu parses in any "
-                   "format; assuming %s\n",
-                   pending.size(),
-                   std::string(replay::LogFormatName(format)).c_str());
-    }
-  } else {
-    format = *replay::ParseLogFormatName(opts.format);
-  }
-
-  ReplayReport report;
-  std::string out;
-  out.reserve(1 << 20);
-  auto flush = [&] {
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    out.clear();
-  };
-  const auto started = std::chrono::steady_clock::now();
-  uint64_t lines = 0;
-  int64_t clock_ms = std::numeric_limits<int64_t>::min();
-  auto handle = [&](uint64_t number, bool too_long, std::string_view text,
-                    std::string_view head) {
-    ++lines;
+  void Handle(uint64_t number, bool too_long, std::string_view text,
+              std::string_view head) {
+    ++lines_;
     replay::LogRecord record;
     replay::ParseResult parsed =
         too_long ? replay::ParseResult::kTooLong
-                 : replay::ParseLogLine(format, text, &record);
+                 : replay::ParseLogLine(format_, text, &record);
     absl::StatusOr<IpAddress> client = IpAddress{};
     if (parsed == replay::ParseResult::kOk) {
       client = ParseIpAddress(record.client_ip);
       if (!client.ok()) parsed = replay::ParseResult::kBadClientAddress;
     }
     if (parsed != replay::ParseResult::kOk) {
-      report.Invalid(number, replay::ParseResultName(parsed), head);
-      if (opts.decisions) out += "invalid\t0\t-\t-\t-\n";
-    } else {
-      Request request;
-      request.method = record.method;
-      request.target = record.target;
-      request.client = *client;
-      request.user_id = record.user;
-      clock_ms = std::max(clock_ms, record.time_ms);
-      const Decision d =
-          limiter.Check(request, MonotonicTime::FromMilliseconds(clock_ms));
-      report.Record(d, BucketOwner(d, *client, limiter), record.user);
-      if (opts.decisions) {
-        const char* verdict = !d.allowed        ? "deny"
-                              : d.shadow_denied ? "shadow"
-                                                : "allow";
-        std::string_view policy = !d.allowed        ? d.policy
-                                  : d.shadow_denied ? d.shadow_policy
-                                                    : "-";
-        std::string_view layer = !d.allowed        ? d.layer
-                                 : d.shadow_denied ? d.shadow_layer
-                                                   : "-";
-        out.append(verdict).append("\t").append(RetryMillis(d)).append("\t");
-        out.append(policy.empty() ? "-" : policy).append("\t");
-        out.append(d.route_key).append("\t");
-        out.append(layer.empty() ? "-" : layer).append("\n");
-      }
+      report_.Invalid(number, replay::ParseResultName(parsed), head);
+      if (decisions_) out_.Line("invalid\t0\t-\t-\t-");
+      return;
     }
-    if (out.size() >= (1 << 20)) flush();
-    if ((lines & 0xFFFF) == 0) progress.Update(reader.bytes_read());
-  };
-  for (const PendingLine& p : pending)
-    handle(p.number, p.too_long, p.text, p.head);
+    Request request;
+    request.method = record.method;
+    request.target = record.target;
+    request.client = *client;
+    request.user_id = record.user;
+    clock_ms_ = std::max(clock_ms_, record.time_ms);
+    const Decision d =
+        limiter_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
+    report_.Record(d, BucketOwner(d, *client, limiter_), record.user);
+    if (decisions_) AppendDecision(d, out_);
+  }
+
+  uint64_t lines() const { return lines_; }
+
+ private:
+  Limiter& limiter_;
+  const replay::LogFormat format_;
+  const bool decisions_;
+  ReplayReport& report_;
+  Output& out_;
+  uint64_t lines_ = 0;
+  int64_t clock_ms_ = std::numeric_limits<int64_t>::min();
+};
+
+// Replays the lines read ahead, then the rest of the input. Stops early once
+// standard output fails: nothing more could be written.
+void ReplayLines(std::vector<PendingLine>& pending, replay::LineReader& reader,
+                 const Output& out, Progress& progress, ReplayLoop& loop) {
+  for (const PendingLine& p : pending) {
+    loop.Handle(p.number, p.too_long, p.text, p.head);
+  }
   pending.clear();
-  while (reader.Next(&line))
-    handle(line.number, line.too_long, line.text, line.head);
+  replay::Line line;
+  while (out.ok() && reader.Next(&line)) {
+    loop.Handle(line.number, line.too_long, line.text, line.head);
+    if ((loop.lines() & 0xFFFF) == 0) progress.Update(reader.bytes_read());
+  }
   progress.Done();
+}
+
+// --- The summary -------------------------------------------------------------
+
+std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
+                    const ReplayReport& report, const Limiter& limiter,
+                    double seconds, uint64_t lines) {
+  ReplayReport::Run run;
+  run.input = opts.input == "-" ? "stdin" : opts.input;
+  run.format = std::string(replay::LogFormatName(format));
+  run.config =
+      opts.config_path.empty() ? "built-in policies" : opts.config_path;
+  run.seconds = seconds;
+  run.lines = lines;
+  return opts.json ? report.Json(run, limiter.Stats())
+                   : report.Text(run, limiter.Stats());
+}
+
+int RunReplay(const ReplayOptions& opts) {
+  LimiterConfig config;
+  const std::unique_ptr<Limiter> limiter =
+      LoadLimiter(kCommand, opts.config_path, &config);
+  if (limiter == nullptr) return kExitFinding;
+  Input input;
+  if (!OpenInput(opts.input, &input)) return kExitUsage;
+  replay::LineReader reader(input.file);
+  // With --decisions on a terminal, the bar would tear the decision lines.
+  Progress progress(input.file, !(opts.decisions && isatty(fileno(stdout))));
+
+  std::vector<PendingLine> pending;
+  const replay::LogFormat format = DetectFormat(opts.format, reader, &pending);
+
+  Output out(kCommand);
+  ReplayReport report;
+  ReplayLoop loop(*limiter, format, opts.decisions, report, out);
+  const auto started = std::chrono::steady_clock::now();
+  ReplayLines(pending, reader, out, progress, loop);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   if (!reader.status().ok()) {
-    flush();
-    std::fprintf(stderr, "%s: %s\n", opts.input.c_str(),
-                 std::string(reader.status().message()).c_str());
+    out.Finish();
+    PrintError(kCommand,
+               absl::StrCat(opts.input, ": ", reader.status().message()));
     return kExitFinding;
   }
-
-  if (!opts.decisions) {
-    ReplayReport::Run run;
-    run.input = opts.input == "-" ? "stdin" : opts.input;
-    run.format = std::string(replay::LogFormatName(format));
-    run.config =
-        opts.config_path.empty() ? "built-in policies" : opts.config_path;
-    run.seconds = seconds;
-    run.lines = lines;
-    out += opts.json ? report.Json(run, limiter.Stats())
-                     : report.Text(run, limiter.Stats());
+  if (!opts.decisions && out.ok()) {
+    out.Append(Summary(opts, format, report, *limiter, seconds, loop.lines()));
   }
-  flush();
-  return std::fflush(stdout) == 0 ? kExitOk : kExitFinding;
+  return out.Finish() ? kExitOk : kExitFinding;
 }
 
 }  // namespace
@@ -257,20 +330,25 @@ int RunReplay(const ReplayOptions& opts) {
 void RegisterReplay(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "replay", "Replay an access log through the limiter and report");
+      std::string(kCommand), "Replay an access log through the limiter");
+  cmd->footer(
+      "The input is a log in one of three formats: tsv (TIME_MS METHOD TARGET "
+      "IP "
+      "USER), synapse (Synapse's access log), nginx (combined); auto detects "
+      "it from the first 100 lines. Without --decisions or --json: a text "
+      "summary. Details, every output field and examples: docs/cli.md, "
+      "section \"mxlimit replay\".");
   cmd->add_option("--config", opts->config_path,
                   "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--format", opts->format,
-                  "Log format: auto (detect from the first 100 lines), tsv "
-                  "(TIME_MS METHOD TARGET IP USER), synapse (Synapse's access "
-                  "log), nginx (combined)")
-      ->check(CLI::IsMember({"auto", "tsv", "synapse", "nginx"}))
+  cmd->add_option("--format", opts->format, "Log format")
+      ->transform(OneOf({"auto", "tsv", "synapse", "nginx"}))
       ->capture_default_str();
   CLI::Option* decisions =
       cmd->add_flag("--decisions", opts->decisions,
                     "Instead of a summary, one line per input line: "
-                    "DECISION RETRY_AFTER_MS POLICY ROUTE_KEY (tab-separated)");
+                    "DECISION RETRY_AFTER_MS POLICY ROUTE_KEY LAYER "
+                    "(tab-separated)");
   cmd->add_flag("--json", opts->json, "Summary as one JSON document")
       ->excludes(decisions);
   cmd->add_option("input", opts->input, "Log file, or - for stdin")->required();

@@ -2,7 +2,7 @@
 # Runs the mxlimit binary and checks its exit code and, optionally, its
 # standard output and standard error against golden files.
 #
-# usage: run_golden.sh [--drop PREFIX] [--stderr EXPECTED]
+# usage: run_golden.sh [--drop PREFIX] [--stderr EXPECTED] [--stderr-prefix P]
 #                      MXLIMIT EXPECTED_EXIT INPUT GOLDEN [ARG...]
 #   INPUT     file fed to standard input, or '-' for none (/dev/null)
 #   GOLDEN    expected standard output; '-' not checked; 'empty' must be empty
@@ -10,13 +10,18 @@
 #             (for lines that vary from run to run, e.g. "throughput ")
 #   --stderr  expected standard error: a file, 'empty' or 'nonempty'
 #             (default: not checked)
+#   --stderr-prefix  every standard error line must start with P, which is
+#             removed before comparing with --stderr's file (so one file of
+#             loader messages serves every subcommand)
 set -u
 drop=
 stderr_expected=-
+stderr_prefix=
 while :; do
   case $1 in
     --drop) drop=$2; shift 2 ;;
     --stderr) stderr_expected=$2; shift 2 ;;
+    --stderr-prefix) stderr_prefix=$2; shift 2 ;;
     *) break ;;
   esac
 done
@@ -39,6 +44,17 @@ if [ "$code" -ne "$expected_exit" ]; then
   echo "standard error was:"
   cat "$err"
   status=1
+fi
+if [ -n "$stderr_prefix" ]; then
+  unprefixed=$(awk -v p="$stderr_prefix" 'index($0, p) != 1' "$err")
+  if [ -n "$unprefixed" ]; then
+    echo "FAIL: standard error lines without the prefix '$stderr_prefix':"
+    echo "$unprefixed"
+    status=1
+  fi
+  # The prefix is fixed text: strip it by length, not as a pattern.
+  awk -v n="${#stderr_prefix}" '{ print substr($0, n + 1) }' "$err" >"$err.kept"
+  mv "$err.kept" "$err"
 fi
 if [ -n "$drop" ]; then
   grep -v "^$drop" "$out" >"$out.kept"
