@@ -281,9 +281,10 @@ class PolicySet {
     std::string_view head;
     size_t entry;
   };
-  internal::MethodMask RouteOnlyMethods(std::span<const std::string> globs,
-                                        std::span<const char> matches_key,
-                                        std::span<const EntryHead> heads) const;
+  internal::MethodMask RouteOnlyMethods(
+      std::span<const std::string> globs, std::span<const char> matches_key,
+      std::span<const EntryHead> heads,
+      std::span<const size_t> head_lengths) const;
   // The raw-path half of Resolve: folds every raw-path match into `best`.
   void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
                       bool has_user, uint16_t* best) const;

@@ -97,7 +97,11 @@ RouteFormGlobs GlobsByRoute(std::span<const RouteForm> forms,
     }
   }
   for (size_t r = 0; r < route_count; ++r) {
-    if (out.by_route[r].empty()) out.usable[r] = false;
+    std::vector<std::string>& globs = out.by_route[r];
+    if (globs.empty()) out.usable[r] = false;
+    // Version aliases of one form canonicalize to one glob.
+    std::sort(globs.begin(), globs.end());
+    globs.erase(std::unique(globs.begin(), globs.end()), globs.end());
   }
   return out;
 }
@@ -340,6 +344,11 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         heads.begin(), heads.end(),
         [](const EntryHead& a, const EntryHead& b) { return a.head < b.head; });
   }
+  std::vector<size_t> head_lengths;
+  for (const EntryHead& h : heads) head_lengths.push_back(h.head.size());
+  std::sort(head_lengths.begin(), head_lengths.end());
+  head_lengths.erase(std::unique(head_lengths.begin(), head_lengths.end()),
+                     head_lengths.end());
   set.route_table_.reserve(set.route_keys_.size());
   set.route_only_.assign(set.route_keys_.size(), 0);
   for (size_t r = 0; r < set.route_keys_.size(); ++r) {
@@ -355,8 +364,8 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     set.route_table_.push_back(set.AddBestTable(candidates));
     if (!globs.usable[r]) continue;
     for (uint16_t order : candidates) matches_key[order - 1] = 1;
-    set.route_only_[r] =
-        set.RouteOnlyMethods(globs.by_route[r], matches_key, heads);
+    set.route_only_[r] = set.RouteOnlyMethods(globs.by_route[r], matches_key,
+                                              heads, head_lengths);
     for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
 
@@ -413,9 +422,10 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
 // entries by literal head (the bytes before the first '*'), sorted: a pattern
 // and a form glob can only overlap when one head starts with the other, so
 // each glob looks at those entries alone.
-MethodMask PolicySet::RouteOnlyMethods(std::span<const std::string> globs,
-                                       std::span<const char> matches_key,
-                                       std::span<const EntryHead> heads) const {
+MethodMask PolicySet::RouteOnlyMethods(
+    std::span<const std::string> globs, std::span<const char> matches_key,
+    std::span<const EntryHead> heads,
+    std::span<const size_t> head_lengths) const {
   MethodMask relevant = 0;
   // True once every method is relevant (nothing left to learn).
   auto consider = [&](size_t i, std::string_view glob) {
@@ -434,8 +444,10 @@ MethodMask PolicySet::RouteOnlyMethods(std::span<const std::string> globs,
          it != heads.end() && it->head.starts_with(head); ++it) {
       if (consider(it->entry, glob)) return 0;
     }
-    // Heads that are a proper prefix of the glob's head.
-    for (size_t k = 0; k < head.size(); ++k) {
+    // Heads that are a proper prefix of the glob's head (one lookup per
+    // head length in use).
+    for (const size_t k : head_lengths) {
+      if (k >= head.size()) break;
       const std::string_view shorter = head.substr(0, k);
       for (auto it =
                std::lower_bound(heads.begin(), heads.end(), shorter, by_head);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/internal/policy_match.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -65,11 +66,11 @@ std::string_view FormGlobHead(std::string_view glob) {
   return glob.substr(0, i);
 }
 
-bool GlobsOverlap(std::string_view pattern, std::string_view form) {
-  const std::string_view a = pattern;
-  const std::string_view b = form;
-  // Every common text starts with both literal heads and ends with both
-  // literal tails: compare those first, which settles most pairs.
+namespace {
+
+// Rejects most pairs in O(head + tail): every common text starts with both
+// literal heads and ends with both literal tails.
+bool HeadsAndTailsAgree(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (a[i] == '*' || IsStar(b[i])) break;
     if (a[i] != b[i]) return false;
@@ -80,11 +81,67 @@ bool GlobsOverlap(std::string_view pattern, std::string_view form) {
     if (x == '*' || IsStar(y)) break;
     if (x != y) return false;
   }
-  // reach[i][j]: some text takes `a` to position i and `b` to j. A common
-  // text exists in which no byte is produced by two wildcards at once (drop
-  // such a byte and both still match), so these moves suffice: a wildcard
-  // ends, a wildcard produces the other side's literal byte (a segment star
-  // any but '/'), or two literals agree.
+  return true;
+}
+
+// The search over positions as 64-bit rows (forms under 64 bytes): bit j of
+// `row` is "the text so far takes `b` to position j". Same moves as
+// GlobsOverlapByCells, a whole row at a time.
+bool GlobsOverlapByRows(std::string_view a, std::string_view b) {
+  const size_t nb = b.size();
+  const uint64_t all = (uint64_t{2} << nb) - 1;  // positions 0..nb
+  uint64_t stars = 0;                            // b[j] is a wildcard
+  uint64_t full_stars = 0;  // b[j] is '*' (may produce '/')
+  for (size_t j = 0; j < nb; ++j) {
+    if (IsStar(b[j])) stars |= uint64_t{1} << j;
+    if (b[j] == '*') full_stars |= uint64_t{1} << j;
+  }
+  // Where b holds each literal byte: masks[u] is valid where `present` has
+  // bit u (no 2 KiB clear per call).
+  uint64_t present[4] = {0, 0, 0, 0};
+  uint64_t masks[256];
+  for (size_t j = 0; j < nb; ++j) {
+    if (IsStar(b[j])) continue;
+    const auto u = static_cast<uint8_t>(b[j]);
+    if (((present[u >> 6] >> (u & 63)) & 1) == 0) {
+      present[u >> 6] |= uint64_t{1} << (u & 63);
+      masks[u] = 0;
+    }
+    masks[u] |= uint64_t{1} << j;
+  }
+  auto literal = [&](char c) -> uint64_t {
+    const auto u = static_cast<uint8_t>(c);
+    return ((present[u >> 6] >> (u & 63)) & 1) != 0 ? masks[u] : 0;
+  };
+  // A wildcard of b may end at once: j reachable and b[j] a wildcard makes
+  // j + 1 reachable.
+  auto close = [&](uint64_t x) {
+    for (uint64_t y = x | ((x & stars) << 1); y != x;
+         y = x | ((x & stars) << 1)) {
+      x = y;
+    }
+    return x;
+  };
+  uint64_t row = close(1);
+  for (const char c : a) {
+    if (c == '*') {
+      // a's '*' produces anything b needs from the first reachable position.
+      row = all & ~((row & -row) - 1);
+    } else {
+      const uint64_t eats = row & (c == '/' ? full_stars : stars);
+      row = close(eats | ((row & literal(c)) << 1));
+    }
+    if (row == 0) return false;
+  }
+  return (row >> nb) & 1;
+}
+
+// reach[i][j]: some text takes `a` to position i and `b` to j. A common text
+// exists in which no byte is produced by two wildcards at once (drop such a
+// byte and both still match), so these moves suffice: a wildcard ends, a
+// wildcard produces the other side's literal byte (a segment star any but
+// '/'), or two literals agree.
+bool GlobsOverlapByCells(std::string_view a, std::string_view b) {
   const size_t na = a.size();
   const size_t nb = b.size();
   std::vector<char> reach((na + 1) * (nb + 1), 0);
@@ -108,6 +165,23 @@ bool GlobsOverlap(std::string_view pattern, std::string_view form) {
     }
   }
   return at(na, nb) != 0;
+}
+
+}  // namespace
+
+bool GlobsOverlap(std::string_view pattern, std::string_view form,
+                  OverlapSearch search) {
+  if (!HeadsAndTailsAgree(pattern, form)) return false;
+  // A form without wildcards is one path: a plain match.
+  if (form.find_first_of(std::string_view("*\0", 2)) ==
+      std::string_view::npos) {
+    return GlobMatch(pattern, form);
+  }
+  if (search == OverlapSearch::kRows ||
+      (search == OverlapSearch::kAuto && form.size() < 64)) {
+    return GlobsOverlapByRows(pattern, form);
+  }
+  return GlobsOverlapByCells(pattern, form);
 }
 
 }  // namespace mxlimit::internal

@@ -22,6 +22,7 @@
 #ifndef MXLIMIT_POLICY_ROUTE_GLOB_H_
 #define MXLIMIT_POLICY_ROUTE_GLOB_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,8 +49,12 @@ std::string_view FormGlobHead(std::string_view glob);
 // or more bytes, every other byte itself: GlobMatch's language) and the form
 // glob `form` (RouteFormGlob's: '*' as in patterns, kSegmentStar as above).
 // Exact: literal heads and tails are compared first, then a search over
-// position pairs, O(|pattern| * |form|). Compile time only.
-bool GlobsOverlap(std::string_view pattern, std::string_view form);
+// position pairs, O(|pattern| * |form|), a row of 64 positions at a time for
+// forms under 64 bytes. Compile time only. `search` picks the search for
+// tests (kRows needs a form under 64 bytes).
+enum class OverlapSearch : uint8_t { kAuto, kRows, kCells };
+bool GlobsOverlap(std::string_view pattern, std::string_view form,
+                  OverlapSearch search = OverlapSearch::kAuto);
 
 }  // namespace mxlimit::internal
 

@@ -8,7 +8,8 @@
 // hash table and trie rely on.
 //
 // First byte odd: up to eight fuzzer-chosen policies (pattern, scope,
-// methods, sharing), compiled with or without the built-ins, then one request
+// methods, sharing), compiled with or without the built-ins and with or
+// without the normalizer's route forms, then one request
 // (method, path). `Resolve` must pick, per scope, exactly the policy a naive
 // scan ranks highest per layer, scope and mode (tests/testing/
 // naive_resolve.h: canonical forms, exact > literal wildcard > <fallback> >
@@ -141,7 +142,10 @@ void RunPolicySet(FuzzInput& in) {
 
   absl::StatusOr<PolicySet> set = PolicySet::Compile(
       policies, /*include_builtins=*/flags & 1, Normalizer().keys(),
-      /*all_shadow=*/false, Normalizer().forms());
+      /*all_shadow=*/false,
+      // With the route forms, Resolve may answer from the route alone; the
+      // naive resolution below holds both ways to the same rules.
+      (flags & 4) ? Normalizer().forms() : std::span<const RouteForm>());
   if (!set.ok()) {
     MXLIMIT_FUZZ_CHECK(set.status().code() ==
                        absl::StatusCode::kInvalidArgument);

@@ -96,6 +96,11 @@ TEST(GlobsOverlapTest, Cases) {
   EXPECT_FALSE(GlobsOverlap("*a", "*b"));
   EXPECT_FALSE(GlobsOverlap("a*b*c", "a*d"));
   EXPECT_TRUE(GlobsOverlap("x*y*z", "*y*"));
+  // Forms of 64 bytes and more take the cell search.
+  const std::string long_form = G("/" + std::string(70, 'a') + "/#/b");
+  EXPECT_TRUE(GlobsOverlap("/a*/x/b", long_form));
+  EXPECT_FALSE(GlobsOverlap("/a*/x/y/b", long_form));
+  EXPECT_FALSE(GlobsOverlap("/a*/x/c*", long_form));
 }
 
 // Random patterns over {a, /, *} and form globs over {a, /, *, segment star}
@@ -135,8 +140,12 @@ TEST(GlobsOverlapTest, AgreesWithBruteForce) {
     for (char& c : shown) {
       if (c == kSegmentStar) c = '#';
     }
-    ASSERT_EQ(GlobsOverlap(pattern, form), expected)
-        << "'" << pattern << "' vs '" << shown << "'";
+    for (OverlapSearch search :
+         {OverlapSearch::kAuto, OverlapSearch::kRows, OverlapSearch::kCells}) {
+      ASSERT_EQ(GlobsOverlap(pattern, form, search), expected)
+          << "'" << pattern << "' vs '" << shown << "', search "
+          << static_cast<int>(search);
+    }
   }
 }
 
