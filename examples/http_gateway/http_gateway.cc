@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_join.h"
 #include "mxlimit/config.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/matrix_response.h"
@@ -100,11 +101,10 @@ bool ClientAddress(const Options& o, const httplib::Request& req,
   out = *peer;
   if (!req.has_header("X-Forwarded-For")) return true;
   // Every X-Forwarded-For header, in order, is one comma-separated list.
-  std::string chain;
-  for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
-    if (i > 0) chain += ',';
-    chain += req.get_header_value("X-Forwarded-For", i);
-  }
+  const auto [first, last] = req.headers.equal_range("X-Forwarded-For");
+  const std::string chain = absl::StrJoin(
+      first, last, ",",
+      [](std::string* out, const auto& header) { out->append(header.second); });
   out = mxlimit::ClientAddressFromForwardedFor(*peer, chain, o.trusted_proxies);
   return true;
 }
