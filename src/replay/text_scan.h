@@ -14,25 +14,18 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
+
 namespace mxlimit::replay::internal {
 
-inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-inline bool IsHexDigit(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-inline bool IsAlpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-// Printable ASCII without space: what a URI, a user ID or a token may hold.
-inline bool IsVisible(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return u > 0x20 && u < 0x7f;
-}
-inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+// Character classes are abseil's (absl/strings/ascii.h), which take the byte
+// as unsigned and are false for every byte >= 0x80. The ones used here:
+// ascii_isgraph is printable ASCII without space (0x21-0x7E, what a URI, a
+// user ID or a token may hold) and ascii_isblank is space and tab only.
 
 // RFC 9110 `tchar`.
 inline bool IsTokenChar(char c) {
-  if (IsDigit(c) || IsAlpha(c)) return true;
+  if (absl::ascii_isalnum(static_cast<unsigned char>(c))) return true;
   switch (c) {
     case '!':
     case '#':
@@ -71,16 +64,16 @@ inline bool IsHttpMethod(std::string_view s) {
 inline bool IsRequestTarget(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
-    if (!IsVisible(c)) return false;
+    if (!absl::ascii_isgraph(static_cast<unsigned char>(c))) return false;
   }
   if (s[0] == '/') return true;
   if (s == "*") return true;
   auto starts_ci = [&](std::string_view prefix) {
     if (s.size() <= prefix.size()) return false;
     for (size_t i = 0; i < prefix.size(); ++i) {
-      char c = s[i];
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      if (c != prefix[i]) return false;
+      if (absl::ascii_tolower(static_cast<unsigned char>(s[i])) != prefix[i]) {
+        return false;
+      }
     }
     return true;
   };
@@ -89,11 +82,13 @@ inline bool IsRequestTarget(std::string_view s) {
 
 // "HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/2", "HTTP/3".
 inline bool IsHttpProtocol(std::string_view s) {
-  if (s.size() < 6 || s.substr(0, 5) != "HTTP/" || !IsDigit(s[5])) {
+  if (s.size() < 6 || s.substr(0, 5) != "HTTP/" ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(s[5]))) {
     return false;
   }
   if (s.size() == 6) return true;
-  return s.size() == 8 && s[6] == '.' && IsDigit(s[7]);
+  return s.size() == 8 && s[6] == '.' &&
+         absl::ascii_isdigit(static_cast<unsigned char>(s[7]));
 }
 
 // Shape check only: hex digits, '.' and ':' (at least one separator), an
@@ -107,7 +102,7 @@ inline bool LooksLikeIpAddress(std::string_view s) {
   for (char c : addr) {
     if (c == '.' || c == ':') {
       separator = true;
-    } else if (!IsHexDigit(c)) {
+    } else if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) {
       return false;
     }
   }
@@ -130,8 +125,8 @@ inline bool LooksLikeIpAddress(std::string_view s) {
 inline bool IsServerName(std::string_view s) {
   if (s.empty() || s.size() > 255) return false;
   for (char c : s) {
-    if (!(IsDigit(c) || IsAlpha(c) || c == '.' || c == '-' || c == ':' ||
-          c == '[' || c == ']')) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+          c == '-' || c == ':' || c == '[' || c == ']')) {
       return false;
     }
   }
@@ -198,14 +193,20 @@ class Scanner {
   // Up to the next blank (space or tab) or the end; consumes the field only.
   std::string_view TakeField() {
     size_t start = pos_;
-    while (pos_ < text_.size() && !IsBlank(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() &&
+           !absl::ascii_isblank(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
     return text_.substr(start, pos_ - start);
   }
 
   // Skips spaces and tabs; returns how many.
   size_t SkipBlanks() {
     size_t start = pos_;
-    while (pos_ < text_.size() && IsBlank(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() &&
+           absl::ascii_isblank(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
     return pos_ - start;
   }
 
@@ -215,7 +216,7 @@ class Scanner {
     int v = 0;
     for (int i = 0; i < n; ++i) {
       char c = text_[pos_ + i];
-      if (!IsDigit(c)) return false;
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
       v = v * 10 + (c - '0');
     }
     *value = v;
@@ -227,7 +228,8 @@ class Scanner {
   bool Digits(int max_digits, int64_t* value) {
     size_t start = pos_;
     int64_t v = 0;
-    while (pos_ < text_.size() && IsDigit(text_[pos_])) {
+    while (pos_ < text_.size() &&
+           absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_]))) {
       if (static_cast<int>(pos_ - start) == max_digits) {
         pos_ = start;
         return false;
@@ -249,7 +251,8 @@ class Scanner {
     if (Consume(".")) {
       int n = 0;
       bool round_up = false;
-      while (!done() && IsDigit(peek())) {
+      while (!done() &&
+             absl::ascii_isdigit(static_cast<unsigned char>(peek()))) {
         int digit = peek() - '0';
         if (n < 3) {
           frac = frac * 10 + digit;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "mxlimit/internal/absl_compat.h"
@@ -19,8 +20,7 @@ namespace mxlimit::internal {
 namespace {
 
 bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
 bool IsLiteralByte(char c) {
