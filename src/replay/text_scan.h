@@ -3,13 +3,14 @@
 // -----------------------------------------------------------------------------
 //
 // Internal to the log parsers: a forward-only cursor over one line, the field
-// shape checks the parsers share, and calendar arithmetic. Everything is
-// inline, allocation-free and bounds-checked: a helper that does not find what
-// it expects returns false and leaves the cursor where it was.
+// shape checks the parsers share, and civil times (on std::chrono's calendar).
+// Everything is inline, allocation-free and bounds-checked: a helper that does
+// not find what it expects returns false and leaves the cursor where it was.
 
 #ifndef MXLIMIT_REPLAY_TEXT_SCAN_H_
 #define MXLIMIT_REPLAY_TEXT_SCAN_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -133,32 +134,29 @@ inline bool IsServerName(std::string_view s) {
   return true;
 }
 
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (Howard
-// Hinnant's days_from_civil).
-inline int64_t DaysFromCivil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
+// y-m-d as a std::chrono date. REQUIRES: 1 <= m <= 12, 1 <= d <= 31 and
+// |y| <= 32767 (month and day keep values only up to 255, year up to 32767).
+inline std::chrono::year_month_day CivilDate(int y, int m, int d) {
+  return std::chrono::year_month_day(
+      std::chrono::year(y), std::chrono::month(static_cast<unsigned>(m)),
+      std::chrono::day(static_cast<unsigned>(d)));
 }
 
+// y-m-d is a date of the proleptic Gregorian calendar, in years 1 to 9999
+// (the logs write four digits).
 inline bool IsValidDate(int y, int m, int d) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30,
-                                  31, 31, 30, 31, 30, 31};
-  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  int max_day = kDays[m - 1] + (m == 2 && leap ? 1 : 0);
-  return d <= max_day;
+  if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31) return false;
+  return CivilDate(y, m, d).ok();
 }
 
 // Milliseconds since the epoch of a civil UTC time; the caller has validated
 // the fields (second 60, a leap second, is accepted and folds onto :00+1).
 inline int64_t CivilToEpochMs(int y, int mo, int d, int h, int mi, int s,
                               int ms) {
-  int64_t days = DaysFromCivil(y, mo, d);
-  return ((days * 24 + h) * 60 + mi) * 60'000 + int64_t{s} * 1000 + ms;
+  const auto t = std::chrono::sys_days(CivilDate(y, mo, d)) +
+                 std::chrono::hours(h) + std::chrono::minutes(mi) +
+                 std::chrono::seconds(s) + std::chrono::milliseconds(ms);
+  return t.time_since_epoch().count();
 }
 
 // A forward-only cursor over one line.
