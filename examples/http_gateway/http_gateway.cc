@@ -19,12 +19,15 @@
 
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_join.h"
 #include "mxlimit/config.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/matrix_response.h"
@@ -48,43 +51,65 @@ constexpr std::string_view kUsage =
     "usage: http_gateway [--port N] [--config FILE] "
     "[--token TOKEN=@user:server]... [--trusted-proxy CIDR]... [--shards N]\n";
 
+// Plain decimal only: CLI11's own integer conversion would also take "0x50",
+// "+80" or " 80", and read "010" as octal.
 bool ParseNumber(std::string_view text, size_t max, size_t& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   return ec == std::errc() && ptr == end && out <= max;
 }
 
+// Adds `--name VALUE`: one value per use, any number of uses, each handed to
+// `apply` in order (a later --port wins; every --token adds one).
+void AddRepeatable(CLI::App& app, const std::string& name,
+                   std::function<void(const std::string&)> apply) {
+  app.add_option_function<std::vector<std::string>>(
+         name,
+         [name, apply](const std::vector<std::string>& values) {
+           for (const std::string& v : values) apply(v);
+         })
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 // Returns an error message, or "" when the arguments are fine.
 std::string ParseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (i + 1 >= argc) return std::string(flag) + ": missing value";
-    const std::string_view value = argv[++i];
+  CLI::App app("mxlimit in front of a stub Matrix homeserver", "http_gateway");
+  app.set_help_flag();  // --help is a usage error, as any unknown flag
+  auto fail = [](const std::string& flag, const std::string& what) {
+    throw CLI::ValidationError(flag, what);
+  };
+  AddRepeatable(app, "--port", [&](const std::string& v) {
     size_t n = 0;
-    if (flag == "--port") {
-      if (!ParseNumber(value, 65535, n)) return "--port: expected 0 to 65535";
-      o.port = static_cast<int>(n);
-    } else if (flag == "--config") {
-      o.config_path = std::string(value);
-    } else if (flag == "--token") {
-      const size_t eq = value.find('=');
-      if (eq == 0 || eq == std::string_view::npos) {
-        return "--token: expected TOKEN=@user:server";
-      }
-      o.tokens[std::string(value.substr(0, eq))] =
-          std::string(value.substr(eq + 1));
-    } else if (flag == "--trusted-proxy") {
-      absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr(value);
-      if (!net.ok()) return "--trusted-proxy: " + net.status().ToString();
-      o.trusted_proxies.push_back(*net);
-    } else if (flag == "--shards") {
-      if (!ParseNumber(value, mxlimit::ShardedLimiter::kMaxShards, n)) {
-        return "--shards: expected a number";
-      }
-      o.shards = n;
-    } else {
-      return "unknown flag " + std::string(flag);
+    if (!ParseNumber(v, 65535, n)) fail("--port", "expected 0 to 65535");
+    o.port = static_cast<int>(n);
+  });
+  AddRepeatable(app, "--config",
+                [&](const std::string& v) { o.config_path = v; });
+  AddRepeatable(app, "--token", [&](const std::string& v) {
+    const size_t eq = v.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      fail("--token", "expected TOKEN=@user:server");
     }
+    o.tokens[v.substr(0, eq)] = v.substr(eq + 1);
+  });
+  AddRepeatable(app, "--trusted-proxy", [&](const std::string& v) {
+    absl::StatusOr<mxlimit::Cidr> net = mxlimit::ParseCidr(v);
+    if (!net.ok()) fail("--trusted-proxy", net.status().ToString());
+    o.trusted_proxies.push_back(*net);
+  });
+  AddRepeatable(app, "--shards", [&](const std::string& v) {
+    size_t n = 0;
+    if (!ParseNumber(v, mxlimit::ShardedLimiter::kMaxShards, n)) {
+      fail("--shards", "expected a number");
+    }
+    o.shards = n;
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
   }
   return "";
 }
@@ -100,11 +125,10 @@ bool ClientAddress(const Options& o, const httplib::Request& req,
   out = *peer;
   if (!req.has_header("X-Forwarded-For")) return true;
   // Every X-Forwarded-For header, in order, is one comma-separated list.
-  std::string chain;
-  for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
-    if (i > 0) chain += ',';
-    chain += req.get_header_value("X-Forwarded-For", i);
-  }
+  const auto [first, last] = req.headers.equal_range("X-Forwarded-For");
+  const std::string chain = absl::StrJoin(
+      first, last, ",",
+      [](std::string* out, const auto& header) { out->append(header.second); });
   out = mxlimit::ClientAddressFromForwardedFor(*peer, chain, o.trusted_proxies);
   return true;
 }

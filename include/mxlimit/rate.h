@@ -197,6 +197,16 @@ class Rate {
 // -----------------------------------------------------------------------------
 // GcraState and the algorithm
 // -----------------------------------------------------------------------------
+//
+// A check is two steps: `GcraEvaluate` reads a bucket and says what it thinks
+// of a request, `GcraApply` writes the bucket's new TAT once the caller has
+// decided. `GcraCheck` is the two back to back; an engine that charges several
+// buckets all or nothing evaluates every bucket first and applies each once
+// the whole request is decided.
+//
+// A bucket's "lead" is how far its TAT lies ahead of `now`, in [0, tau]: 0 for
+// a full bucket, tau for an empty one. It is all of the state that a decision
+// at `now` depends on.
 
 // The whole memory of one bucket. A default-constructed state is a full
 // (never used) bucket.
@@ -219,6 +229,27 @@ struct GcraResult {
 inline constexpr int64_t kUnlimitedRemaining =
     std::numeric_limits<int64_t>::max();
 
+// GcraVerdict
+//
+// What one bucket says about one request, before anything is written: the
+// answer of `GcraResult` without `remaining` (which costs a division; see
+// `GcraRemaining`), plus what `GcraApply` needs to write the bucket back.
+struct GcraVerdict {
+  bool allowed = false;
+  // Denied and no wait helps: cost > burst, or a blocked rate.
+  bool never = false;
+  // Exact wait until the same request passes; 0 when allowed or `never`.
+  std::chrono::nanoseconds retry_after{0};
+  // The bucket's lead at `now`, in [0, tau]; 0 for an unlimited or blocked
+  // rate.
+  int64_t lead = 0;
+  // Allowed with a limited rate: tau - (lead + cost * T), the room left after
+  // charging, so that slack / T requests of cost 1 remain. An engine that
+  // needs only the smallest `remaining` of several buckets compares slacks
+  // and divides once.
+  int64_t slack = 0;
+};
+
 namespace internal {
 
 // TAT arithmetic needs up to 2 * kMaxToleranceNs of headroom above `now`.
@@ -231,69 +262,127 @@ constexpr int64_t ClampNow(MonotonicTime now) {
   return std::min(now.nanoseconds(), kLatestNow);
 }
 
-// max(TAT, now), pulled back to now + tau if a backwards clock left it
-// further ahead. Returns how far ahead of `now` the result lies, in [0, tau].
-constexpr int64_t GcraAhead(const Rate& rate, const GcraState& state,
-                            int64_t now) {
+// The bucket's lead at `now` (a clamped time): max(TAT, now) - now, pulled
+// back to tau if a backwards clock left the TAT further ahead.
+constexpr int64_t GcraLead(const Rate& rate, const GcraState& state,
+                           int64_t now) {
   if (state.tat <= now) return 0;  // Also covers kFresh.
   // tat > now, so the unsigned difference is exact even across the range.
-  uint64_t ahead =
-      static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
+  uint64_t lead = static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
   uint64_t tau = static_cast<uint64_t>(rate.tolerance_ns());
-  return static_cast<int64_t>(std::min(ahead, tau));
+  return static_cast<int64_t>(std::min(lead, tau));
 }
 
 }  // namespace internal
 
-// Would a request of `cost` pass now? Changes nothing.
-constexpr GcraResult GcraPeek(const Rate& rate, const GcraState& state,
-                              MonotonicTime now, int64_t cost = 1) {
-  GcraResult r;
+// GcraEvaluate()
+//
+// Would a request of `cost` pass now? Reads `state` and changes nothing.
+// Negative costs count as 0.
+constexpr GcraVerdict GcraEvaluate(const Rate& rate, const GcraState& state,
+                                   MonotonicTime now, int64_t cost = 1) {
+  GcraVerdict v;
   if (rate.unlimited()) {
-    r.allowed = true;
-    r.remaining = kUnlimitedRemaining;
-    return r;
+    v.allowed = true;
+    return v;
   }
-  if (rate.blocked() || cost > rate.burst()) {
-    r.never = true;
-    return r;
+  if (rate.blocked()) {
+    v.never = true;
+    return v;
+  }
+  // Even a request that can never pass reports the lead, so that applying
+  // its denial persists a pull-back (see GcraApply).
+  v.lead = internal::GcraLead(rate, state, internal::ClampNow(now));
+  if (cost > rate.burst()) {
+    v.never = true;
+    return v;
   }
   cost = std::max<int64_t>(cost, 0);
-  const int64_t t = rate.interval_ns();
-  const int64_t tau = rate.tolerance_ns();
-  const int64_t ahead =
-      internal::GcraAhead(rate, state, internal::ClampNow(now));
   // All terms are within [0, 2^62]: no overflow.
-  const int64_t wait = ahead + cost * t - tau;
+  const int64_t wait = v.lead + cost * rate.interval_ns() - rate.tolerance_ns();
   if (wait > 0) {
-    r.retry_after = std::chrono::nanoseconds(wait);
-    return r;
+    v.retry_after = std::chrono::nanoseconds(wait);
+    return v;
   }
-  r.allowed = true;
+  v.allowed = true;
+  v.slack = -wait;
+  return v;
+}
+
+// GcraRemaining()
+//
+// `GcraResult::remaining` for a verdict of `GcraEvaluate` with the same rate
+// and cost: requests of cost 1 that would pass right after charging it.
+constexpr int64_t GcraRemaining(const Rate& rate, const GcraVerdict& verdict,
+                                int64_t cost = 1) {
+  if (rate.unlimited()) return kUnlimitedRemaining;
+  if (!verdict.allowed) return 0;
   // An idle (full) bucket, the common case, needs no division: tau is
-  // burst * t, so the quotient is burst - cost.
-  r.remaining =
-      ahead == 0 ? rate.burst() - cost : (tau - (ahead + cost * t)) / t;
+  // burst * T, so the quotient is burst - cost.
+  return verdict.lead == 0 ? rate.burst() - std::max<int64_t>(cost, 0)
+                           : verdict.slack / rate.interval_ns();
+}
+
+// GcraApply()
+//
+// Writes back a bucket that `GcraEvaluate` judged `verdict` for a request of
+// `cost` at `now`, with nothing written to it in between. When `charge`, the
+// request went through and its cost is charged: TAT = now + lead + cost * T.
+// Otherwise nothing is charged, and TAT = now + lead only if the lead is
+// positive: a no-op unless a backwards clock left TAT beyond now + tau, where
+// the pull-back is kept so that the reported retry time is honoured (the
+// client is not told to retry in one interval and then denied until the
+// clock catches up). Unlimited and blocked rates keep no state.
+//
+// `charge` may be false for an allowed verdict (another bucket of the same
+// request denied it), never true for a denied one.
+// REQUIRES: !charge || verdict.allowed.
+constexpr void GcraApply(const Rate& rate, GcraState& state, MonotonicTime now,
+                         int64_t cost, const GcraVerdict& verdict,
+                         bool charge) {
+  if (rate.unlimited() || rate.blocked()) return;
+  const int64_t base = internal::ClampNow(now) + verdict.lead;
+  if (charge) {
+    // The verdict proved base + cost * T within now + tau.
+    state.tat = base + std::max<int64_t>(cost, 0) * rate.interval_ns();
+  } else if (verdict.lead > 0) {
+    state.tat = base;
+  }
+}
+
+namespace internal {
+
+// The answer to the caller of GcraPeek or GcraCheck.
+constexpr GcraResult ToGcraResult(const Rate& rate, const GcraVerdict& verdict,
+                                  int64_t cost) {
+  GcraResult r;
+  r.allowed = verdict.allowed;
+  r.never = verdict.never;
+  r.retry_after = verdict.retry_after;
+  r.remaining = GcraRemaining(rate, verdict, cost);
   return r;
 }
 
-// Checks and, when allowed, charges `cost` (all or nothing). Negative costs
-// count as 0; use `GcraCharge` to refund.
+}  // namespace internal
+
+// GcraPeek()
+//
+// Would a request of `cost` pass now? Changes nothing.
+constexpr GcraResult GcraPeek(const Rate& rate, const GcraState& state,
+                              MonotonicTime now, int64_t cost = 1) {
+  return internal::ToGcraResult(rate, GcraEvaluate(rate, state, now, cost),
+                                cost);
+}
+
+// GcraCheck()
+//
+// Checks and, when allowed, charges `cost` (all or nothing): `GcraEvaluate`,
+// then `GcraApply`. Negative costs count as 0; use `GcraCharge` to refund.
 constexpr GcraResult GcraCheck(const Rate& rate, GcraState& state,
                                MonotonicTime now, int64_t cost = 1) {
-  GcraResult r = GcraPeek(rate, state, now, cost);
-  if (rate.unlimited() || rate.blocked()) return r;
-  const int64_t ahead =
-      internal::GcraAhead(rate, state, internal::ClampNow(now));
-  if (r.allowed) {
-    state.tat = internal::ClampNow(now) + ahead +
-                std::max<int64_t>(cost, 0) * rate.interval_ns();
-  } else if (ahead > 0) {
-    // A no-op unless a backwards clock left TAT beyond now + tau: persist
-    // the pull-back so the reported retry time is honoured.
-    state.tat = internal::ClampNow(now) + ahead;
-  }
-  return r;
+  const GcraVerdict v = GcraEvaluate(rate, state, now, cost);
+  GcraApply(rate, state, now, cost, v, /*charge=*/v.allowed);
+  return internal::ToGcraResult(rate, v, cost);
 }
 
 // Charges `cost` without checking: the bucket is drained by that much, down
@@ -304,10 +393,9 @@ constexpr void GcraCharge(const Rate& rate, GcraState& state, MonotonicTime now,
   if (rate.unlimited() || rate.blocked() || cost == 0) return;
   const int64_t t = rate.interval_ns();
   const int64_t tau = rate.tolerance_ns();
-  const int64_t ahead =
-      internal::GcraAhead(rate, state, internal::ClampNow(now));
+  const int64_t lead = internal::GcraLead(rate, state, internal::ClampNow(now));
   const int64_t n = std::clamp<int64_t>(cost, -rate.burst(), rate.burst());
-  const int64_t next = std::clamp<int64_t>(ahead + n * t, 0, tau);
+  const int64_t next = std::clamp<int64_t>(lead + n * t, 0, tau);
   state.tat = internal::ClampNow(now) + next;
 }
 
@@ -316,7 +404,7 @@ constexpr void GcraCharge(const Rate& rate, GcraState& state, MonotonicTime now,
 constexpr bool GcraIsDrained(const Rate& rate, const GcraState& state,
                              MonotonicTime now) {
   return rate.unlimited() || rate.blocked() ||
-         internal::GcraAhead(rate, state, internal::ClampNow(now)) == 0;
+         internal::GcraLead(rate, state, internal::ClampNow(now)) == 0;
 }
 
 }  // namespace mxlimit

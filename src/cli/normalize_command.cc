@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/route.h"
 #include "src/cli/commands.h"
@@ -46,7 +47,9 @@ constexpr std::string_view kCommand = "normalize";
 constexpr size_t kBlockSize = Output::kBlockBytes;
 constexpr size_t kMaxLine = size_t{1} << 20;
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+bool IsBlank(char c) {
+  return absl::ascii_isblank(static_cast<unsigned char>(c));
+}
 
 // The target of one input line (without its line ending, which LineReader
 // drops): the second field when there are two or more, else the first.

@@ -33,43 +33,16 @@ bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 }  // namespace
 
-// What one bucket (null: a fresh one) says about a request, as GcraPeek
-// would answer, and how far its TAT lies ahead of `now` (all that settling it
-// needs, see Engine::SettleOne). Changes nothing. The `remaining` of a
-// limited rate is left to Combine, which needs only the smallest over all
-// checks: each check keeps the numerator of its quotient (`slack`), so a
-// request pays one division, not one per bucket.
+// What one bucket (null: a fresh one) says about a request: its GCRA verdict,
+// which carries the bucket's lead (all that settling it needs, see
+// Engine::SettleOne). Changes nothing. The `remaining` of a limited rate is
+// left to Combine, which needs only the smallest over all checks: it compares
+// the verdicts' slacks, so a request pays one division, not one per bucket.
 void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
                            MonotonicTime now, int64_t cost) {
-  const Rate& rate = c.spec->rate;
-  GcraResult& r = c.verdict;
-  if (rate.unlimited()) {
-    r.allowed = true;
-    r.remaining = kUnlimitedRemaining;
-    return;
-  }
-  if (rate.blocked()) {
-    r.never = true;
-    return;
-  }
-  const int64_t ahead =
-      state == nullptr
-          ? 0
-          : internal::GcraAhead(rate, *state, internal::ClampNow(now));
-  c.lead = ahead;
-  if (cost > rate.burst()) {
-    r.never = true;
-    return;
-  }
-  const int64_t t = rate.interval_ns();
-  // All terms are within [0, 2^62]: no overflow.
-  const int64_t wait = ahead + cost * t - rate.tolerance_ns();
-  if (wait > 0) {
-    r.retry_after = std::chrono::nanoseconds(wait);
-    return;
-  }
-  r.allowed = true;
-  c.slack = -wait;  // remaining = slack / t
+  static constexpr GcraState kFreshBucket;
+  c.verdict = GcraEvaluate(c.spec->rate,
+                           state != nullptr ? *state : kFreshBucket, now, cost);
 }
 
 Engine::Engine(const TableOptions& tables,
@@ -347,12 +320,12 @@ Decision Engine::Combine(const Evaluation& ip_part,
   int64_t min_slack = 0;
   int64_t min_interval = 0;
   auto consider = [&](const BucketCheck& c) {
-    const GcraResult& r = c.verdict;
+    const GcraVerdict& r = c.verdict;
     if (r.allowed) {
       if (c.shadow || c.spec->rate.unlimited()) return;
       const int64_t t = c.spec->rate.interval_ns();
-      if (min_interval == 0 || LessRatio(c.slack, t, min_slack, min_interval)) {
-        min_slack = c.slack;
+      if (min_interval == 0 || LessRatio(r.slack, t, min_slack, min_interval)) {
+        min_slack = r.slack;
         min_interval = t;
       }
       return;
@@ -432,18 +405,8 @@ void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
   const bool charged = c.verdict.allowed && d.allowed;
   if (bucket != nullptr) {
     // The bucket is as Evaluate found it (nothing touches a table between
-    // Evaluate and Settle), so its lead is still `c.lead`, and the new TAT
-    // is what GcraCheck would store: now + lead + cost * interval when
-    // charged (the verdict proved that within tau), else now + lead. The
-    // latter changes nothing unless a clock stepping backwards left the TAT
-    // more than tau ahead: the pull-back is kept, so the client is not told
-    // to retry in one interval and then denied until the clock catches up.
-    const int64_t base = internal::ClampNow(now) + c.lead;
-    if (charged) {
-      bucket->tat = base + cost * c.spec->rate.interval_ns();
-    } else if (c.lead > 0) {
-      bucket->tat = base;
-    }
+    // Evaluate and Settle), so the verdict's lead is still its lead.
+    GcraApply(c.spec->rate, *bucket, now, cost, c.verdict, charged);
   }
   PolicyCounters& counters = policy_counters_[c.policy];
   if (charged) {

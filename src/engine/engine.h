@@ -55,12 +55,8 @@ class Engine {
     bool has_bucket = false;
     uint32_t slot = 0;
     size_t hash = 0;
-    // How far the bucket's TAT was ahead of `now`, in [0, tau].
-    int64_t lead = 0;
-    // Allowed with a limited rate: tau - (lead + cost * interval), so that
-    // the requests left are slack / interval (see Combine).
-    int64_t slack = 0;
-    GcraResult verdict;
+    // What the bucket alone answers, with its lead and slack (see Combine).
+    GcraVerdict verdict;
     union Key {
       Key() {}  // Written only for checks with a bucket.
       internal::IpBucketKey ip;
@@ -155,8 +151,8 @@ class Engine {
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, const Route* route = nullptr) const;
-  // Fills in `c.verdict`, `c.lead` and `c.slack` from its bucket (null: a
-  // fresh one). Changes nothing.
+  // Fills in `c.verdict` from its bucket (null: a fresh one). Changes
+  // nothing.
   static void EvaluateCheck(BucketCheck& c, const GcraState* state,
                             MonotonicTime now, int64_t cost);
   // The decision from the per-IP checks of `ip_part` and the per-user checks

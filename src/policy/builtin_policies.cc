@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/rate.h"
 
@@ -106,16 +108,10 @@ const BuiltinRow kBuiltins[] = {
 };
 // clang-format on
 
-// "a,b" -> {"a", "b"}; "" -> {}.
-std::vector<std::string> SplitList(std::string_view methods) {
-  std::vector<std::string> out;
-  while (!methods.empty()) {
-    size_t comma = methods.find(',');
-    out.emplace_back(methods.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    methods.remove_prefix(comma + 1);
-  }
-  return out;
+// "a,b" -> {"a", "b"}; "" -> {}. Rows never hold an empty item, so skipping
+// empties only matters for "" (absl::StrSplit alone would make it {""}).
+std::vector<std::string> SplitList(std::string_view list) {
+  return absl::StrSplit(internal::ToAbsl(list), ',', absl::SkipEmpty());
 }
 
 }  // namespace

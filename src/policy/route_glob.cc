@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/policy_match.h"
 
@@ -20,12 +22,9 @@ bool IsStar(char c) { return c == '*' || c == kSegmentStar; }
 std::optional<std::string> RouteFormGlob(std::string_view form) {
   if (form.empty() || form.front() != '/') return std::nullopt;
   std::vector<std::string_view> segments;
-  for (size_t start = 1;;) {
-    const size_t end = form.find('/', start);
-    segments.push_back(
-        form.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
+  for (const absl::string_view segment :
+       absl::StrSplit(ToAbsl(form.substr(1)), '/')) {
+    segments.push_back(FromAbsl(segment));
   }
   // How many leading segments a version fold can read: two to know the API,
   // then up to two more (`api/v1`) under the APIs that fold.

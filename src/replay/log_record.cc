@@ -3,6 +3,7 @@
 #include <span>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
 #include "src/replay/log_parsers.h"
 #include "src/replay/text_scan.h"
 
@@ -73,7 +74,9 @@ bool HasSynapseLogPrefix(std::string_view line) {
   static constexpr std::string_view kShape = "0000-00-00 00:00:00,000 - ";
   if (line.size() <= kShape.size()) return false;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == '0' ? !internal::IsDigit(line[i]) : line[i] != kShape[i]) {
+    if (kShape[i] == '0'
+            ? !absl::ascii_isdigit(static_cast<unsigned char>(line[i]))
+            : line[i] != kShape[i]) {
       return false;
     }
   }

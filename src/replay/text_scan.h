@@ -3,36 +3,30 @@
 // -----------------------------------------------------------------------------
 //
 // Internal to the log parsers: a forward-only cursor over one line, the field
-// shape checks the parsers share, and calendar arithmetic. Everything is
-// inline, allocation-free and bounds-checked: a helper that does not find what
-// it expects returns false and leaves the cursor where it was.
+// shape checks the parsers share, and civil times (on std::chrono's calendar).
+// Everything is inline, allocation-free and bounds-checked: a helper that does
+// not find what it expects returns false and leaves the cursor where it was.
 
 #ifndef MXLIMIT_REPLAY_TEXT_SCAN_H_
 #define MXLIMIT_REPLAY_TEXT_SCAN_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
+
 namespace mxlimit::replay::internal {
 
-inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-inline bool IsHexDigit(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-inline bool IsAlpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-// Printable ASCII without space: what a URI, a user ID or a token may hold.
-inline bool IsVisible(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return u > 0x20 && u < 0x7f;
-}
-inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+// Character classes are abseil's (absl/strings/ascii.h), which take the byte
+// as unsigned and are false for every byte >= 0x80. The ones used here:
+// ascii_isgraph is printable ASCII without space (0x21-0x7E, what a URI, a
+// user ID or a token may hold) and ascii_isblank is space and tab only.
 
 // RFC 9110 `tchar`.
 inline bool IsTokenChar(char c) {
-  if (IsDigit(c) || IsAlpha(c)) return true;
+  if (absl::ascii_isalnum(static_cast<unsigned char>(c))) return true;
   switch (c) {
     case '!':
     case '#':
@@ -71,16 +65,16 @@ inline bool IsHttpMethod(std::string_view s) {
 inline bool IsRequestTarget(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
-    if (!IsVisible(c)) return false;
+    if (!absl::ascii_isgraph(static_cast<unsigned char>(c))) return false;
   }
   if (s[0] == '/') return true;
   if (s == "*") return true;
   auto starts_ci = [&](std::string_view prefix) {
     if (s.size() <= prefix.size()) return false;
     for (size_t i = 0; i < prefix.size(); ++i) {
-      char c = s[i];
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      if (c != prefix[i]) return false;
+      if (absl::ascii_tolower(static_cast<unsigned char>(s[i])) != prefix[i]) {
+        return false;
+      }
     }
     return true;
   };
@@ -89,11 +83,13 @@ inline bool IsRequestTarget(std::string_view s) {
 
 // "HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/2", "HTTP/3".
 inline bool IsHttpProtocol(std::string_view s) {
-  if (s.size() < 6 || s.substr(0, 5) != "HTTP/" || !IsDigit(s[5])) {
+  if (s.size() < 6 || s.substr(0, 5) != "HTTP/" ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(s[5]))) {
     return false;
   }
   if (s.size() == 6) return true;
-  return s.size() == 8 && s[6] == '.' && IsDigit(s[7]);
+  return s.size() == 8 && s[6] == '.' &&
+         absl::ascii_isdigit(static_cast<unsigned char>(s[7]));
 }
 
 // Shape check only: hex digits, '.' and ':' (at least one separator), an
@@ -107,7 +103,7 @@ inline bool LooksLikeIpAddress(std::string_view s) {
   for (char c : addr) {
     if (c == '.' || c == ':') {
       separator = true;
-    } else if (!IsHexDigit(c)) {
+    } else if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) {
       return false;
     }
   }
@@ -130,40 +126,37 @@ inline bool LooksLikeIpAddress(std::string_view s) {
 inline bool IsServerName(std::string_view s) {
   if (s.empty() || s.size() > 255) return false;
   for (char c : s) {
-    if (!(IsDigit(c) || IsAlpha(c) || c == '.' || c == '-' || c == ':' ||
-          c == '[' || c == ']')) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+          c == '-' || c == ':' || c == '[' || c == ']')) {
       return false;
     }
   }
   return true;
 }
 
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (Howard
-// Hinnant's days_from_civil).
-inline int64_t DaysFromCivil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
+// y-m-d as a std::chrono date. REQUIRES: 1 <= m <= 12, 1 <= d <= 31 and
+// |y| <= 32767 (month and day keep values only up to 255, year up to 32767).
+inline std::chrono::year_month_day CivilDate(int y, int m, int d) {
+  return std::chrono::year_month_day(
+      std::chrono::year(y), std::chrono::month(static_cast<unsigned>(m)),
+      std::chrono::day(static_cast<unsigned>(d)));
 }
 
+// y-m-d is a date of the proleptic Gregorian calendar, in years 1 to 9999
+// (the logs write four digits).
 inline bool IsValidDate(int y, int m, int d) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30,
-                                  31, 31, 30, 31, 30, 31};
-  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  int max_day = kDays[m - 1] + (m == 2 && leap ? 1 : 0);
-  return d <= max_day;
+  if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31) return false;
+  return CivilDate(y, m, d).ok();
 }
 
 // Milliseconds since the epoch of a civil UTC time; the caller has validated
 // the fields (second 60, a leap second, is accepted and folds onto :00+1).
 inline int64_t CivilToEpochMs(int y, int mo, int d, int h, int mi, int s,
                               int ms) {
-  int64_t days = DaysFromCivil(y, mo, d);
-  return ((days * 24 + h) * 60 + mi) * 60'000 + int64_t{s} * 1000 + ms;
+  const auto t = std::chrono::sys_days(CivilDate(y, mo, d)) +
+                 std::chrono::hours(h) + std::chrono::minutes(mi) +
+                 std::chrono::seconds(s) + std::chrono::milliseconds(ms);
+  return t.time_since_epoch().count();
 }
 
 // A forward-only cursor over one line.
@@ -198,14 +191,20 @@ class Scanner {
   // Up to the next blank (space or tab) or the end; consumes the field only.
   std::string_view TakeField() {
     size_t start = pos_;
-    while (pos_ < text_.size() && !IsBlank(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() &&
+           !absl::ascii_isblank(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
     return text_.substr(start, pos_ - start);
   }
 
   // Skips spaces and tabs; returns how many.
   size_t SkipBlanks() {
     size_t start = pos_;
-    while (pos_ < text_.size() && IsBlank(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() &&
+           absl::ascii_isblank(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
     return pos_ - start;
   }
 
@@ -215,7 +214,7 @@ class Scanner {
     int v = 0;
     for (int i = 0; i < n; ++i) {
       char c = text_[pos_ + i];
-      if (!IsDigit(c)) return false;
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
       v = v * 10 + (c - '0');
     }
     *value = v;
@@ -227,7 +226,8 @@ class Scanner {
   bool Digits(int max_digits, int64_t* value) {
     size_t start = pos_;
     int64_t v = 0;
-    while (pos_ < text_.size() && IsDigit(text_[pos_])) {
+    while (pos_ < text_.size() &&
+           absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_]))) {
       if (static_cast<int>(pos_ - start) == max_digits) {
         pos_ = start;
         return false;
@@ -249,7 +249,8 @@ class Scanner {
     if (Consume(".")) {
       int n = 0;
       bool round_up = false;
-      while (!done() && IsDigit(peek())) {
+      while (!done() &&
+             absl::ascii_isdigit(static_cast<unsigned char>(peek()))) {
         int digit = peek() - '0';
         if (n < 3) {
           frac = frac * 10 + digit;

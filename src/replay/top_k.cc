@@ -20,54 +20,28 @@ std::string_view TruncateUtf8(std::string_view item, size_t max) {
 
 }  // namespace
 
-TopK::TopK(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+namespace {
+
+// Index buckets for `capacity` counters, as BucketTable::IndexBucketCount:
+// a full TopK stays within 25/32 of the index, where abseil clears erase
+// tombstones by rehashing in place instead of growing, so the steady churn of
+// a full sketch (erase one, insert one) never allocates.
+size_t IndexBucketCount(size_t capacity) {
+  const size_t wanted = capacity + (capacity * 7 + 24) / 25 + 1;
+  return wanted < 32 ? 32 : wanted;
+}
+
+}  // namespace
+
+TopK::TopK(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)),
+      counters_(capacity_),
+      text_(capacity_ * kMaxItemBytes),
+      index_(IndexBucketCount(capacity_), IndexHash{counters_.data()},
+             IndexEq{counters_.data(), text_.data()}) {
   assert(capacity >= 1 && capacity < (size_t{1} << 31));
-  // A load factor of at most 1/2 keeps linear probes short.
-  size_t slots = 1;
-  while (slots < 2 * capacity_) slots <<= 1;
-  index_mask_ = slots - 1;
-  counters_.resize(capacity_);
-  text_.resize(capacity_ * kMaxItemBytes);
+  assert(capacity_ * 32 <= index_.capacity() * 25);
   heap_.reserve(capacity_);
-  index_.assign(slots, kEmpty);
-}
-
-size_t TopK::FindSlot(uint64_t hash, std::string_view text) const {
-  size_t i = hash & index_mask_;
-  for (;;) {
-    uint32_t c = index_[i];
-    if (c == kEmpty) return i;
-    if (counters_[c].hash == hash && TextOf(c) == text) return i;
-    i = (i + 1) & index_mask_;
-  }
-}
-
-void TopK::IndexInsert(uint32_t c) {
-  size_t i = FindSlot(counters_[c].hash, TextOf(c));
-  index_[i] = c;
-}
-
-void TopK::IndexErase(uint32_t c) {
-  size_t i = FindSlot(counters_[c].hash, TextOf(c));
-  assert(index_[i] == c);
-  // Backward-shift deletion: pull later members of the probe run into the
-  // hole when their home slot does not lie between the hole and them, so
-  // lookups never need tombstones.
-  size_t hole = i;
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & index_mask_;
-    uint32_t m = index_[j];
-    if (m == kEmpty) break;
-    size_t home = counters_[m].hash & index_mask_;
-    bool home_in_range =
-        hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (!home_in_range) {
-      index_[hole] = m;
-      hole = j;
-    }
-  }
-  index_[hole] = kEmpty;
 }
 
 void TopK::HeapSwap(uint32_t a, uint32_t b) {
@@ -105,9 +79,9 @@ void TopK::Add(std::string_view item, uint64_t weight) {
   bool truncated = text.size() < item.size();
   uint64_t hash = std::hash<std::string_view>{}(text);
 
-  size_t slot = FindSlot(hash, text);
-  uint32_t c = index_[slot];
-  if (c != kEmpty) {
+  uint32_t c;
+  if (auto it = index_.find(ItemRef{text, hash}); it != index_.end()) {
+    c = *it;
     counters_[c].count += weight;
     counters_[c].truncated = counters_[c].truncated || truncated;
     SiftDown(counters_[c].heap_pos);
@@ -124,7 +98,7 @@ void TopK::Add(std::string_view item, uint64_t weight) {
     // until its new count sifts it down.
     c = heap_[0];
     inherited = counters_[c].count;
-    IndexErase(c);
+    index_.erase(c);
   }
   Counter& counter = counters_[c];
   std::memcpy(&text_[size_t{c} * kMaxItemBytes], text.data(), text.size());
@@ -133,7 +107,7 @@ void TopK::Add(std::string_view item, uint64_t weight) {
   counter.truncated = truncated;
   counter.count = inherited + weight;
   counter.error = inherited;
-  IndexInsert(c);
+  index_.insert(c);
   if (inherited == 0) {
     SiftUp(counter.heap_pos);
   } else {
@@ -164,9 +138,10 @@ uint64_t TopK::max_error() const {
 }
 
 size_t TopK::memory_bytes() const {
+  constexpr size_t kGroupWidth = 16;  // Cloned control bytes at the end.
   return sizeof(*this) + counters_.capacity() * sizeof(Counter) +
          text_.capacity() + heap_.capacity() * sizeof(uint32_t) +
-         index_.capacity() * sizeof(uint32_t);
+         index_.capacity() * (sizeof(uint32_t) + 1) + kGroupWidth + 1;
 }
 
 }  // namespace mxlimit::replay

@@ -23,8 +23,8 @@
 // boundary); two items that agree on those bytes count as one, and the entry
 // says it was truncated.
 //
-// PERFORMANCE: `Add` is O(log m) (a min-heap over the counters plus an open
-// addressing index) and never allocates. `Top` sorts a copy and allocates: it
+// PERFORMANCE: `Add` is O(log m) (a min-heap over the counters plus a hash
+// index) and never allocates. `Top` sorts a copy and allocates: it
 // is for the report, not the per-line path.
 //
 // Thread safety: none.
@@ -45,6 +45,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace mxlimit::replay {
 
 struct TopKEntry {
@@ -63,6 +65,10 @@ class TopK {
 
   // REQUIRES: 1 <= capacity < 2^31.
   explicit TopK(size_t capacity);
+  // Neither copyable nor movable: the index's functors point into the
+  // counters and their text (as BucketTable's point into its slab).
+  TopK(const TopK&) = delete;
+  TopK& operator=(const TopK&) = delete;
 
   // Counts `weight` occurrences of `item`. A weight of 0 does nothing.
   void Add(std::string_view item, uint64_t weight = 1);
@@ -83,8 +89,6 @@ class TopK {
   size_t memory_bytes() const;
 
  private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-
   struct Counter {
     uint64_t count = 0;
     uint64_t error = 0;
@@ -94,6 +98,39 @@ class TopK {
     bool truncated = false;
   };
 
+  // The index is BucketTable's pattern (src/engine/bucket_table.h): a set of
+  // counter ids whose hash and equality look through the id into the
+  // counters and their text, so an item's text is stored once and lookups by
+  // text need no counter. Counter ids never move; the set may.
+  struct ItemRef {
+    std::string_view text;
+    uint64_t hash;
+  };
+  struct IndexHash {
+    using is_transparent = void;
+    const Counter* counters;
+    size_t operator()(uint32_t c) const { return counters[c].hash; }
+    size_t operator()(ItemRef ref) const { return ref.hash; }
+  };
+  struct IndexEq {
+    using is_transparent = void;
+    const Counter* counters;
+    const char* text;
+    std::string_view TextOf(uint32_t c) const {
+      return std::string_view(text + size_t{c} * kMaxItemBytes,
+                              counters[c].length);
+    }
+    bool operator()(uint32_t a, uint32_t b) const {
+      return a == b ||
+             (counters[a].hash == counters[b].hash && TextOf(a) == TextOf(b));
+    }
+    bool operator()(ItemRef a, uint32_t b) const {
+      return a.hash == counters[b].hash && a.text == TextOf(b);
+    }
+    bool operator()(uint32_t a, ItemRef b) const { return (*this)(b, a); }
+  };
+  using Index = absl::flat_hash_set<uint32_t, IndexHash, IndexEq>;
+
   std::string_view TextOf(uint32_t c) const {
     return std::string_view(&text_[size_t{c} * kMaxItemBytes],
                             counters_[c].length);
@@ -101,11 +138,6 @@ class TopK {
   bool Less(uint32_t a, uint32_t b) const {
     return counters_[a].count < counters_[b].count;
   }
-  // Index slot holding counter `c`'s entry, or the empty slot where an item
-  // with `hash`/`text` would go.
-  size_t FindSlot(uint64_t hash, std::string_view text) const;
-  void IndexInsert(uint32_t c);
-  void IndexErase(uint32_t c);
   void SiftUp(uint32_t pos);
   void SiftDown(uint32_t pos);
   void HeapSwap(uint32_t a, uint32_t b);
@@ -113,11 +145,11 @@ class TopK {
   size_t capacity_;
   size_t size_ = 0;
   uint64_t total_ = 0;
-  size_t index_mask_;
   std::vector<Counter> counters_;
-  std::vector<char> text_;       // capacity_ * kMaxItemBytes
-  std::vector<uint32_t> heap_;   // counter ids, min-heap on count
-  std::vector<uint32_t> index_;  // open addressing, linear probing
+  std::vector<char> text_;      // capacity_ * kMaxItemBytes
+  std::vector<uint32_t> heap_;  // counter ids, min-heap on count
+  // The counters in use, sized at construction so that churn never grows it.
+  Index index_;
 };
 
 }  // namespace mxlimit::replay

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "src/route/byte_scan.h"
 #include "src/route/route_trie.h"
@@ -18,8 +20,7 @@ namespace mxlimit::internal {
 namespace {
 
 bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
 bool IsLiteralByte(char c) {
@@ -67,12 +68,13 @@ absl::Status ParseTemplate(std::string_view text,
         absl::StrCat("route template \"", ToAbsl(text), "\": ", ToAbsl(why)));
   };
   if (text.empty() || text[0] != '/') return error("must start with '/'");
-  size_t start = 1;
-  while (true) {
-    size_t end = text.find('/', start);
-    bool last = end == std::string_view::npos;
-    std::string_view segment =
-        text.substr(start, last ? std::string_view::npos : end - start);
+  // Lazily, so that a template of a million segments stops at the limit.
+  for (const absl::string_view piece :
+       absl::StrSplit(ToAbsl(text.substr(1)), '/')) {
+    const std::string_view segment = FromAbsl(piece);
+    // Pieces are views into `text`: the last one ends where it ends.
+    const bool last =
+        segment.data() + segment.size() == text.data() + text.size();
     ParsedSegment parsed;
     if (!segment.empty() && segment.front() == '{') {
       if (segment.size() < 3 || segment.back() != '}') {
@@ -102,8 +104,6 @@ absl::Status ParseTemplate(std::string_view text,
       return error(
           absl::StrCat("more than ", RouteTrie::kMaxSegments, " segments"));
     }
-    if (last) break;
-    start = end + 1;
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "src/util/quote.h"
@@ -31,7 +32,9 @@ constexpr size_t kMaxZone = 32;
 // A failure reason; nullptr means success. Always a string literal.
 using Reason = const char*;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsDigit(char c) {
+  return absl::ascii_isdigit(static_cast<unsigned char>(c));
+}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -41,8 +44,8 @@ int HexValue(char c) {
 }
 
 bool IsZoneChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) ||
-         c == '.' || c == '_' || c == '~' || c == '-';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+         c == '_' || c == '~' || c == '-';
 }
 
 absl::Status AddressError(std::string_view text, Reason reason) {
@@ -243,8 +246,13 @@ void AppendDecimal(std::string& out, int v) {
   while (n > 0) out.push_back(digits[--n]);
 }
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+bool IsBlank(char c) {
+  return absl::ascii_isblank(static_cast<unsigned char>(c));
+}
 
+// Not absl::StripAsciiWhitespace: that also strips CR, LF, VT and FF, which
+// RFC 9110's OWS around list commas does not allow; a hop carrying them is
+// refused, and the walk stops there (tests/util/ip_test.cc pins this).
 std::string_view TrimBlanks(std::string_view s) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
@@ -263,8 +271,8 @@ bool IsTrusted(std::span<const Cidr> trusted, const IpAddress& ip) {
 bool IsPort(std::string_view s, bool obfuscated_ok) {
   if (obfuscated_ok && s.size() >= 2 && s.front() == '_') {
     return std::all_of(s.begin() + 1, s.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) ||
-             c == '.' || c == '_' || c == '-';
+      return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+             c == '_' || c == '-';
     });
   }
   return !s.empty() && s.size() <= 5 &&
@@ -297,9 +305,7 @@ bool ParseHop(std::string_view hop, bool obfuscated_port_ok, IpAddress& ip) {
 
 // RFC 7230 tchar: the characters of a token.
 bool IsTokenChar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) {
-    return true;
-  }
+  if (absl::ascii_isalnum(static_cast<unsigned char>(c))) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 

@@ -32,6 +32,28 @@ TEST(BuiltinPoliciesTest, AreValidAndMarkedBuiltin) {
   EXPECT_TRUE(BuiltinPolicySource("no-such-policy").empty());
 }
 
+// The rows' comma lists split into their items; an empty list (every
+// method) is no item at all, never one empty item.
+TEST(BuiltinPoliciesTest, ListsSplitIntoNonEmptyItems) {
+  for (const Policy& p : BuiltinPolicies()) {
+    EXPECT_FALSE(p.match.empty()) << p.name;
+    for (const std::string& m : p.match) EXPECT_FALSE(m.empty()) << p.name;
+    for (const std::string& m : p.methods) EXPECT_FALSE(m.empty()) << p.name;
+  }
+  const std::vector<Policy> builtins = BuiltinPolicies();
+  auto find = [&](std::string_view name) -> const Policy& {
+    for (const Policy& p : builtins) {
+      if (p.name == name) return p;
+    }
+    ADD_FAILURE() << name;
+    return builtins.front();
+  };
+  EXPECT_TRUE(find("aggregate-per-ip").methods.empty());
+  EXPECT_THAT(find("aggregate-per-ip").match, ::testing::ElementsAre("*"));
+  EXPECT_THAT(find("login-per-network").methods,
+              ::testing::ElementsAre("POST"));
+}
+
 // Each source that cites a Synapse per_second / burst_count is converted
 // faithfully: within 0.1% of the cited rate and never looser, same burst.
 TEST(BuiltinPoliciesTest, RatesMatchTheCitedSynapseDefaults) {

@@ -72,6 +72,22 @@ TEST(RouteTableTest, RejectsMalformedTemplates) {
   }
 }
 
+// Only an empty segment before another '/' is "//": a template's trailing
+// '/' (an empty last segment) is not, wherever the split puts it.
+TEST(RouteTableTest, EmptySegmentMeansDoubleSlashNotATrailingSlash) {
+  for (std::string_view ok : {"/", "/a/", "/a/{x}/"}) {
+    Table table{{ok}, {}, {}, {}};
+    EXPECT_THAT(BuildStatus(table).message(),
+                ::testing::Not(HasSubstr("empty segment")))
+        << ok;
+  }
+  for (std::string_view bad : {"//", "/a//", "//a", "/a/{x}//"}) {
+    Table table{{bad}, {}, {}, {}};
+    EXPECT_THAT(BuildStatus(table).message(), HasSubstr("empty segment"))
+        << bad;
+  }
+}
+
 TEST(RouteTableTest, RejectsDuplicateShapesWhateverThePlaceholderNames) {
   Table table{{"/a/{x}/b", "/a/{y}/b"}, {}, {}, {}};
   absl::Status status = BuildStatus(table);

@@ -441,6 +441,25 @@ TEST(ClientAddressFromForwardedForTest, BlanksAroundCommasAreIgnored) {
   EXPECT_EQ(FromXff(" 203.0.113.1:80 ,[2001:db8:ffff::1]:443 "), "203.0.113.1");
 }
 
+// Only space and tab count as blanks (RFC 9110 OWS), not the rest of
+// isspace: a hop with CR, LF, VT or FF around it is unreadable, so the walk
+// stops at the nearest proxy. Pins the choice of the hand-written TrimBlanks
+// over absl::StripAsciiWhitespace.
+TEST(ClientAddressFromForwardedForTest, OnlySpaceAndTabAreTrimmedFromHops) {
+  for (char ws : {'\r', '\n', '\v', '\f'}) {
+    const std::string before = std::string(1, ws) + "203.0.113.1";
+    const std::string after = "203.0.113.1" + std::string(1, ws);
+    EXPECT_EQ(FromXff("198.51.100.7, " + before), "10.0.0.1") << int{ws};
+    EXPECT_EQ(FromXff("198.51.100.7, " + after + " ,10.0.0.7"), "10.0.0.7")
+        << int{ws};
+    EXPECT_EQ(
+        FromForwarded("for=198.51.100.7, for=203.0.113.1" + std::string(1, ws)),
+        "10.0.0.1")
+        << int{ws};
+  }
+  EXPECT_EQ(FromXff("198.51.100.7, \t 203.0.113.1 \t "), "203.0.113.1");
+}
+
 TEST(ClientAddressFromForwardedForTest, TrustedHopsAreSkippedFromTheRight) {
   // The client prepended 198.51.100.7 itself; the first proxy saw
   // 203.0.113.1.
