@@ -139,6 +139,27 @@ struct PolicyMatch {
 };
 
 // -----------------------------------------------------------------------------
+// PreparedRouteForms
+// -----------------------------------------------------------------------------
+//
+// A normalizer's route forms (`RouteNormalizer::forms()`) in the shape
+// `PolicySet::Compile` reads them: one canonical glob per form, by route.
+// `Compile` prepares them itself when given the forms; a caller that compiles
+// many policy sets against one normalizer (a fuzzer, a tool) prepares them
+// once and passes this instead. Immutable.
+class PreparedRouteForms {
+ public:
+  explicit PreparedRouteForms(std::span<const RouteForm> forms);
+
+ private:
+  friend class PolicySet;
+  // Distinct globs per RouteId (empty: no forms).
+  std::vector<std::vector<std::string>> by_route_;
+  // Routes with a form that has no glob (route_glob.h): never route-only.
+  std::vector<bool> refused_;
+};
+
+// -----------------------------------------------------------------------------
 // PolicySet
 // -----------------------------------------------------------------------------
 class PolicySet {
@@ -198,6 +219,11 @@ class PolicySet {
       std::vector<Policy> operator_policies, bool include_builtins,
       std::span<const std::string_view> route_keys, bool all_shadow = false,
       std::span<const RouteForm> route_forms = {});
+  // The same with the route forms prepared in advance.
+  static absl::StatusOr<PolicySet> Compile(
+      std::vector<Policy> operator_policies, bool include_builtins,
+      std::span<const std::string_view> route_keys, bool all_shadow,
+      const PreparedRouteForms& route_forms);
 
   // The policies for one request. `route` is the normalizer's id for the
   // request (ids outside the compiled table count as the fallback);

@@ -74,38 +74,6 @@ inline void MaxInto(uint16_t* best, const uint16_t* row, size_t lanes) {
 #endif
 }
 
-// Each route's form globs (route_glob.h); a route is usable for the
-// route-only shortcut when it has forms and every one has a glob.
-struct RouteFormGlobs {
-  std::vector<std::vector<std::string>> by_route;
-  std::vector<bool> usable;
-};
-
-RouteFormGlobs GlobsByRoute(std::span<const RouteForm> forms,
-                            size_t route_count) {
-  RouteFormGlobs out;
-  out.by_route.resize(route_count);
-  out.usable.assign(route_count, true);
-  out.usable[kFallbackRouteId] = false;
-  for (const RouteForm& form : forms) {
-    if (form.id >= route_count) continue;
-    std::optional<std::string> glob = internal::RouteFormGlob(form.pattern);
-    if (glob.has_value()) {
-      out.by_route[form.id].push_back(*std::move(glob));
-    } else {
-      out.usable[form.id] = false;
-    }
-  }
-  for (size_t r = 0; r < route_count; ++r) {
-    std::vector<std::string>& globs = out.by_route[r];
-    if (globs.empty()) out.usable[r] = false;
-    // Version aliases of one form canonicalize to one glob.
-    std::sort(globs.begin(), globs.end());
-    globs.erase(std::unique(globs.begin(), globs.end()), globs.end());
-  }
-  return out;
-}
-
 // Bit s set when best[s] != 0, for `lanes` lanes (a multiple of 8, at most
 // 32).
 inline uint32_t FoundSlots(const uint16_t* best, size_t lanes) {
@@ -177,10 +145,38 @@ std::string_view RankReasonName(RankReason reason) {
   return "?";
 }
 
+PreparedRouteForms::PreparedRouteForms(std::span<const RouteForm> forms) {
+  for (const RouteForm& form : forms) {
+    if (form.id >= by_route_.size()) {
+      by_route_.resize(form.id + 1);
+      refused_.resize(form.id + 1, false);
+    }
+    std::optional<std::string> glob = internal::RouteFormGlob(form.pattern);
+    if (glob.has_value()) {
+      by_route_[form.id].push_back(*std::move(glob));
+    } else {
+      refused_[form.id] = true;
+    }
+  }
+  for (std::vector<std::string>& globs : by_route_) {
+    // Version aliases of one form canonicalize to one glob.
+    std::sort(globs.begin(), globs.end());
+    globs.erase(std::unique(globs.begin(), globs.end()), globs.end());
+  }
+}
+
 absl::StatusOr<PolicySet> PolicySet::Compile(
     std::vector<Policy> operator_policies, bool include_builtins,
     std::span<const std::string_view> route_keys, bool all_shadow,
     std::span<const RouteForm> route_forms) {
+  return Compile(std::move(operator_policies), include_builtins, route_keys,
+                 all_shadow, PreparedRouteForms(route_forms));
+}
+
+absl::StatusOr<PolicySet> PolicySet::Compile(
+    std::vector<Policy> operator_policies, bool include_builtins,
+    std::span<const std::string_view> route_keys, bool all_shadow,
+    const PreparedRouteForms& route_forms) {
   std::vector<std::string> problems;
   for (Policy& p : operator_policies) {
     p.builtin = false;
@@ -331,11 +327,14 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     prefixes.push_back(ShapeOf(e.canonical).prefix);
   }
   std::vector<uint16_t> candidates;
-  const RouteFormGlobs globs =
-      GlobsByRoute(route_forms, set.route_keys_.size());
+  // A route may resolve from its row alone when every form has a glob.
+  auto route_only_candidate = [&](size_t r) {
+    return r != kFallbackRouteId && r < route_forms.by_route_.size() &&
+           !route_forms.refused_[r] && !route_forms.by_route_[r].empty();
+  };
   std::vector<char> matches_key(entry_count, 0);
   std::vector<EntryHead> heads;
-  if (!route_forms.empty()) {
+  if (!route_forms.by_route_.empty()) {
     for (size_t i = 0; i < entry_count; ++i) {
       if (set.entries_[i].canonical == kFallbackRouteKey) continue;
       heads.push_back(EntryHead{prefixes[i], i});
@@ -362,10 +361,10 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
       }
     }
     set.route_table_.push_back(set.AddBestTable(candidates));
-    if (!globs.usable[r]) continue;
+    if (!route_only_candidate(r)) continue;
     for (uint16_t order : candidates) matches_key[order - 1] = 1;
-    set.route_only_[r] = set.RouteOnlyMethods(globs.by_route[r], matches_key,
-                                              heads, head_lengths);
+    set.route_only_[r] = set.RouteOnlyMethods(route_forms.by_route_[r],
+                                              matches_key, heads, head_lengths);
     for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
 

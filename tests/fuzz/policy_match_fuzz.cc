@@ -110,6 +110,17 @@ const RouteNormalizer& Normalizer() {
   return *n;
 }
 
+// The normalizer's route forms, prepared once per process.
+const PreparedRouteForms& Forms() {
+  static const PreparedRouteForms* f =
+      new PreparedRouteForms(Normalizer().forms());
+  return *f;
+}
+const PreparedRouteForms& NoForms() {
+  static const PreparedRouteForms* f = new PreparedRouteForms({});
+  return *f;
+}
+
 // The naive resolution the compiled set must reproduce.
 void RunPolicySet(FuzzInput& in) {
   const uint8_t flags = in.Byte();
@@ -145,7 +156,7 @@ void RunPolicySet(FuzzInput& in) {
       /*all_shadow=*/false,
       // With the route forms, Resolve may answer from the route alone; the
       // naive resolution below holds both ways to the same rules.
-      (flags & 4) ? Normalizer().forms() : std::span<const RouteForm>());
+      (flags & 4) ? Forms() : NoForms());
   if (!set.ok()) {
     MXLIMIT_FUZZ_CHECK(set.status().code() ==
                        absl::StatusCode::kInvalidArgument);
