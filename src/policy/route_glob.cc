@@ -65,11 +65,11 @@ std::string_view FormGlobHead(std::string_view glob) {
   return glob.substr(0, i);
 }
 
-bool GlobsOverlap(std::string_view pattern, std::string_view form) {
-  const std::string_view a = pattern;
-  const std::string_view b = form;
-  // Every common text starts with both literal heads and ends with both
-  // literal tails: compare those first, which settles most pairs.
+namespace {
+
+// Whether the literal heads of `a` (a pattern) and `b` (a form glob) agree up
+// to the first wildcard of either, and their literal tails back to the last.
+bool LiteralEndsAgree(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (a[i] == '*' || IsStar(b[i])) break;
     if (a[i] != b[i]) return false;
@@ -80,6 +80,17 @@ bool GlobsOverlap(std::string_view pattern, std::string_view form) {
     if (x == '*' || IsStar(y)) break;
     if (x != y) return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool GlobsOverlap(std::string_view pattern, std::string_view form) {
+  const std::string_view a = pattern;
+  const std::string_view b = form;
+  // Every common text starts with both literal heads and ends with both
+  // literal tails: compare those first, which settles most pairs.
+  if (!LiteralEndsAgree(a, b)) return false;
   // reach[i][j]: some text takes `a` to position i and `b` to j. A common
   // text exists in which no byte is produced by two wildcards at once (drop
   // such a byte and both still match), so these moves suffice: a wildcard
