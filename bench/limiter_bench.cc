@@ -166,8 +166,10 @@ class NaiveLimiter {
       } else {
         key = std::string(r.user_id);
       }
-      key +=
-          "|" + std::to_string(a.policy) + "|" + std::to_string(a.bucket_route);
+      key.append("|")
+          .append(std::to_string(a.policy))
+          .append("|")
+          .append(std::to_string(a.bucket_route));
       buckets[n] = (a.scope == Scope::kIp ? ip_ : user_).FindOrAdmit(key);
       rates[n++] = &p.rate;
     }

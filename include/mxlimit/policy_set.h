@@ -301,6 +301,13 @@ class PolicySet {
   };
 
   PolicySet() = default;
+  // Compile's steps after validation, in order: group the policies into
+  // slots, rank their patterns into entries_, then build the route side's
+  // tables and the raw side's trie and lists.
+  void AssignSlots();
+  void RankEntries();
+  void BuildRouteSide(const PreparedRouteForms& route_forms);
+  void BuildRawSide();
   uint32_t AddBestTable(std::span<const uint16_t> candidate_orders);
   // A raw-path entry by the bytes before its first '*'.
   struct EntryHead {

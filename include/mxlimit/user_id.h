@@ -150,6 +150,13 @@ constexpr bool IsDottedQuad(std::string_view s) {
   return i == s.size();
 }
 
+// The end of the run of at most 4 hex digits at s[i].
+constexpr size_t HexGroupEnd(std::string_view s, size_t i) {
+  size_t j = i;
+  while (j < s.size() && j - i < 4 && IsAsciiHexDigit(s[j])) ++j;
+  return j;
+}
+
 // RFC 4291 IPv6 text without brackets or zone: up to eight groups of 1-4 hex
 // digits, at most one "::" standing for one or more zero groups, and an
 // optional dotted quad as the last 32 bits. Accepts what ParseIpAddress
@@ -167,8 +174,7 @@ constexpr bool IsIpv6Text(std::string_view s) {
     if (i == n) return true;
   }
   while (true) {
-    size_t j = i;
-    while (j < n && j - i < 4 && IsAsciiHexDigit(s[j])) ++j;
+    const size_t j = HexGroupEnd(s, i);
     if (j == i) return false;  // ":::" or a stray ':'
     if (j < n && s[j] == '.') {
       // A dotted quad: the last piece, and it needs two groups of room.

@@ -10,6 +10,7 @@ namespace mxlimit::cli {
 
 CLI::Validator OneOf(const std::vector<std::string>& names) {
   std::vector<std::pair<std::string, std::string>> mapping;
+  mapping.reserve(names.size());
   for (const std::string& name : names) mapping.emplace_back(name, name);
   const CLI::CheckedTransformer to_name(std::move(mapping), CLI::ignore_case);
   const std::string expected =

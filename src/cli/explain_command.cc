@@ -61,6 +61,95 @@ int Write(std::string_view text) {
   return out.Finish() ? kExitOk : kExitFinding;
 }
 
+// What made a request exempt, checked the way the limiter checks it: an
+// exempt network first, else the user.
+std::string ExemptReason(const LimiterConfig& config, const IpAddress& ip,
+                         std::string_view user) {
+  for (const Cidr& net : config.exempt.ips) {
+    if (net.Contains(ip)) {
+      return absl::StrCat("client in exempt network ", FormatCidr(net));
+    }
+  }
+  return absl::StrCat("exempt user ", EscapeForOutput(user));
+}
+
+// The verdict column of one matching policy.
+std::string Verdict(const PolicySet& set, const PolicyMatch& m) {
+  const std::string_view reason = RankReasonName(m.reason);
+  if (m.verdict == MatchVerdict::kChosen) {
+    std::string verdict = absl::StrCat("chosen: ", ToAbsl(reason));
+    if (m.versus != kNoPolicy) {
+      absl::StrAppend(&verdict, " (beats ", set.policy(m.versus).name, ")");
+    }
+    return verdict;
+  }
+  if (m.verdict == MatchVerdict::kOutranked && m.versus != kNoPolicy) {
+    return absl::StrCat("outranked by ", set.policy(m.versus).name, ": ",
+                        ToAbsl(reason));
+  }
+  return std::string(MatchVerdictName(m.verdict));
+}
+
+// The "matching policies" section.
+void AppendMatches(const PolicySet& set,
+                   const std::vector<PolicyMatch>& matches, std::string& out) {
+  out += "\nmatching policies (per layer and scope: enforcing, then shadow):\n";
+  if (matches.empty()) {
+    out += "  (none)\n";
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+                                          "layer", "scope", "mode", "policy",
+                                          "matched via", "verdict"));
+  }
+  for (const PolicyMatch& m : matches) {
+    const Policy& p = set.policy(m.policy);
+    const std::string verdict = Verdict(set, m);
+    std::string via(MatchFormName(m.form));
+    if (p.match.size() > 1) absl::StrAppend(&via, " #", m.pattern + 1);
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+                                          ToAbsl(set.layer_name(m.layer)),
+                                          m.scope == Scope::kIp ? "ip" : "user",
+                                          m.shadow ? "shadow" : "enforce",
+                                          ToAbsl(p.name), via, verdict));
+  }
+}
+
+// The "chosen" section: per layer and scope, the enforcing policy and the
+// shadow beside it.
+void AppendChosen(const PolicySet& set, const PolicySet::Resolution& r,
+                  bool anonymous, std::string& out) {
+  out += "\nchosen:\n";
+  for (size_t i = 0; i < set.layer_count(); ++i) {
+    const auto layer = static_cast<uint8_t>(i);
+    for (Scope scope : {Scope::kIp, Scope::kUser}) {
+      const ResolvedPolicy* enforcing = nullptr;
+      const ResolvedPolicy* shadow = nullptr;
+      for (const ResolvedPolicy& a : r.all()) {
+        if (a.layer != layer || a.scope != scope) continue;
+        (a.shadow ? shadow : enforcing) = &a;
+      }
+      const std::string where =
+          absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
+                       scope == Scope::kIp ? "ip" : "user", ":");
+      std::string what;
+      if (enforcing != nullptr) {
+        what = Describe(set.policy(enforcing->policy));
+      } else if (layer != 0 && shadow == nullptr) {
+        continue;  // Other layers: only where something applies.
+      } else {
+        what = scope == Scope::kUser && anonymous ? "(none: anonymous request)"
+                                                  : "(none)";
+      }
+      absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where, what));
+      if (shadow != nullptr) {
+        absl::StrAppend(&out,
+                        absl::StrFormat("  %-16s %s\n", "  beside it:",
+                                        Describe(set.policy(shadow->policy))));
+      }
+    }
+  }
+}
+
 int RunExplain(const ExplainOptions& opts) {
   // Usage errors first, before a config error could hide them.
   absl::StatusOr<IpAddress> ip = ParseIpAddress(opts.ip);
@@ -107,18 +196,7 @@ int RunExplain(const ExplainOptions& opts) {
 
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
-    // Name what made it exempt, the way the limiter checks it.
-    std::string why;
-    for (const Cidr& net : config.exempt.ips) {
-      if (net.Contains(*ip)) {
-        why = absl::StrCat("client in exempt network ", FormatCidr(net));
-        break;
-      }
-    }
-    if (why.empty()) {
-      why = absl::StrCat("exempt user ", EscapeForOutput(opts.user));
-    }
-    absl::StrAppend(&out, "\nexempt:   ", why,
+    absl::StrAppend(&out, "\nexempt:   ", ExemptReason(config, *ip, opts.user),
                     ": nothing is checked or charged\n");
     return Write(out);
   }
@@ -126,70 +204,11 @@ int RunExplain(const ExplainOptions& opts) {
   const PolicySet& set = l.policies();
   const std::vector<PolicyMatch> matches =
       set.Explain(opts.method, route.id, path, !opts.user.empty());
-  out += "\nmatching policies (per layer and scope: enforcing, then shadow):\n";
-  if (matches.empty()) {
-    out += "  (none)\n";
-  } else {
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
-                                          "layer", "scope", "mode", "policy",
-                                          "matched via", "verdict"));
-  }
-  for (const PolicyMatch& m : matches) {
-    const Policy& p = set.policy(m.policy);
-    const std::string_view reason = RankReasonName(m.reason);
-    std::string verdict;
-    if (m.verdict == MatchVerdict::kChosen) {
-      verdict = absl::StrCat("chosen: ", ToAbsl(reason));
-      if (m.versus != kNoPolicy) {
-        absl::StrAppend(&verdict, " (beats ", set.policy(m.versus).name, ")");
-      }
-    } else if (m.verdict == MatchVerdict::kOutranked && m.versus != kNoPolicy) {
-      verdict = absl::StrCat("outranked by ", set.policy(m.versus).name, ": ",
-                             ToAbsl(reason));
-    } else {
-      verdict = std::string(MatchVerdictName(m.verdict));
-    }
-    std::string via(MatchFormName(m.form));
-    if (p.match.size() > 1) absl::StrAppend(&via, " #", m.pattern + 1);
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
-                                          ToAbsl(set.layer_name(m.layer)),
-                                          m.scope == Scope::kIp ? "ip" : "user",
-                                          m.shadow ? "shadow" : "enforce",
-                                          ToAbsl(p.name), via, verdict));
-  }
+  AppendMatches(set, matches, out);
 
-  out += "\nchosen:\n";
-  const PolicySet::Resolution r =
-      set.Resolve(opts.method, route.id, path, !opts.user.empty());
-  for (uint8_t layer = 0; layer < set.layer_count(); ++layer) {
-    for (Scope scope : {Scope::kIp, Scope::kUser}) {
-      const ResolvedPolicy* enforcing = nullptr;
-      const ResolvedPolicy* shadow = nullptr;
-      for (const ResolvedPolicy& a : r.all()) {
-        if (a.layer != layer || a.scope != scope) continue;
-        (a.shadow ? shadow : enforcing) = &a;
-      }
-      const std::string where =
-          absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
-                       scope == Scope::kIp ? "ip" : "user", ":");
-      std::string what;
-      if (enforcing != nullptr) {
-        what = Describe(set.policy(enforcing->policy));
-      } else if (layer != 0 && shadow == nullptr) {
-        continue;  // Other layers: only where something applies.
-      } else {
-        what = scope == Scope::kUser && opts.user.empty()
-                   ? "(none: anonymous request)"
-                   : "(none)";
-      }
-      absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where, what));
-      if (shadow != nullptr) {
-        absl::StrAppend(&out,
-                        absl::StrFormat("  %-16s %s\n", "  beside it:",
-                                        Describe(set.policy(shadow->policy))));
-      }
-    }
-  }
+  AppendChosen(set,
+               set.Resolve(opts.method, route.id, path, !opts.user.empty()),
+               opts.user.empty(), out);
 
   out += "\nbuckets charged:\n";
   std::vector<std::string> buckets = l.DescribeBuckets(request);

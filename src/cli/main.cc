@@ -7,6 +7,8 @@
 // through a checked `Output`, and every parse error becomes one line
 // `mxlimit <subcommand>: ...` (`mxlimit: ...` before a subcommand is named).
 
+#include <cstdio>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -111,4 +113,16 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace mxlimit::cli
 
-int main(int argc, char** argv) { return mxlimit::cli::Main(argc, argv); }
+// Main handles CLI11's exceptions; anything else (std::bad_alloc, say) would
+// otherwise end in std::terminate without a word, so it is reported here,
+// with the tool's prefix, as a failure.
+int main(int argc, char** argv) {
+  try {
+    return mxlimit::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mxlimit: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fputs("mxlimit: internal error\n", stderr);
+  }
+  return mxlimit::cli::kExitFinding;
+}

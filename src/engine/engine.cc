@@ -126,7 +126,7 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
     }
   }
   uint32_t candidate = 0;
-  for (PolicyId n = 0; n < next->size(); ++n) {
+  for (size_t n = 0; n < next->size(); ++n) {
     if (assigned[n]) continue;
     while (kept[candidate]) ++candidate;
     tokens[n] = static_cast<uint16_t>(candidate++);
@@ -141,8 +141,9 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   // Carry over per-policy counters of policies that kept their name.
   std::vector<PolicyCounters> counters(next->size());
   if (policies_ != nullptr) {
-    for (PolicyId n = 0; n < next->size(); ++n) {
-      std::optional<PolicyId> old = policies_->Find(next->policy(n).name);
+    for (size_t n = 0; n < next->size(); ++n) {
+      std::optional<PolicyId> old =
+          policies_->Find(next->policy(static_cast<PolicyId>(n)).name);
       if (old.has_value()) counters[n] = policy_counters_[*old];
     }
   }
@@ -472,8 +473,8 @@ LimiterStats Engine::Stats() const {
   s.user_table = table(user_table_);
   s.exempt = exempt_requests_;
   s.policies.reserve(policies_->size());
-  for (PolicyId id = 0; id < policies_->size(); ++id) {
-    const Policy& p = policies_->policy(id);
+  for (size_t id = 0; id < policies_->size(); ++id) {
+    const Policy& p = policies_->policy(static_cast<PolicyId>(id));
     s.policies.push_back(
         PolicyStats{p.name, p.scope, p.builtin, policy_counters_[id]});
   }

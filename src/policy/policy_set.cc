@@ -99,6 +99,44 @@ std::string CanonicalPattern(std::string_view pattern) {
   return CanonicalPath(pattern);
 }
 
+// The order (1-based rank) of entries_[index].
+uint16_t OrderOf(size_t index) { return static_cast<uint16_t>(index + 1); }
+
+// Why a winner whose best pattern is `w` outranks a loser whose best is `l`
+// (canonical forms): the first rule of the ranking that separates them.
+RankReason RankReasonBetween(std::string_view w, std::string_view l,
+                             bool winner_builtin, bool loser_builtin) {
+  const int wt = TierOf(w);
+  const int lt = TierOf(l);
+  if (wt != lt) {
+    return wt == 3 || lt == 3 ? RankReason::kExact : RankReason::kMoreSpecific;
+  }
+  if (ShapeOf(w).literal_bytes != ShapeOf(l).literal_bytes) {
+    return RankReason::kMoreLiteralBytes;
+  }
+  if (winner_builtin != loser_builtin) return RankReason::kOperatorOverBuiltin;
+  return RankReason::kEarlier;
+}
+
+// The highest and second-highest of `matches` by `order` among those `in`
+// accepts (nullptr where there are fewer).
+template <typename In, typename Order>
+std::pair<PolicyMatch*, PolicyMatch*> TopTwo(std::vector<PolicyMatch>& matches,
+                                             In in, Order order) {
+  PolicyMatch* first = nullptr;
+  PolicyMatch* second = nullptr;
+  for (PolicyMatch& pm : matches) {
+    if (!in(pm)) continue;
+    if (first == nullptr || order(pm) > order(*first)) {
+      second = first;
+      first = &pm;
+    } else if (second == nullptr || order(pm) > order(*second)) {
+      second = &pm;
+    }
+  }
+  return {first, second};
+}
+
 }  // namespace
 
 std::string_view MatchFormName(MatchForm form) {
@@ -238,37 +276,54 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
 
+  set.AssignSlots();
+  set.RankEntries();
+  if (route_keys.empty()) {
+    set.route_keys_.emplace_back(kFallbackRouteKey);
+  } else {
+    set.route_keys_.assign(route_keys.begin(), route_keys.end());
+  }
+
+  set.BuildRouteSide(route_forms);
+  set.BuildRawSide();
+  return set;
+}
+
+void PolicySet::AssignSlots() {
   // Slots: the (layer, scope, mode) groups some policy belongs to, in
   // resolution order.
-  const size_t n = set.policies_.size();
-  set.info_.resize(n);
-  for (uint8_t layer = 0; layer < set.layers_.size(); ++layer) {
+  const size_t n = policies_.size();
+  info_.resize(n);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const auto layer = static_cast<uint8_t>(l);
     for (Scope scope : {Scope::kIp, Scope::kUser}) {
       for (bool shadow : {false, true}) {
         bool used = false;
         for (size_t i = 0; i < n && !used; ++i) {
-          const Policy& p = set.policies_[i];
-          used = p.layer == set.layers_[layer] && p.scope == scope &&
+          const Policy& p = policies_[i];
+          used = p.layer == layers_[layer] && p.scope == scope &&
                  p.shadow_mode == shadow;
         }
         if (!used) continue;
-        const auto slot = static_cast<uint8_t>(set.slots_.size());
-        set.slots_.push_back(Slot{layer, scope, shadow});
+        const auto slot = static_cast<uint8_t>(slots_.size());
+        slots_.push_back(Slot{layer, scope, shadow});
         for (size_t i = 0; i < n; ++i) {
-          const Policy& p = set.policies_[i];
-          if (p.layer == set.layers_[layer] && p.scope == scope &&
+          const Policy& p = policies_[i];
+          if (p.layer == layers_[layer] && p.scope == scope &&
               p.shadow_mode == shadow) {
-            set.info_[i] = PolicyInfo{p.share_threshold, layer, slot};
+            info_[i] = PolicyInfo{p.share_threshold, layer, slot};
           }
         }
       }
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    set.by_name_.emplace(set.policies_[i].name, static_cast<PolicyId>(i));
+    by_name_.emplace(policies_[i].name, static_cast<PolicyId>(i));
   }
+}
 
-  // Entries, one per pattern, sorted by rank (lowest first).
+// Entries, one per pattern of every policy, sorted by rank (lowest first).
+void PolicySet::RankEntries() {
   struct Ranked {
     int tier;
     size_t literal_bytes;
@@ -277,11 +332,11 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     size_t pattern;
   };
   std::vector<std::pair<Ranked, Entry>> ranked;
-  for (size_t i = 0; i < n; ++i) {
-    const Policy& p = set.policies_[i];
+  for (size_t i = 0; i < policies_.size(); ++i) {
+    const Policy& p = policies_[i];
     for (size_t j = 0; j < p.match.size(); ++j) {
-      Entry e{static_cast<PolicyId>(i), static_cast<uint8_t>(j),
-              set.info_[i].slot, MaskOf(p), CanonicalPattern(p.match[j])};
+      Entry e{static_cast<PolicyId>(i), static_cast<uint8_t>(j), info_[i].slot,
+              MaskOf(p), CanonicalPattern(p.match[j])};
       Ranked r{TierOf(e.canonical), ShapeOf(e.canonical).literal_bytes,
                !p.builtin, i, j};
       ranked.emplace_back(r, std::move(e));
@@ -298,24 +353,18 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     if (x.policy != y.policy) return x.policy > y.policy;
     return x.pattern > y.pattern;
   });
-  set.entries_.reserve(ranked.size());
-  set.order_info_.push_back(OrderInfo{kNoPolicy, false});  // order 0: none
+  entries_.reserve(ranked.size());
+  order_info_.push_back(OrderInfo{kNoPolicy, false});  // order 0: none
   for (auto& [r, e] : ranked) {
-    set.order_info_.push_back(
-        OrderInfo{e.policy, set.info_[e.policy].share_threshold});
-    set.entries_.push_back(std::move(e));
+    order_info_.push_back(OrderInfo{e.policy, info_[e.policy].share_threshold});
+    entries_.push_back(std::move(e));
   }
   // Table rows are padded to whole 8-lane vectors (see MaxInto).
-  set.lanes_ = std::max<size_t>(8, (set.slots_.size() + 7) / 8 * 8);
-  const size_t entry_count = set.entries_.size();
-  auto order_of = [](size_t index) { return static_cast<uint16_t>(index + 1); };
+  lanes_ = std::max<size_t>(8, (slots_.size() + 7) / 8 * 8);
+}
 
-  if (route_keys.empty()) {
-    set.route_keys_.emplace_back(kFallbackRouteKey);
-  } else {
-    set.route_keys_.assign(route_keys.begin(), route_keys.end());
-  }
-
+void PolicySet::BuildRouteSide(const PreparedRouteForms& route_forms) {
+  const size_t entry_count = entries_.size();
   // Route side: every entry matching each canonical key, resolved to a table
   // once.
   // A key can match only the entries whose literal prefix (everything
@@ -323,7 +372,7 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   // the glob matches, which dominated compiling (and so reloads).
   std::vector<std::string_view> prefixes;
   prefixes.reserve(entry_count);
-  for (const Entry& e : set.entries_) {
+  for (const Entry& e : entries_) {
     prefixes.push_back(ShapeOf(e.canonical).prefix);
   }
   std::vector<uint16_t> candidates;
@@ -336,7 +385,7 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   std::vector<EntryHead> heads;
   if (!route_forms.by_route_.empty()) {
     for (size_t i = 0; i < entry_count; ++i) {
-      if (set.entries_[i].canonical == kFallbackRouteKey) continue;
+      if (entries_[i].canonical == kFallbackRouteKey) continue;
       heads.push_back(EntryHead{prefixes[i], i});
     }
     std::sort(
@@ -344,74 +393,76 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         [](const EntryHead& a, const EntryHead& b) { return a.head < b.head; });
   }
   std::vector<size_t> head_lengths;
+  head_lengths.reserve(heads.size());
   for (const EntryHead& h : heads) head_lengths.push_back(h.head.size());
   std::sort(head_lengths.begin(), head_lengths.end());
   head_lengths.erase(std::unique(head_lengths.begin(), head_lengths.end()),
                      head_lengths.end());
-  set.route_table_.reserve(set.route_keys_.size());
-  set.route_only_.assign(set.route_keys_.size(), 0);
-  for (size_t r = 0; r < set.route_keys_.size(); ++r) {
-    const std::string canonical_key = CanonicalPattern(set.route_keys_[r]);
+  route_table_.reserve(route_keys_.size());
+  route_only_.assign(route_keys_.size(), 0);
+  for (size_t r = 0; r < route_keys_.size(); ++r) {
+    const std::string canonical_key = CanonicalPattern(route_keys_[r]);
     const std::string_view view = canonical_key;
     candidates.clear();
     for (size_t i = 0; i < entry_count; ++i) {
       if (!view.starts_with(prefixes[i])) continue;
-      if (GlobMatch(set.entries_[i].canonical, canonical_key)) {
-        candidates.push_back(order_of(i));
+      if (GlobMatch(entries_[i].canonical, canonical_key)) {
+        candidates.push_back(OrderOf(i));
       }
     }
-    set.route_table_.push_back(set.AddBestTable(candidates));
+    route_table_.push_back(AddBestTable(candidates));
     if (!route_only_candidate(r)) continue;
     for (uint16_t order : candidates) matches_key[order - 1] = 1;
-    set.route_only_[r] = set.RouteOnlyMethods(route_forms.by_route_[r],
-                                              matches_key, heads, head_lengths);
+    route_only_[r] = RouteOnlyMethods(route_forms.by_route_[r], matches_key,
+                                      heads, head_lengths);
     for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
+}
 
+void PolicySet::BuildRawSide() {
+  const size_t entry_count = entries_.size();
   // Raw side: group exact patterns by text and trailing-'*' patterns by
   // prefix; each group becomes one table. `<fallback>` is a route key, never
   // a path.
   absl::flat_hash_map<std::string, std::vector<uint16_t>> exact_groups;
   absl::flat_hash_map<std::string, std::vector<uint16_t>> prefix_groups;
-  set.inner_.resize(set.slots_.size());
+  inner_.resize(slots_.size());
   for (size_t i = 0; i < entry_count; ++i) {
-    const Entry& e = set.entries_[i];
+    const Entry& e = entries_[i];
     if (e.canonical == kFallbackRouteKey) continue;
     const PatternShape shape = ShapeOf(e.canonical);
     switch (shape.kind) {
       case PatternKind::kExact:
-        exact_groups[e.canonical].push_back(order_of(i));
+        exact_groups[e.canonical].push_back(OrderOf(i));
         break;
       case PatternKind::kPrefix:
-        prefix_groups[std::string(shape.prefix)].push_back(order_of(i));
+        prefix_groups[std::string(shape.prefix)].push_back(OrderOf(i));
         break;
       case PatternKind::kInnerStar:
-        set.inner_[e.slot].push_back(
-            InnerStar{order_of(i), e.methods, e.canonical});
+        inner_[e.slot].push_back(InnerStar{OrderOf(i), e.methods, e.canonical});
         break;
     }
   }
   internal::PrefixTrie::Builder trie;
   for (const auto& [text, orders] : exact_groups) {
-    trie.ExactSlot(internal::FromAbsl(text)) = set.AddBestTable(orders);
+    trie.ExactSlot(internal::FromAbsl(text)) = AddBestTable(orders);
   }
   for (const auto& [prefix, orders] : prefix_groups) {
-    trie.Slot(internal::FromAbsl(prefix)) = set.AddBestTable(orders);
+    trie.Slot(internal::FromAbsl(prefix)) = AddBestTable(orders);
   }
-  set.trie_ = std::move(trie).Build();
-  for (size_t slot = 0; slot < set.inner_.size(); ++slot) {
-    std::vector<InnerStar>& list = set.inner_[slot];
+  trie_ = std::move(trie).Build();
+  for (size_t slot = 0; slot < inner_.size(); ++slot) {
+    std::vector<InnerStar>& list = inner_[slot];
     std::sort(list.begin(), list.end(),
               [](const InnerStar& a, const InnerStar& b) {
                 return a.order > b.order;
               });
-    if (!list.empty()) set.inner_slots_.push_back(static_cast<uint8_t>(slot));
+    if (!list.empty()) inner_slots_.push_back(static_cast<uint8_t>(slot));
   }
-  for (size_t slot = 0; slot < set.slots_.size(); ++slot) {
-    if (set.slots_[slot].scope == Scope::kUser) set.user_slots_ |= 1u << slot;
-    set.slot_bits_ |= 1u << slot;
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot].scope == Scope::kUser) user_slots_ |= 1u << slot;
+    slot_bits_ |= 1u << slot;
   }
-  return set;
 }
 
 // The methods for which a route's paths need no raw-path walk: those of no
@@ -627,40 +678,18 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
 
   // Why `winner` outranks `loser`: the first rule that separates them.
   auto reason = [&](const PolicyMatch& winner, const PolicyMatch& loser) {
-    const std::string& w = entry(order(winner)).canonical;
-    const std::string& l = entry(order(loser)).canonical;
-    const int wt = TierOf(w);
-    const int lt = TierOf(l);
-    if (wt != lt) {
-      return wt == 3 || lt == 3 ? RankReason::kExact
-                                : RankReason::kMoreSpecific;
-    }
-    if (ShapeOf(w).literal_bytes != ShapeOf(l).literal_bytes) {
-      return RankReason::kMoreLiteralBytes;
-    }
-    if (policies_[winner.policy].builtin != policies_[loser.policy].builtin) {
-      return RankReason::kOperatorOverBuiltin;
-    }
-    return RankReason::kEarlier;
+    return RankReasonBetween(
+        entry(order(winner)).canonical, entry(order(loser)).canonical,
+        policies_[winner.policy].builtin, policies_[loser.policy].builtin);
   };
 
-  for (uint8_t s = 0; s < slots_.size(); ++s) {
-    const uint8_t slot = s;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const auto slot = static_cast<uint8_t>(s);
     auto in_slot = [&](const PolicyMatch& pm) {
       return info_[pm.policy].slot == slot &&
              pm.verdict == MatchVerdict::kOutranked;
     };
-    PolicyMatch* chosen = nullptr;
-    PolicyMatch* runner_up = nullptr;
-    for (PolicyMatch& pm : out) {
-      if (!in_slot(pm)) continue;
-      if (chosen == nullptr || order(pm) > order(*chosen)) {
-        runner_up = chosen;
-        chosen = &pm;
-      } else if (runner_up == nullptr || order(pm) > order(*runner_up)) {
-        runner_up = &pm;
-      }
-    }
+    auto [chosen, runner_up] = TopTwo(out, in_slot, order);
     if (chosen == nullptr) continue;
     chosen->verdict = MatchVerdict::kChosen;
     chosen->bucket_route = BucketRoute(chosen->policy, rid);

@@ -58,8 +58,8 @@ struct Line {
 
 class LineReader {
  public:
-  static constexpr size_t kDefaultMaxLineBytes = 64 * 1024;
-  static constexpr size_t kDefaultChunkBytes = 1024 * 1024;
+  static constexpr size_t kDefaultMaxLineBytes = size_t{64} * 1024;
+  static constexpr size_t kDefaultChunkBytes = size_t{1024} * 1024;
   static constexpr size_t kHeadBytes = 120;
 
   // Reads `file` (not owned, not closed) from its current position. Allocates

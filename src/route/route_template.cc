@@ -108,6 +108,30 @@ absl::Status ParseTemplate(std::string_view text,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Every prefix alias and the stable prefix it stands for are literal
+// segments, so an alias rewrites a pattern's head without changing its shape.
+absl::Status ValidatePrefixAliases(const RouteTableSpec& spec) {
+  std::vector<ParsedSegment> parsed;
+  for (const PrefixAliasRow& alias : spec.prefix_aliases) {
+    for (std::string_view prefix : {alias.alias_prefix, alias.stable_prefix}) {
+      absl::Status status = ParseTemplate(prefix, &parsed);
+      if (!status.ok()) return status;
+      for (const ParsedSegment& s : parsed) {
+        if (s.placeholder || s.text.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "prefix alias \"", ToAbsl(prefix),
+              "\": a prefix is literal segments without a trailing '/'"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<ExpandedPattern>> ExpandRouteTable(
     const RouteTableSpec& spec) {
   using Origin = ExpandedPattern::Origin;
@@ -133,21 +157,10 @@ absl::StatusOr<std::vector<ExpandedPattern>> ExpandRouteTable(
         {std::string(form.form), it->second, Origin::kForm});
   }
 
-  std::vector<ParsedSegment> parsed;
-  for (const PrefixAliasRow& alias : spec.prefix_aliases) {
-    for (std::string_view prefix : {alias.alias_prefix, alias.stable_prefix}) {
-      absl::Status status = ParseTemplate(prefix, &parsed);
-      if (!status.ok()) return status;
-      for (const ParsedSegment& s : parsed) {
-        if (s.placeholder || s.text.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "prefix alias \"", ToAbsl(prefix),
-              "\": a prefix is literal segments without a trailing '/'"));
-        }
-      }
-    }
-  }
+  absl::Status aliases_ok = ValidatePrefixAliases(spec);
+  if (!aliases_ok.ok()) return aliases_ok;
 
+  std::vector<ParsedSegment> parsed;
   std::vector<ExpandedPattern> result;
   absl::flat_hash_map<std::string, size_t> by_shape;
   auto add = [&](ExpandedPattern pattern) -> absl::Status {

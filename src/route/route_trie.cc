@@ -4,6 +4,7 @@
 #include "src/route/route_trie.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -41,6 +42,44 @@ uint32_t Load32(const char* p) {
   return v;
 }
 
+// A literal edge found while the patterns are added, before the edge table
+// is sized.
+struct PendingEdge {
+  uint32_t parent;
+  uint32_t child;
+  std::string_view text;  // points into the expanded patterns
+};
+
+// The prefix jumps' paths: three literal edges down from the root, through
+// nodes (`jumpable[node]`) with no placeholder edge, each segment at most 16
+// bytes (so the words alone identify it). In the order of `edges`.
+using JumpPath = std::array<const PendingEdge*, 3>;
+std::vector<JumpPath> FindJumpPaths(const std::vector<PendingEdge>& edges,
+                                    const std::vector<bool>& jumpable) {
+  std::vector<std::vector<const PendingEdge*>> children_of(jumpable.size());
+  for (const PendingEdge& edge : edges) {
+    children_of[edge.parent].push_back(&edge);
+  }
+  std::vector<JumpPath> paths;
+  if (!jumpable[0]) return paths;
+  for (const PendingEdge* e0 : children_of[0]) {
+    if (!jumpable[e0->child]) continue;
+    for (const PendingEdge* e1 : children_of[e0->child]) {
+      if (!jumpable[e1->child]) continue;
+      for (const PendingEdge* e2 : children_of[e1->child]) {
+        paths.push_back({e0, e1, e2});
+      }
+    }
+  }
+  std::erase_if(paths, [](const JumpPath& path) {
+    for (const PendingEdge* e : path) {
+      if (e->text.size() > 16) return true;
+    }
+    return false;
+  });
+  return paths;
+}
+
 }  // namespace
 
 absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
@@ -55,12 +94,7 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
 
   RouteTrie trie;
   trie.nodes_.emplace_back();  // the root: the empty path before the first '/'
-  struct PendingEdge {
-    uint32_t parent;
-    uint32_t child;
-    std::string_view text;  // points into `expanded`, alive until the end
-  };
-  std::vector<PendingEdge> edges;
+  std::vector<PendingEdge> edges;  // text alive as long as `expanded`
   absl::flat_hash_map<std::pair<uint32_t, std::string>, uint32_t>
       literal_children;
 
@@ -132,50 +166,27 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   trie.literal_edge_count_ = edges.size();
 
   // The prefix jumps: every node three literal edges below the root with no
-  // placeholder edge at the root or the two nodes between, and segments of
-  // at most 16 bytes (so the words alone identify them).
-  struct JumpCandidate {
-    const PendingEdge* edges[kJumpDepth];
-  };
-  std::vector<JumpCandidate> jump_candidates;
-  std::vector<std::vector<const PendingEdge*>> children_of(trie.nodes_.size());
-  for (const PendingEdge& edge : edges) {
-    children_of[edge.parent].push_back(&edge);
+  // placeholder edge at the root or the two nodes between.
+  static_assert(std::tuple_size_v<JumpPath> == kJumpDepth);
+  std::vector<bool> jumpable(trie.nodes_.size());
+  for (size_t n = 0; n < trie.nodes_.size(); ++n) {
+    jumpable[n] = trie.nodes_[n].placeholder == kNone;
   }
-  auto jumpable = [&](uint32_t node) {
-    return trie.nodes_[node].placeholder == kNone;
-  };
-  if (jumpable(0)) {
-    for (const PendingEdge* e0 : children_of[0]) {
-      if (!jumpable(e0->child)) continue;
-      for (const PendingEdge* e1 : children_of[e0->child]) {
-        if (!jumpable(e1->child)) continue;
-        for (const PendingEdge* e2 : children_of[e1->child]) {
-          jump_candidates.push_back({{e0, e1, e2}});
-        }
-      }
-    }
-  }
-  std::erase_if(jump_candidates, [](const JumpCandidate& c) {
-    for (const PendingEdge* e : c.edges) {
-      if (e->text.size() > 16) return true;
-    }
-    return false;
-  });
+  const std::vector<JumpPath> jump_candidates = FindJumpPaths(edges, jumpable);
   const int jump_bits = HalfFullTableBits(jump_candidates.size());
   const size_t jump_slots = size_t{1} << jump_bits;
   trie.jumps_.assign(jump_slots, PrefixJump{});
   trie.jump_mask_ = jump_slots - 1;
   trie.jump_shift_ = 64 - jump_bits;
-  for (const JumpCandidate& c : jump_candidates) {
+  for (const JumpPath& path : jump_candidates) {
     PrefixJump jump;
     size_t sizes[kJumpDepth];
     for (size_t d = 0; d < kJumpDepth; ++d) {
-      jump.words[d] = Words(c.edges[d]->text.data(), c.edges[d]->text.size());
-      jump.sizes[d] = static_cast<uint16_t>(c.edges[d]->text.size());
-      sizes[d] = c.edges[d]->text.size();
+      jump.words[d] = Words(path[d]->text.data(), path[d]->text.size());
+      jump.sizes[d] = static_cast<uint16_t>(path[d]->text.size());
+      sizes[d] = path[d]->text.size();
     }
-    jump.node = static_cast<uint16_t>(c.edges[kJumpDepth - 1]->child);
+    jump.node = static_cast<uint16_t>(path[kJumpDepth - 1]->child);
     jump.target = trie.nodes_[jump.node];
     size_t i = JumpIndex(jump.words, sizes, trie.jump_shift_);
     while (trie.jumps_[i].node != kNoEdge) i = (i + 1) & trie.jump_mask_;

@@ -88,6 +88,33 @@ Reason ParseDottedQuad(std::string_view s, uint8_t* out) {
   return nullptr;
 }
 
+// The groups ParseIpv6 reads, `count` of them with "::" before index `gap`
+// (-1: none), written into `ip` with the gap's zero groups.
+Reason PlaceIpv6Groups(const uint16_t (&groups)[8], int count, int gap,
+                       IpAddress& ip) {
+  if (gap < 0 && count != 8) {
+    return "an IPv6 address needs 8 groups or a '::'";
+  }
+  if (gap >= 0 && count == 8) {
+    return "'::' must stand for at least one zero group";
+  }
+  ip.bytes.fill(0);
+  // Groups before the gap go first; those after it go to the end.
+  int tail = gap < 0 ? 0 : count - gap;
+  int head = count - tail;
+  for (int g = 0; g < head; ++g) {
+    const size_t at = 2 * static_cast<size_t>(g);
+    ip.bytes[at] = static_cast<uint8_t>(groups[g] >> 8);
+    ip.bytes[at + 1] = static_cast<uint8_t>(groups[g]);
+  }
+  for (int g = 0; g < tail; ++g) {
+    const size_t at = 2 * static_cast<size_t>(8 - tail + g);
+    ip.bytes[at] = static_cast<uint8_t>(groups[head + g] >> 8);
+    ip.bytes[at + 1] = static_cast<uint8_t>(groups[head + g]);
+  }
+  return nullptr;
+}
+
 // RFC 4291 section 2.2 text forms, without brackets or zone.
 Reason ParseIpv6(std::string_view s, IpAddress& ip) {
   uint16_t groups[8] = {};
@@ -136,26 +163,7 @@ Reason ParseIpv6(std::string_view s, IpAddress& ip) {
       return "an IPv6 address ends with a single ':'";
     }
   }
-  if (gap < 0 && count != 8) {
-    return "an IPv6 address needs 8 groups or a '::'";
-  }
-  if (gap >= 0 && count == 8) {
-    return "'::' must stand for at least one zero group";
-  }
-  ip.bytes.fill(0);
-  // Groups before the gap go first; those after it go to the end.
-  int tail = gap < 0 ? 0 : count - gap;
-  int head = count - tail;
-  for (int g = 0; g < head; ++g) {
-    ip.bytes[2 * g] = static_cast<uint8_t>(groups[g] >> 8);
-    ip.bytes[2 * g + 1] = static_cast<uint8_t>(groups[g]);
-  }
-  for (int g = 0; g < tail; ++g) {
-    int slot = 8 - tail + g;
-    ip.bytes[2 * slot] = static_cast<uint8_t>(groups[head + g] >> 8);
-    ip.bytes[2 * slot + 1] = static_cast<uint8_t>(groups[head + g]);
-  }
-  return nullptr;
+  return PlaceIpv6Groups(groups, count, gap, ip);
 }
 
 void SetV4Mapped(IpAddress& ip, const uint8_t quad[4]) {
@@ -314,6 +322,36 @@ bool IsForName(std::string_view name) {
          (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 'r';
 }
 
+struct ForwardedValue {
+  std::string_view text;
+  bool quoted = false;
+  bool escaped = false;  // a quoted string with a backslash escape
+};
+
+// The value of one forwarded-pair at s[i], a token or a quoted string,
+// advancing `i` past it; false when it is neither.
+bool ReadForwardedValue(std::string_view s, size_t& i, ForwardedValue& v) {
+  if (i < s.size() && s[i] == '"') {
+    const size_t value_start = ++i;
+    while (i < s.size() && s[i] != '"') {
+      if (s[i] == '\\') {
+        v.escaped = true;
+        if (++i == s.size()) return false;
+      }
+      ++i;
+    }
+    if (i == s.size()) return false;  // no closing quote
+    v.text = s.substr(value_start, i - value_start);
+    v.quoted = true;
+    ++i;
+    return true;
+  }
+  const size_t value_start = i;
+  while (i < s.size() && IsTokenChar(s[i])) ++i;
+  v.text = s.substr(value_start, i - value_start);
+  return !v.text.empty();
+}
+
 // One RFC 7239 forwarded-element ("for=...;by=...;proto=..."), blanks around
 // it already trimmed: the address of its single `for` pair. Blanks around ";"
 // are tolerated; quoted strings may hold ";" and escapes, but a `for` value
@@ -335,35 +373,15 @@ bool ParseForwardedElement(std::string_view s, IpAddress& ip) {
     const std::string_view name = s.substr(name_start, i - name_start);
     if (name.empty() || i == s.size() || s[i] != '=') return false;
     ++i;
-    std::string_view value;
-    bool quoted = false;
-    bool escaped = false;
-    if (i < s.size() && s[i] == '"') {
-      const size_t value_start = ++i;
-      while (i < s.size() && s[i] != '"') {
-        if (s[i] == '\\') {
-          escaped = true;
-          if (++i == s.size()) return false;
-        }
-        ++i;
-      }
-      if (i == s.size()) return false;  // no closing quote
-      value = s.substr(value_start, i - value_start);
-      quoted = true;
-      ++i;
-    } else {
-      const size_t value_start = i;
-      while (i < s.size() && IsTokenChar(s[i])) ++i;
-      value = s.substr(value_start, i - value_start);
-      if (value.empty()) return false;
-    }
+    ForwardedValue value;
+    if (!ReadForwardedValue(s, i, value)) return false;
     while (i < s.size() && IsBlank(s[i])) ++i;
     if (i < s.size() && s[i] != ';') return false;
     if (IsForName(name)) {
-      if (have_for || escaped) return false;
+      if (have_for || value.escaped) return false;
       have_for = true;
-      node = value;
-      node_quoted = quoted;
+      node = value.text;
+      node_quoted = value.quoted;
     }
   }
   if (!have_for) return false;
@@ -428,7 +446,7 @@ std::string FormatIpAddress(const IpAddress& ip) {
     return out;
   }
   uint16_t groups[8];
-  for (int g = 0; g < 8; ++g) {
+  for (size_t g = 0; g < 8; ++g) {
     groups[g] =
         static_cast<uint16_t>(ip.bytes[2 * g] << 8 | ip.bytes[2 * g + 1]);
   }

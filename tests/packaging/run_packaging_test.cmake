@@ -16,6 +16,7 @@ if(NOT CONFIG)
 endif()
 run_step(${CMAKE_COMMAND} --install ${MXLIMIT_BINARY_DIR} --prefix ${prefix} --config ${CONFIG})
 run_step(${CMAKE_COMMAND} -S ${MXLIMIT_SOURCE_DIR}/tests/packaging/consumer -B ${consumer_build}
-  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+  -DMXLIMIT_VERSION=${VERSION})
 run_step(${CMAKE_COMMAND} --build ${consumer_build})
 run_step(${consumer_build}/consumer)
