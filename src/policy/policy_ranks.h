@@ -1,0 +1,44 @@
+// -----------------------------------------------------------------------------
+// File: policy/policy_ranks.h
+// -----------------------------------------------------------------------------
+//
+// NOTE: internal to mxlimit.
+//
+// The pieces of the ranking that compiling a policy set
+// (src/policy/policy_set.cc) and explaining a resolution
+// (src/policy/policy_explain.cc) must read the same way.
+
+#ifndef MXLIMIT_POLICY_POLICY_RANKS_H_
+#define MXLIMIT_POLICY_POLICY_RANKS_H_
+
+#include <string>
+#include <string_view>
+
+#include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/internal/policy_match.h"
+#include "mxlimit/route.h"
+
+namespace mxlimit::internal {
+
+inline constexpr MethodMask Bit(MethodClass m) {
+  return static_cast<MethodMask>(1u << m);
+}
+
+// Specificity tiers, higher wins: exact > wildcard with a literal byte >
+// `<fallback>` > wildcard without one.
+inline int TierOf(std::string_view canonical) {
+  if (canonical == kFallbackRouteKey) return 1;
+  const PatternShape shape = ShapeOf(canonical);
+  if (shape.kind == PatternKind::kExact) return 3;
+  return shape.literal_bytes > 0 ? 2 : 0;
+}
+
+// The canonical form of a pattern: `<fallback>` stays itself.
+inline std::string CanonicalPattern(std::string_view pattern) {
+  if (pattern == kFallbackRouteKey) return std::string(pattern);
+  return CanonicalPath(pattern);
+}
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_POLICY_POLICY_RANKS_H_
