@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/rate_helpers.h"
 
 namespace mxlimit {
 namespace {
@@ -20,11 +21,7 @@ constexpr int64_t kSec = 1'000'000'000;
 
 MonotonicTime At(int64_t ns) { return MonotonicTime::FromNanoseconds(ns); }
 
-Rate MakeRate(int64_t n, TimeUnit unit, std::optional<int64_t> burst = {}) {
-  absl::StatusOr<Rate> r = Rate::Create(n, unit, burst);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return *r;
-}
+using ::mxlimit::testing_rate::MakeRate;
 
 TEST(RateTest, IntervalIsUnitDividedByRequests) {
   EXPECT_EQ(MakeRate(10, TimeUnit::kSecond).interval_ns(), kSec / 10);

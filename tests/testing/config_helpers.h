@@ -14,6 +14,7 @@
 #include "mxlimit/config.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/rate.h"
+#include "tests/testing/rate_helpers.h"
 
 namespace mxlimit::testing_config {
 
@@ -39,12 +40,7 @@ inline Cidr Net(std::string_view text) {
   return net.ok() ? *net : Cidr{};
 }
 
-inline Rate MakeRate(int64_t n, TimeUnit unit,
-                     std::optional<int64_t> burst = {}) {
-  absl::StatusOr<Rate> r = Rate::Create(n, unit, burst);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : Rate::Blocked();
-}
+using ::mxlimit::testing_rate::MakeRate;
 
 }  // namespace mxlimit::testing_config
 
