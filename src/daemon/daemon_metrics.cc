@@ -1,0 +1,172 @@
+#include "src/daemon/daemon_metrics.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace mxlimit::daemon {
+namespace {
+
+std::atomic<size_t> next_stripe{0};
+
+void AppendUint(std::string& out, uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void Family(std::string& out, std::string_view name, std::string_view type,
+            std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void Sample(std::string& out, std::string_view name, std::string_view labels,
+            uint64_t value) {
+  out.append(name);
+  if (!labels.empty()) out.append("{").append(labels).append("}");
+  out.push_back(' ');
+  AppendUint(out, value);
+  out.push_back('\n');
+}
+
+constexpr std::string_view kEndpointLabels[] = {
+    "endpoint=\"auth_request\"", "endpoint=\"forward_auth\"",
+    "endpoint=\"metrics\"", "endpoint=\"health\"", "endpoint=\"other\""};
+constexpr std::string_view kOutcomeLabels[] = {
+    "result=\"allowed\"", "result=\"limited\"", "result=\"never\"",
+    "result=\"exempt\""};
+
+}  // namespace
+
+DaemonMetrics::Stripe& DaemonMetrics::Mine() {
+  thread_local const size_t stripe =
+      next_stripe.fetch_add(1, std::memory_order_relaxed) % kStripes;
+  return stripes_[stripe];
+}
+
+void DaemonMetrics::CountRequest(Endpoint e) {
+  Mine().requests[static_cast<size_t>(e)].fetch_add(1,
+                                                    std::memory_order_relaxed);
+}
+
+void DaemonMetrics::CountBadRequest() {
+  Mine().bad_requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+void DaemonMetrics::CountDecision(Outcome o, std::chrono::nanoseconds latency) {
+  Stripe& s = Mine();
+  s.outcomes[static_cast<size_t>(o)].fetch_add(1, std::memory_order_relaxed);
+  const int64_t ns = latency.count();
+  size_t b = 0;
+  while (b < kLatencyBoundsUs.size() && ns > kLatencyBoundsUs[b] * 1000) ++b;
+  s.latency[b].fetch_add(1, std::memory_order_relaxed);
+  s.latency_sum_ns.fetch_add(static_cast<uint64_t>(ns > 0 ? ns : 0),
+                             std::memory_order_relaxed);
+}
+
+void DaemonMetrics::CountReload(bool ok) {
+  (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void DaemonMetrics::AppendPrometheus(const ServerCounters& server,
+                                     const WhoamiCache* whoami,
+                                     std::string& out) const {
+  auto sum = [this](auto field) {
+    uint64_t total = 0;
+    for (const Stripe& s : stripes_) {
+      total += field(s).load(std::memory_order_relaxed);
+    }
+    return total;
+  };
+
+  Family(out, "mxlimitd_requests_total", "counter",
+         "Requests served, by endpoint.");
+  for (size_t e = 0; e < static_cast<size_t>(Endpoint::kCount); ++e) {
+    Sample(out, "mxlimitd_requests_total", kEndpointLabels[e],
+           sum([e](const Stripe& s) -> const auto& { return s.requests[e]; }));
+  }
+  Family(out, "mxlimitd_decisions_total", "counter",
+         "Rate-limit decisions, by result.");
+  for (size_t o = 0; o < static_cast<size_t>(Outcome::kCount); ++o) {
+    Sample(out, "mxlimitd_decisions_total", kOutcomeLabels[o],
+           sum([o](const Stripe& s) -> const auto& { return s.outcomes[o]; }));
+  }
+  Family(out, "mxlimitd_bad_requests_total", "counter",
+         "Decision requests answered 400: missing or malformed inputs.");
+  Sample(out, "mxlimitd_bad_requests_total", "",
+         sum([](const Stripe& s) -> const auto& { return s.bad_requests; }));
+
+  Family(out, "mxlimitd_decision_duration_seconds", "histogram",
+         "Time from a complete request head to its decision.");
+  uint64_t cumulative = 0;
+  char label[64];
+  for (size_t b = 0; b <= kLatencyBoundsUs.size(); ++b) {
+    cumulative +=
+        sum([b](const Stripe& s) -> const auto& { return s.latency[b]; });
+    std::string_view le = "le=\"+Inf\"";
+    if (b < kLatencyBoundsUs.size()) {
+      const int64_t us = kLatencyBoundsUs[b];
+      const int n = std::snprintf(label, sizeof(label), "le=\"%g\"",
+                                  static_cast<double>(us) / 1e6);
+      le = std::string_view(label, static_cast<size_t>(n));
+    }
+    Sample(out, "mxlimitd_decision_duration_seconds_bucket", le, cumulative);
+  }
+  const uint64_t sum_ns =
+      sum([](const Stripe& s) -> const auto& { return s.latency_sum_ns; });
+  char seconds[48];
+  const int n = std::snprintf(seconds, sizeof(seconds), "%.9f",
+                              static_cast<double>(sum_ns) / 1e9);
+  out.append("mxlimitd_decision_duration_seconds_sum ")
+      .append(seconds, static_cast<size_t>(n))
+      .append("\n");
+  Sample(out, "mxlimitd_decision_duration_seconds_count", "", cumulative);
+
+  Family(out, "mxlimitd_open_connections", "gauge",
+         "Client connections open now.");
+  Sample(out, "mxlimitd_open_connections", "", server.open);
+  Family(out, "mxlimitd_connections_accepted_total", "counter",
+         "Connections accepted.");
+  Sample(out, "mxlimitd_connections_accepted_total", "", server.accepted);
+  Family(out, "mxlimitd_connections_refused_total", "counter",
+         "Connections answered 503 because --max-connections were open.");
+  Sample(out, "mxlimitd_connections_refused_total", "",
+         server.refused_over_limit);
+  Family(out, "mxlimitd_request_timeouts_total", "counter",
+         "Request heads not received, or responses not read, in time.");
+  Sample(out, "mxlimitd_request_timeouts_total", "", server.timed_out);
+  Family(out, "mxlimitd_malformed_requests_total", "counter",
+         "Requests refused by the HTTP layer (400, 413, 414, 431, 501, 505).");
+  Sample(out, "mxlimitd_malformed_requests_total", "", server.malformed);
+
+  Family(out, "mxlimitd_reloads_total", "counter",
+         "Configuration reloads (SIGHUP), by result.");
+  Sample(out, "mxlimitd_reloads_total", "result=\"ok\"",
+         reloads_ok_.load(std::memory_order_relaxed));
+  Sample(out, "mxlimitd_reloads_total", "result=\"error\"",
+         reloads_failed_.load(std::memory_order_relaxed));
+
+  const WhoamiCache::Counters c =
+      whoami != nullptr ? whoami->counters() : WhoamiCache::Counters{};
+  Family(out, "mxlimitd_token_cache_hits_total", "counter",
+         "Access tokens found in the whoami cache.");
+  Sample(out, "mxlimitd_token_cache_hits_total", "", c.hits);
+  Family(out, "mxlimitd_token_cache_misses_total", "counter",
+         "Access tokens not in the whoami cache (the token hash was used).");
+  Sample(out, "mxlimitd_token_cache_misses_total", "", c.misses);
+  Family(out, "mxlimitd_token_cache_entries", "gauge",
+         "Entries in the whoami cache.");
+  Sample(out, "mxlimitd_token_cache_entries", "", c.entries);
+  Family(out, "mxlimitd_whoami_lookups_total", "counter",
+         "whoami requests to the homeserver, by result.");
+  Sample(out, "mxlimitd_whoami_lookups_total", "result=\"resolved\"",
+         c.resolved);
+  Sample(out, "mxlimitd_whoami_lookups_total", "result=\"refused\"",
+         c.rejected);
+  Sample(out, "mxlimitd_whoami_lookups_total", "result=\"failed\"", c.failures);
+  Family(out, "mxlimitd_whoami_queue_full_total", "counter",
+         "Unknown tokens not queued for whoami: the queue was full.");
+  Sample(out, "mxlimitd_whoami_queue_full_total", "", c.queue_full);
+}
+
+}  // namespace mxlimit::daemon

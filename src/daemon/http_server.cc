@@ -1,0 +1,662 @@
+#include "src/daemon/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kNone = 0xFFFFFFFF;
+constexpr uint64_t kListenTag = 0xFFFFFFFFFFFF0001;
+constexpr uint64_t kWakeTag = 0xFFFFFFFFFFFF0002;
+// Output held for a connection before it stops reading further requests.
+constexpr size_t kMaxPendingOutput = 64 * 1024;
+// A response body larger than this has its buffer released afterwards.
+constexpr size_t kKeptOutputCapacity = 64 * 1024;
+
+std::string_view ReasonPhrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
+  }
+}
+
+void AppendNumber(std::string& out, uint64_t n) {
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof(digits), n);
+  out.append(digits, static_cast<size_t>(r.ptr - digits));
+}
+
+// Appends a whole response to `out`. Within `out`'s capacity this does not
+// allocate.
+void Serialize(const HttpResponse& r, bool close, std::string& out) {
+  out.append("HTTP/1.1 ");
+  AppendNumber(out, static_cast<uint64_t>(r.status));
+  out.push_back(' ');
+  out.append(ReasonPhrase(r.status));
+  out.append("\r\n");
+  if (r.status != 204) {
+    out.append("Content-Length: ");
+    AppendNumber(out, r.body.size());
+    out.append("\r\n");
+  }
+  if (!r.content_type.empty()) {
+    out.append("Content-Type: ");
+    out.append(r.content_type);
+    out.append("\r\n");
+  }
+  for (size_t i = 0; i < r.header_count; ++i) {
+    out.append(r.headers[i].name);
+    out.append(": ");
+    out.append(r.headers[i].value);
+    out.append("\r\n");
+  }
+  if (close) out.append("Connection: close\r\n");
+  out.append("\r\n");
+  if (r.status != 204) out.append(r.body);
+}
+
+void ErrorResponse(int status, std::string_view reason, HttpResponse& r) {
+  r.Reset();
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.owned.assign(reason);
+  r.owned.push_back('\n');
+  r.body = r.owned;
+}
+
+IpAddress PeerAddress(const sockaddr_storage& ss) {
+  IpAddress ip;
+  if (ss.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+    ip.bytes[10] = 0xFF;
+    ip.bytes[11] = 0xFF;
+    std::memcpy(ip.bytes.data() + 12, &in.sin_addr, 4);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
+    std::memcpy(ip.bytes.data(), &in6.sin6_addr, 16);
+  }
+  return ip;
+}
+
+}  // namespace
+
+void HttpResponse::Reset() {
+  status = 200;
+  content_type = {};
+  header_count = 0;
+  body = {};
+  scratch_used = 0;
+  owned.clear();
+}
+
+void HttpResponse::AddHeader(std::string_view name, std::string_view value) {
+  if (header_count == kMaxHeaders) return;
+  headers[header_count++] = {name, value};
+}
+
+std::string_view HttpResponse::Keep(std::string_view text) {
+  if (scratch.size() - scratch_used < text.size()) return {};
+  char* at = scratch.data() + scratch_used;
+  std::memcpy(at, text.data(), text.size());
+  scratch_used += text.size();
+  return {at, text.size()};
+}
+
+// One worker: an epoll loop over its own slots.
+class HttpServer::Worker {
+ public:
+  Worker(const ServerOptions& options, HttpHandler& handler, int listen_fd,
+         size_t slots)
+      : options_(options),
+        handler_(handler),
+        listen_fd_(listen_fd),
+        in_capacity_(kMaxTargetBytes + options.max_header_bytes + 1024),
+        slots_(slots) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      slots_[i].out.reserve(4096);
+      free_.push_back(static_cast<uint32_t>(slots_.size() - 1 - i));
+    }
+  }
+  ~Worker() {
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  absl::Status Init() {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+    ev.data.u64 = kListenTag;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
+      return absl::InternalError(absl::StrCat("epoll_ctl: ", strerror(errno)));
+    }
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    return absl::OkStatus();
+  }
+
+  void Run();
+
+  void RequestDrain() {
+    draining_.store(true, std::memory_order_release);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+  }
+
+  void AddCounters(ServerCounters& c) const {
+    c.accepted += accepted_.load(std::memory_order_relaxed);
+    c.refused_over_limit += refused_.load(std::memory_order_relaxed);
+    c.open += open_.load(std::memory_order_relaxed);
+    c.timed_out += timed_out_.load(std::memory_order_relaxed);
+    c.malformed += malformed_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  // A connection slot. The deadline lists are intrusive, linked by slot
+  // index: `reading_` holds connections with a request (or a response)
+  // under way, `idle_` those waiting between requests. Each list has one
+  // timeout, so appending keeps it ordered by deadline.
+  struct Slot {
+    int fd = -1;
+    IpAddress peer;
+    std::unique_ptr<char[]> in;
+    size_t in_len = 0;
+    size_t searched = 0;  // bytes FindHeadEnd already looked at
+    int64_t discard = 0;  // body bytes still to skip
+    std::string out;
+    size_t out_sent = 0;
+    bool close_after_write = false;
+    bool stopped_reading = false;
+    bool reading = false;  // which list it is on
+    Clock::time_point since;
+    uint32_t prev = kNone;
+    uint32_t next = kNone;
+  };
+  struct List {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+
+  void Unlink(uint32_t i) {
+    Slot& s = slots_[i];
+    List& l = s.reading ? reading_ : idle_;
+    (s.prev == kNone ? l.head : slots_[s.prev].next) = s.next;
+    (s.next == kNone ? l.tail : slots_[s.next].prev) = s.prev;
+    s.prev = s.next = kNone;
+  }
+  void Append(uint32_t i, bool reading, Clock::time_point now) {
+    Slot& s = slots_[i];
+    s.reading = reading;
+    s.since = now;
+    List& l = reading ? reading_ : idle_;
+    s.prev = l.tail;
+    s.next = kNone;
+    (l.tail == kNone ? l.head : slots_[l.tail].next) = i;
+    l.tail = i;
+  }
+  void MoveTo(uint32_t i, bool reading, Clock::time_point now) {
+    Unlink(i);
+    Append(i, reading, now);
+  }
+
+  void AcceptAll();
+  void OnReadable(uint32_t i);
+  void OnWritable(uint32_t i);
+  // Parses and answers every complete request in the slot's buffer.
+  void Process(uint32_t i);
+  void Fail(uint32_t i, int status, std::string_view reason);
+  // Sends pending output; closes the slot when done and asked to.
+  void Flush(uint32_t i);
+  void SetInterest(uint32_t i, uint32_t events);
+  void Close(uint32_t i);
+  void ExpireDeadlines(Clock::time_point now);
+  int NextTimeoutMs(Clock::time_point now) const;
+
+  const ServerOptions options_;
+  HttpHandler& handler_;
+  const int listen_fd_;
+  const size_t in_capacity_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  List reading_;
+  List idle_;
+  bool accepting_ = true;
+  std::atomic<bool> draining_{false};
+  Clock::time_point drain_deadline_{};
+  HttpRequestHead head_;
+  HttpResponse response_;
+
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> open_{0};
+  std::atomic<uint64_t> timed_out_{0};
+  std::atomic<uint64_t> malformed_{0};
+};
+
+void HttpServer::Worker::Run() {
+  std::array<epoll_event, 64> events;
+  while (true) {
+    const Clock::time_point now = Clock::now();
+    if (draining_.load(std::memory_order_acquire) && accepting_) {
+      accepting_ = false;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+      drain_deadline_ = now + options_.drain_timeout;
+      // Nothing is under way on an idle connection: close it now.
+      while (idle_.head != kNone) Close(idle_.head);
+    }
+    if (!accepting_) {
+      if (reading_.head == kNone) return;
+      if (now >= drain_deadline_) {
+        while (reading_.head != kNone) Close(reading_.head);
+        return;
+      }
+    }
+    const int n =
+        epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                   NextTimeoutMs(now));
+    for (int e = 0; e < n; ++e) {
+      const uint64_t tag = events[e].data.u64;
+      if (tag == kListenTag) {
+        AcceptAll();
+      } else if (tag == kWakeTag) {
+        uint64_t v;
+        [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof(v));
+      } else {
+        const uint32_t i = static_cast<uint32_t>(tag);
+        if (slots_[i].fd < 0) continue;  // closed earlier in this batch
+        if (events[e].events & (EPOLLERR | EPOLLHUP)) {
+          // Both directions are gone: nothing more can be read or answered.
+          Close(i);
+          continue;
+        }
+        if (events[e].events & EPOLLOUT) OnWritable(i);
+        if (slots_[i].fd >= 0 && (events[e].events & EPOLLIN)) OnReadable(i);
+      }
+    }
+    ExpireDeadlines(Clock::now());
+  }
+}
+
+int HttpServer::Worker::NextTimeoutMs(Clock::time_point now) const {
+  Clock::time_point next = now + std::chrono::seconds(1);
+  if (reading_.head != kNone) {
+    next =
+        std::min(next, slots_[reading_.head].since + options_.request_timeout);
+  }
+  if (idle_.head != kNone) {
+    next = std::min(next, slots_[idle_.head].since + options_.idle_timeout);
+  }
+  if (!accepting_) next = std::min(next, drain_deadline_);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 1000));
+}
+
+void HttpServer::Worker::ExpireDeadlines(Clock::time_point now) {
+  while (reading_.head != kNone &&
+         slots_[reading_.head].since + options_.request_timeout <= now) {
+    const uint32_t i = reading_.head;
+    timed_out_.fetch_add(1, std::memory_order_relaxed);
+    if (slots_[i].out.size() == slots_[i].out_sent && slots_[i].in_len > 0) {
+      Fail(i, 408, "request head not received in time");
+      if (slots_[i].fd >= 0 && slots_[i].reading) {
+        // The 408 could not be sent at once: give up on this peer.
+        Close(i);
+      }
+    } else {
+      Close(i);
+    }
+  }
+  while (idle_.head != kNone &&
+         slots_[idle_.head].since + options_.idle_timeout <= now) {
+    Close(idle_.head);
+  }
+}
+
+void HttpServer::Worker::AcceptAll() {
+  while (accepting_) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or a connection that went away
+    if (free_.empty()) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      static constexpr std::string_view kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 25\r\n"
+          "Connection: close\r\n\r\ntoo many open connections";
+      [[maybe_unused]] ssize_t n =
+          send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      close(fd);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const uint32_t i = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[i];
+    s.fd = fd;
+    s.peer = PeerAddress(ss);
+    if (!s.in) s.in = std::make_unique<char[]>(in_capacity_);
+    s.in_len = s.searched = 0;
+    s.discard = 0;
+    s.out.clear();
+    s.out_sent = 0;
+    s.close_after_write = s.stopped_reading = false;
+    Append(i, /*reading=*/false, Clock::now());
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    accepted_.fetch_add(1, std::memory_order_relaxed);
+    open_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpServer::Worker::OnReadable(uint32_t i) {
+  Slot& s = slots_[i];
+  if (s.stopped_reading) return;
+  bool peer_closed = false;
+  while (s.in_len < in_capacity_) {
+    const ssize_t n =
+        recv(s.fd, s.in.get() + s.in_len, in_capacity_ - s.in_len, 0);
+    if (n > 0) {
+      if (!s.reading) MoveTo(i, /*reading=*/true, Clock::now());
+      s.in_len += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0)
+      peer_closed = true;
+    else if (errno == EINTR)
+      continue;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK)
+      peer_closed = true;
+    break;
+  }
+  Process(i);
+  if (s.fd >= 0 && peer_closed) {
+    // Whatever is answered has been queued; a half-received head never
+    // completes.
+    s.stopped_reading = true;
+    s.close_after_write = true;
+    Flush(i);
+  }
+}
+
+void HttpServer::Worker::OnWritable(uint32_t i) {
+  Flush(i);
+  Slot& s = slots_[i];
+  if (s.fd >= 0 && s.out.size() == s.out_sent && !s.stopped_reading &&
+      s.in_len > 0) {
+    Process(i);  // requests that waited for the output to drain
+  }
+}
+
+void HttpServer::Worker::Process(uint32_t i) {
+  Slot& s = slots_[i];
+  const bool draining = !accepting_;
+  while (!s.stopped_reading && s.out.size() - s.out_sent < kMaxPendingOutput) {
+    if (s.discard > 0) {
+      const size_t skip =
+          static_cast<size_t>(std::min<int64_t>(s.discard, s.in_len));
+      std::memmove(s.in.get(), s.in.get() + skip, s.in_len - skip);
+      s.in_len -= skip;
+      s.discard -= static_cast<int64_t>(skip);
+      if (s.discard > 0) break;
+    }
+    // Blank lines between requests are ignored (RFC 9112 §2.2).
+    size_t blank = 0;
+    while (blank < s.in_len && (s.in[blank] == '\r' || s.in[blank] == '\n')) {
+      ++blank;
+    }
+    if (blank > 0) {
+      std::memmove(s.in.get(), s.in.get() + blank, s.in_len - blank);
+      s.in_len -= blank;
+      s.searched = 0;
+    }
+    if (s.in_len == 0) break;
+    const std::string_view buffer(s.in.get(), s.in_len);
+    // Only the new bytes are searched, so a head trickled in byte by byte
+    // costs linear time, not quadratic.
+    const size_t end = FindHeadEnd(buffer, s.searched);
+    s.searched = s.in_len;
+    const HeadParse parsed =
+        end == 0 ? HeadParse{} : ParseRequestHead(buffer.substr(0, end), head_);
+    if (parsed.state == HeadParse::kIncomplete) {
+      if (s.in_len == in_capacity_) {
+        const bool in_request_line =
+            std::memchr(s.in.get(), '\n', s.in_len) == nullptr;
+        Fail(i, in_request_line ? 414 : 431,
+             in_request_line ? "request target over 64 KiB"
+                             : "request header fields too large");
+      }
+      break;
+    }
+    if (parsed.state == HeadParse::kError) {
+      Fail(i, parsed.status, parsed.reason);
+      break;
+    }
+    if (parsed.head_bytes - head_.target.size() > options_.max_header_bytes) {
+      Fail(i, 431, "request header fields too large");
+      break;
+    }
+    if (head_.content_length > kMaxBodyBytes) {
+      Fail(i, 413, "request body over 64 KiB");
+      break;
+    }
+    response_.Reset();
+    handler_.Handle(head_, s.peer, response_);
+    const bool close = !head_.keep_alive || draining;
+    Serialize(response_, close, s.out);
+    if (response_.owned.capacity() > kKeptOutputCapacity) {
+      std::string().swap(response_.owned);
+    }
+    const size_t rest = s.in_len - parsed.head_bytes;
+    std::memmove(s.in.get(), s.in.get() + parsed.head_bytes, rest);
+    s.in_len = rest;
+    s.searched = 0;
+    s.discard = std::max<int64_t>(head_.content_length, 0);
+    if (close) {
+      s.stopped_reading = true;
+      s.close_after_write = true;
+    } else if (s.in_len > 0 || s.discard > 0) {
+      // The next request's clock starts when this one is answered.
+      MoveTo(i, /*reading=*/true, Clock::now());
+    }
+  }
+  Flush(i);
+}
+
+void HttpServer::Worker::Fail(uint32_t i, int status, std::string_view reason) {
+  Slot& s = slots_[i];
+  if (status != 408) malformed_.fetch_add(1, std::memory_order_relaxed);
+  ErrorResponse(status, reason, response_);
+  Serialize(response_, /*close=*/true, s.out);
+  s.stopped_reading = true;
+  s.close_after_write = true;
+  Flush(i);
+}
+
+void HttpServer::Worker::Flush(uint32_t i) {
+  Slot& s = slots_[i];
+  while (s.out_sent < s.out.size()) {
+    const ssize_t n = send(s.fd, s.out.data() + s.out_sent,
+                           s.out.size() - s.out_sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      s.out_sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // Wait for room; a peer that never reads is dropped by the deadline.
+      if (!s.reading) MoveTo(i, /*reading=*/true, Clock::now());
+      SetInterest(i, EPOLLOUT);
+      return;
+    }
+    Close(i);
+    return;
+  }
+  s.out.clear();
+  s.out_sent = 0;
+  if (s.out.capacity() > kKeptOutputCapacity) {
+    std::string().swap(s.out);
+    s.out.reserve(4096);
+  }
+  if (s.close_after_write) {
+    Close(i);
+    return;
+  }
+  SetInterest(i, EPOLLIN);
+  const bool mid_request = s.in_len > 0 || s.discard > 0;
+  if (s.reading != mid_request) MoveTo(i, mid_request, Clock::now());
+}
+
+void HttpServer::Worker::SetInterest(uint32_t i, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = i;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, slots_[i].fd, &ev);
+}
+
+void HttpServer::Worker::Close(uint32_t i) {
+  Slot& s = slots_[i];
+  Unlink(i);
+  close(s.fd);  // also removes it from the epoll set
+  s.fd = -1;
+  s.in_len = 0;
+  s.out.clear();
+  s.out_sent = 0;
+  free_.push_back(i);
+  open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const ServerOptions& options, HttpHandler& handler) {
+  if (options.threads < 1 || options.threads > 256) {
+    return absl::InvalidArgumentError("threads must be 1 to 256");
+  }
+  if (options.max_connections < static_cast<size_t>(options.threads)) {
+    return absl::InvalidArgumentError(
+        "max connections must be at least the thread count");
+  }
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* in4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, options.host.c_str(), &in4->sin_addr) == 1) {
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons(options.port);
+    len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, options.host.c_str(), &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(options.port);
+    len = sizeof(sockaddr_in6);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a numeric address: '", options.host, "'"));
+  }
+  const int fd =
+      socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(strerror(errno));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 ||
+      listen(fd, 1024) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot listen on ",
+                                               options.host, ":", options.port,
+                                               ": ", strerror(err)));
+  }
+  socklen_t got = sizeof(ss);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &got);
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->listen_fd_ = fd;
+  server->port_ =
+      ntohs(ss.ss_family == AF_INET ? in4->sin_port : in6->sin6_port);
+  const size_t per_worker =
+      (options.max_connections + static_cast<size_t>(options.threads) - 1) /
+      static_cast<size_t>(options.threads);
+  for (int t = 0; t < options.threads; ++t) {
+    auto worker = std::make_unique<Worker>(options, handler, fd, per_worker);
+    if (absl::Status s = worker->Init(); !s.ok()) return s;
+    server->workers_.push_back(std::move(worker));
+  }
+  for (auto& worker : server->workers_) {
+    server->threads_.emplace_back([w = worker.get()] { w->Run(); });
+  }
+  return server;
+}
+
+void HttpServer::Drain() {
+  if (drained_) return;
+  drained_ = true;
+  for (auto& worker : workers_) worker->RequestDrain();
+  for (std::thread& t : threads_) t.join();
+  close(listen_fd_);
+}
+
+HttpServer::~HttpServer() { Drain(); }
+
+ServerCounters HttpServer::Counters() const {
+  ServerCounters c;
+  for (const auto& worker : workers_) worker->AddCounters(c);
+  return c;
+}
+
+}  // namespace mxlimit::daemon

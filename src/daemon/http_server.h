@@ -1,0 +1,158 @@
+// -----------------------------------------------------------------------------
+// File: daemon/http_server.h
+// -----------------------------------------------------------------------------
+//
+// mxlimitd's HTTP/1.1 server: a fixed number of worker threads, each with its
+// own epoll loop and its own preallocated connection slots, accepting from
+// one listening socket. It serves exactly what an authorization sidecar
+// needs (small GET requests on keepalive connections from a local proxy) and
+// bounds everything a client controls:
+//   - connections: `max_connections` slots in all; one more is answered 503
+//     and closed;
+//   - the request head: target up to `kMaxTargetBytes` (else 414), header
+//     fields up to `max_header_bytes` (else 431), `kMaxHeaderFields`;
+//   - time: a head must arrive within `request_timeout` of its first byte
+//     (else 408); an idle keepalive connection is closed after
+//     `idle_timeout`; a peer that stops reading its response is dropped after
+//     `request_timeout`;
+//   - bodies: up to `kMaxBodyBytes` are read and discarded (else 413).
+// Reading, parsing and answering an ordinary request allocates nothing: the
+// buffers belong to the slot and are sized at start.
+//
+// Example:
+//   class Hello : public mxlimit::daemon::HttpHandler {
+//    public:
+//     void Handle(const mxlimit::daemon::HttpRequestHead&,
+//                 const mxlimit::IpAddress&,
+//                 mxlimit::daemon::HttpResponse& out) override {
+//       out.status = 204;
+//     }
+//   };
+//   absl::Status Serve(Hello& hello) {
+//     mxlimit::daemon::ServerOptions options;  // 127.0.0.1, an ephemeral port
+//     absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
+//         mxlimit::daemon::HttpServer::Start(options, hello);
+//     if (!server.ok()) return server.status();
+//     (*server)->Drain();  // stop accepting, finish what is in flight
+//     return absl::OkStatus();
+//   }
+
+#ifndef MXLIMIT_DAEMON_HTTP_SERVER_H_
+#define MXLIMIT_DAEMON_HTTP_SERVER_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mxlimit/ip.h"
+#include "src/daemon/http_head.h"
+
+namespace mxlimit::daemon {
+
+// Largest request body read (and discarded); authorization subrequests carry
+// none.
+inline constexpr int64_t kMaxBodyBytes = 64 * 1024;
+
+struct ServerOptions {
+  // A numeric IPv4 or IPv6 address ("::1", not "[::1]") and a port; port 0
+  // binds an ephemeral one (see `HttpServer::port()`).
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  int threads = 1;
+  size_t max_connections = 1024;
+  size_t max_header_bytes = 16 * 1024;
+  std::chrono::milliseconds request_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{120'000};
+  // How long `Drain` waits for requests under way before closing anyway.
+  std::chrono::milliseconds drain_timeout{10'000};
+};
+
+// The answer to one request. The handler fills it; header values and the
+// body must point into `scratch`, into `owned`, or into storage that
+// outlives the call (string literals).
+struct HttpResponse {
+  struct Header {
+    std::string_view name;
+    std::string_view value;
+  };
+  static constexpr size_t kMaxHeaders = 6;
+
+  int status = 200;
+  std::string_view content_type;
+  std::array<Header, kMaxHeaders> headers{};
+  size_t header_count = 0;
+  std::string_view body;
+  // Small values without allocating: `Keep` copies into it.
+  std::array<char, 2048> scratch{};
+  size_t scratch_used = 0;
+  // Large bodies (metrics); its capacity is kept between requests.
+  std::string owned;
+
+  void Reset();
+  // Adds a header; ignored past `kMaxHeaders`.
+  void AddHeader(std::string_view name, std::string_view value);
+  // A copy of `text` in `scratch`, or an empty view if it does not fit.
+  std::string_view Keep(std::string_view text);
+};
+
+// What the server calls for each complete request head. Called from every
+// worker thread at once: implementations must be thread-safe.
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  virtual void Handle(const HttpRequestHead& head, const IpAddress& peer,
+                      HttpResponse& out) = 0;
+};
+
+// Counters, summed over the workers. Read at any time from any thread.
+struct ServerCounters {
+  uint64_t accepted = 0;
+  uint64_t refused_over_limit = 0;  // answered 503: no free slot
+  uint64_t open = 0;
+  uint64_t timed_out = 0;  // heads answered 408, slow readers dropped
+  uint64_t malformed = 0;  // heads answered 4xx/5xx by the server
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts `options.threads` workers.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      const ServerOptions& options, HttpHandler& handler);
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  // Drains if `Drain` has not run.
+  ~HttpServer();
+
+  // The bound port (the ephemeral one when options.port was 0).
+  uint16_t port() const { return port_; }
+
+  // Stops accepting, closes idle connections, lets requests under way finish
+  // (their responses say "Connection: close") for up to `drain_timeout`, then
+  // closes the rest and joins the workers. Idempotent.
+  void Drain();
+
+  ServerCounters Counters() const;
+
+ private:
+  class Worker;
+  HttpServer() = default;
+
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  bool drained_ = false;
+};
+
+}  // namespace mxlimit::daemon
+
+#endif  // MXLIMIT_DAEMON_HTTP_SERVER_H_

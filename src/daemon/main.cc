@@ -1,0 +1,163 @@
+// mxlimitd: the limiter as a sidecar for a reverse proxy. See flags.cc for
+// the command line, sidecar.h for the endpoints and docs/deploy-nginx.md for
+// a deployment.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "mxlimit/config.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/sharded_limiter.h"
+#include "mxlimit/version.h"
+#include "src/daemon/appservice.h"
+#include "src/daemon/daemon_metrics.h"
+#include "src/daemon/flags.h"
+#include "src/daemon/http_server.h"
+#include "src/daemon/log.h"
+#include "src/daemon/sidecar.h"
+#include "src/daemon/token_key.h"
+#include "src/daemon/whoami_cache.h"
+
+namespace {
+
+using mxlimit::daemon::Log;
+
+std::string SecretPath(const mxlimit::daemon::Flags& flags) {
+  if (!flags.secret_file.empty()) return flags.secret_file;
+  const size_t slash = flags.config_path.rfind('/');
+  const std::string dir = slash == std::string::npos
+                              ? std::string(".")
+                              : flags.config_path.substr(0, slash + 1);
+  return dir + (dir.back() == '/' ? "" : "/") + "mxlimitd.secret";
+}
+
+int Fail(std::string_view what, std::string_view message) {
+  Log("error", what, {{"error", message}});
+  return 1;
+}
+
+// Reloads the policy file; the limiter keeps its old policies on any error.
+void Reload(const std::string& path, mxlimit::ShardedLimiter& limiter,
+            mxlimit::daemon::DaemonMetrics& metrics) {
+  absl::StatusOr<mxlimit::LimiterConfig> config = mxlimit::LoadConfigFile(path);
+  absl::Status status = config.ok() ? limiter.Reload(*config) : config.status();
+  metrics.CountReload(status.ok());
+  if (status.ok()) {
+    Log("info", "reloaded", {{"config", path}});
+  } else {
+    Log("error", "reload refused; the old policies stay",
+        {{"config", path}, {"error", std::string(status.message())}});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mxlimit::daemon::Flags flags;
+  if (std::string error = mxlimit::daemon::ParseFlags(argc, argv, flags);
+      !error.empty()) {
+    std::fprintf(stderr, "mxlimitd: %s\n%s", error.c_str(),
+                 mxlimit::daemon::kUsage.data());
+    return 2;
+  }
+  if (flags.help) {
+    std::fputs(mxlimit::daemon::kUsage.data(), stdout);
+    return 0;
+  }
+  if (flags.version) {
+    std::printf("mxlimitd %s\n", std::string(mxlimit::kVersion).c_str());
+    return 0;
+  }
+
+  // Signals are taken by sigwait below; every thread inherits this mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<mxlimit::LimiterConfig> config =
+      mxlimit::LoadConfigFile(flags.config_path);
+  if (!config.ok()) {
+    return Fail("cannot load the policy file",
+                mxlimit::internal::FromAbsl(config.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> limiter =
+      mxlimit::ShardedLimiter::Create(*config);
+  if (!limiter.ok()) {
+    return Fail("cannot build the limiter",
+                mxlimit::internal::FromAbsl(limiter.status().message()));
+  }
+  const std::string secret_path = SecretPath(flags);
+  absl::StatusOr<mxlimit::internal::SipKey> secret =
+      mxlimit::daemon::LoadOrCreateSecret(secret_path);
+  if (!secret.ok()) {
+    return Fail("cannot load the token-hash secret",
+                mxlimit::internal::FromAbsl(secret.status().message()));
+  }
+  absl::StatusOr<mxlimit::daemon::AppserviceRegistry> appservices =
+      mxlimit::daemon::AppserviceRegistry::Load(flags.appservice_registrations,
+                                                *secret);
+  if (!appservices.ok()) {
+    return Fail("cannot load an appservice registration",
+                mxlimit::internal::FromAbsl(appservices.status().message()));
+  }
+  std::unique_ptr<mxlimit::daemon::WhoamiCache> whoami;
+  if (!flags.whoami_url.empty()) {
+    mxlimit::daemon::WhoamiCache::Options options;
+    options.homeserver = flags.whoami_url;
+    options.capacity = flags.token_cache;
+    options.ttl = flags.token_ttl;
+    options.deadline = flags.whoami_timeout;
+    whoami = std::make_unique<mxlimit::daemon::WhoamiCache>(options, *secret);
+    whoami->Start();
+  }
+
+  mxlimit::daemon::DaemonMetrics metrics;
+  mxlimit::daemon::SidecarOptions sidecar_options;
+  sidecar_options.trusted_proxies = flags.trusted_proxies;
+  mxlimit::daemon::Sidecar sidecar(**limiter, sidecar_options, *secret,
+                                   *appservices, whoami.get(), metrics);
+  mxlimit::daemon::ServerOptions server_options;
+  server_options.host = flags.listen_host;
+  server_options.port = flags.listen_port;
+  server_options.threads = flags.threads;
+  server_options.max_connections = flags.max_connections;
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
+      mxlimit::daemon::HttpServer::Start(server_options, sidecar);
+  if (!server.ok())
+    return Fail("cannot serve",
+                mxlimit::internal::FromAbsl(server.status().message()));
+  sidecar.set_server(server->get());
+
+  const bool v6 = flags.listen_host.find(':') != std::string::npos;
+  const std::string address =
+      (v6 ? "[" + flags.listen_host + "]" : flags.listen_host) + ":" +
+      std::to_string((*server)->port());
+  std::printf("listening %s\n", address.c_str());
+  std::fflush(stdout);
+  Log("info", "listening",
+      {{"addr", address},
+       {"version", mxlimit::kVersion},
+       {"config", flags.config_path},
+       {"user_key", whoami ? "whoami" : "token-hash"},
+       {"threads", std::to_string(flags.threads)},
+       {"appservices", std::to_string(appservices->size())}});
+
+  while (true) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      Reload(flags.config_path, **limiter, metrics);
+      continue;
+    }
+    Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});
+    (*server)->Drain();
+    Log("info", "stopped");
+    return 0;
+  }
+}

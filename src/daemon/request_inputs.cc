@@ -1,0 +1,177 @@
+#include "src/daemon/request_inputs.h"
+
+#include <cstring>
+
+namespace mxlimit::daemon {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsTrusted(const IpAddress& ip, std::span<const Cidr> trusted) {
+  for (const Cidr& net : trusted) {
+    if (net.Contains(ip)) return true;
+  }
+  return false;
+}
+
+bool IsMethodToken(std::string_view m) {
+  if (m.empty() || m.size() > 32) return false;
+  for (char c : m) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != prefix[i]) return false;
+  }
+  return true;
+}
+
+// Walks every field called `name`, last first, as one list: each field's
+// walk starts from what the later fields resolved to, and stops once that is
+// no longer a trusted proxy. Returns false when no such field exists.
+template <typename Resolve>
+bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
+                   const IpAddress& peer, std::span<const Cidr> trusted,
+                   Resolve resolve, IpAddress& out) {
+  bool any = false;
+  IpAddress at = peer;
+  for (size_t i = head.field_count; i-- > 0;) {
+    const HttpHeaderField& f = head.fields[i];
+    if (f.name.size() != name.size() || !StartsWithIgnoreCase(f.name, name)) {
+      continue;
+    }
+    any = true;
+    if (!IsTrusted(at, trusted)) break;
+    at = resolve(at, f.value, trusted);
+  }
+  out = at;
+  return any;
+}
+
+}  // namespace
+
+bool QueryParameter(std::string_view target, std::string_view name,
+                    std::span<char> buffer, std::string_view& value,
+                    bool& found) {
+  found = false;
+  const size_t fragment = target.find('#');
+  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return true;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view()
+                                          : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != name) continue;
+    const std::string_view raw =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (n == buffer.size()) return false;
+      char c = raw[i];
+      if (c == '%') {
+        if (i + 2 >= raw.size()) return false;
+        const int hi = HexValue(raw[i + 1]);
+        const int lo = HexValue(raw[i + 2]);
+        if (hi < 0 || lo < 0) return false;
+        c = static_cast<char>(hi << 4 | lo);
+        i += 2;
+      } else if (c == '+') {
+        c = ' ';
+      }
+      buffer[n++] = c;
+    }
+    value = std::string_view(buffer.data(), n);
+    found = true;
+    return true;  // the first occurrence counts, as in Synapse
+  }
+  return true;
+}
+
+bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
+                         std::span<const Cidr> trusted_proxies,
+                         OriginalRequest& out, std::string_view& error) {
+  bool found = false;
+  out.method = head.Field("X-Original-Method", &found);
+  if (!found) out.method = head.Field("X-Forwarded-Method", &found);
+  if (!found || out.method.empty()) {
+    error = "missing X-Original-Method (nginx) or X-Forwarded-Method";
+    return false;
+  }
+  if (!IsMethodToken(out.method)) {
+    error = "malformed X-Original-Method or X-Forwarded-Method";
+    return false;
+  }
+  out.target = head.Field("X-Original-URI", &found);
+  if (!found) out.target = head.Field("X-Forwarded-Uri", &found);
+  if (!found || out.target.empty()) {
+    error = "missing X-Original-URI (nginx) or X-Forwarded-Uri";
+    return false;
+  }
+  if (out.target.front() != '/') {
+    error = "X-Original-URI or X-Forwarded-Uri is not an origin-form target";
+    return false;
+  }
+
+  out.client = peer;
+  if (IsTrusted(peer, trusted_proxies)) {
+    const bool via_xff =
+        WalkForwarded(head, "x-forwarded-for", peer, trusted_proxies,
+                      ClientAddressFromForwardedFor, out.client);
+    if (!via_xff && !WalkForwarded(head, "forwarded", peer, trusted_proxies,
+                                   ClientAddressFromForwarded, out.client)) {
+      const std::string_view real_ip = head.Field("X-Real-IP", &found);
+      if (found) {
+        absl::StatusOr<IpAddress> ip = ParseIpAddress(real_ip);
+        if (!ip.ok()) {
+          error = "malformed X-Real-IP from a trusted proxy";
+          return false;
+        }
+        out.client = *ip;
+      }
+    }
+  }
+
+  out.access_token = {};
+  out.masquerade_user_id = {};
+  const std::string_view auth = head.Field("Authorization", &found);
+  if (found && StartsWithIgnoreCase(auth, "bearer ")) {
+    std::string_view token = auth.substr(7);
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    if (token.empty() || token.size() > kMaxTokenBytes) {
+      error = "malformed Authorization: Bearer token";
+      return false;
+    }
+    out.access_token = token;
+  } else if (!found) {
+    if (!QueryParameter(out.target, "access_token", out.token_buffer,
+                        out.access_token, found)) {
+      error = "malformed access_token parameter";
+      return false;
+    }
+  }
+  if (!QueryParameter(out.target, "user_id", out.user_id_buffer,
+                      out.masquerade_user_id, found)) {
+    error = "malformed user_id parameter";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mxlimit::daemon

@@ -1,0 +1,163 @@
+#include "src/daemon/sidecar.h"
+
+#include <chrono>
+#include <string_view>
+#include <utility>
+
+#include "mxlimit/matrix_response.h"
+#include "mxlimit/stats.h"
+#include "src/daemon/request_inputs.h"
+#include "src/daemon/token_key.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+constexpr std::string_view kAuthRequest = "/_mxlimit/auth_request";
+constexpr std::string_view kForwardAuth = "/_mxlimit/forward_auth";
+constexpr std::string_view kMetricsPath = "/_mxlimit/metrics";
+constexpr std::string_view kHealth = "/_mxlimit/health";
+
+void PlainText(int status, std::string_view text, HttpResponse& out) {
+  out.status = status;
+  out.content_type = "text/plain; charset=utf-8";
+  out.body = text;
+}
+
+}  // namespace
+
+Sidecar::Sidecar(ShardedLimiter& limiter, SidecarOptions options,
+                 const internal::SipKey& secret,
+                 const AppserviceRegistry& appservices, WhoamiCache* whoami,
+                 DaemonMetrics& metrics)
+    : limiter_(limiter),
+      options_(std::move(options)),
+      secret_(secret),
+      appservices_(appservices),
+      whoami_(whoami),
+      metrics_(metrics) {}
+
+void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
+                     HttpResponse& out) {
+  std::string_view path = head.target;
+  path = path.substr(0, path.find('?'));
+  if (path == kAuthRequest || path == kForwardAuth) {
+    const bool for_nginx = path == kAuthRequest;
+    metrics_.CountRequest(for_nginx ? Endpoint::kAuthRequest
+                                    : Endpoint::kForwardAuth);
+    Decide(head, peer, for_nginx, out);
+    return;
+  }
+  const bool metrics = path == kMetricsPath;
+  const bool health = path == kHealth;
+  metrics_.CountRequest(metrics  ? Endpoint::kMetrics
+                        : health ? Endpoint::kHealth
+                                 : Endpoint::kOther);
+  if (!metrics && !health) {
+    PlainText(404, "mxlimitd: no such endpoint\n", out);
+    return;
+  }
+  if (head.method != "GET") {
+    PlainText(405, "mxlimitd: use GET\n", out);
+    out.AddHeader("Allow", "GET");
+    return;
+  }
+  if (health) {
+    PlainText(200, "ok\n", out);
+  } else {
+    Metrics(out);
+  }
+}
+
+void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
+                     bool for_nginx, HttpResponse& out) {
+  const auto started = std::chrono::steady_clock::now();
+  OriginalRequest original;
+  std::string_view error;
+  if (!ReadOriginalRequest(head, peer, options_.trusted_proxies, original,
+                           error)) {
+    metrics_.CountBadRequest();
+    out.status = 400;
+    out.content_type = "text/plain; charset=utf-8";
+    out.body = out.Keep(error);
+    return;
+  }
+
+  Request request;
+  request.method = original.method;
+  request.target = original.target;
+  request.client = original.client;
+  TokenUserId hashed;
+  char resolved[kMaxUserIdBytes];
+  if (!original.access_token.empty()) {
+    const Appservice* as = appservices_.Find(original.access_token);
+    if (as != nullptr) {
+      // The appservice's sender is exempt; its users are too unless the
+      // registration says they are rate limited.
+      if (original.masquerade_user_id.empty() || !as->rate_limited) {
+        request.exempt = true;
+      } else {
+        request.user_id = original.masquerade_user_id;
+      }
+    } else {
+      size_t n = 0;
+      if (whoami_ != nullptr) {
+        n = whoami_->Lookup(original.access_token,
+                            MonotonicTime::FromSteadyClock(started), resolved);
+      }
+      if (n > 0) {
+        request.user_id = std::string_view(resolved, n);
+      } else {
+        hashed = TokenHashUserId(secret_, original.access_token);
+        request.user_id = hashed.view();
+      }
+    }
+  }
+
+  const Decision d =
+      limiter_.Check(request, MonotonicTime::FromSteadyClock(started));
+  Outcome outcome = Outcome::kAllowed;
+  if (request.exempt) {
+    outcome = Outcome::kExempt;
+  } else if (!d.allowed) {
+    outcome = d.never ? Outcome::kNever : Outcome::kLimited;
+  }
+
+  if (d.allowed) {
+    out.status = for_nginx ? 204 : 200;
+  } else {
+    char body[kLimitExceededBodyMaxBytes];
+    const std::string_view json(
+        body, WriteLimitExceededBody(d.retry_after, d.never, body));
+    char retry[kRetryAfterValueMaxBytes];
+    const std::string_view retry_after(
+        retry, WriteRetryAfterValue(d.retry_after, d.never, retry));
+    if (!retry_after.empty()) {
+      out.AddHeader("Retry-After", out.Keep(retry_after));
+    }
+    out.content_type = "application/json";
+    out.body = out.Keep(json);
+    if (for_nginx) {
+      // auth_request passes only 2xx, 401 and 403: the deny is a 403 whose
+      // headers carry what nginx needs to answer 429 itself.
+      out.status = 403;
+      out.AddHeader("X-Mxlimit-Body", out.body);
+      out.AddHeader("X-Mxlimit-Policy", out.Keep(d.policy));
+    } else {
+      out.status = 429;
+    }
+  }
+  metrics_.CountDecision(outcome, std::chrono::steady_clock::now() - started);
+}
+
+void Sidecar::Metrics(HttpResponse& out) {
+  out.owned = FormatPrometheus(limiter_.Stats());
+  const HttpServer* server = server_.load(std::memory_order_acquire);
+  metrics_.AppendPrometheus(
+      server != nullptr ? server->Counters() : ServerCounters{}, whoami_,
+      out.owned);
+  out.status = 200;
+  out.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  out.body = out.owned;
+}
+
+}  // namespace mxlimit::daemon

@@ -1,0 +1,80 @@
+// -----------------------------------------------------------------------------
+// File: daemon/sidecar.h
+// -----------------------------------------------------------------------------
+//
+// The request handler of mxlimitd: reads what the proxy forwarded, decides
+// with the limiter and answers in the form the proxy's authorization hook
+// understands. Endpoints (their names are what operators' proxy configs
+// say, so they never change):
+//   /_mxlimit/auth_request   nginx auth_request: 204 allow; deny: 403 with
+//                            Retry-After (not for `never`), X-Mxlimit-Body
+//                            (the Matrix 429 body) and X-Mxlimit-Policy
+//   /_mxlimit/forward_auth   Caddy forward_auth, Traefik ForwardAuth, Envoy
+//                            ext_authz (HTTP): 200 allow; deny: 429 with
+//                            Retry-After and the Matrix body
+//   /_mxlimit/metrics        Prometheus text (GET)
+//   /_mxlimit/health         200 "ok" (GET)
+// The two decision endpoints take any method: nginx sends its subrequest
+// with the original request's method.
+//
+// Example:
+//   mxlimit::daemon::Sidecar sidecar(limiter, options, secret, registry,
+//                                    /*whoami=*/nullptr, metrics);
+//   absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
+//       mxlimit::daemon::HttpServer::Start(server_options, sidecar);
+
+#ifndef MXLIMIT_DAEMON_SIDECAR_H_
+#define MXLIMIT_DAEMON_SIDECAR_H_
+
+#include <atomic>
+#include <vector>
+
+#include "mxlimit/ip.h"
+#include "mxlimit/sharded_limiter.h"
+#include "src/daemon/appservice.h"
+#include "src/daemon/daemon_metrics.h"
+#include "src/daemon/http_server.h"
+#include "src/daemon/whoami_cache.h"
+#include "src/engine/siphash.h"
+
+namespace mxlimit::daemon {
+
+struct SidecarOptions {
+  // Peers whose X-Forwarded-For, Forwarded and X-Real-IP are believed.
+  std::vector<Cidr> trusted_proxies;
+};
+
+class Sidecar : public HttpHandler {
+ public:
+  // Everything is borrowed and must outlive the Sidecar; `whoami` may be
+  // null (token-hash user keys).
+  Sidecar(ShardedLimiter& limiter, SidecarOptions options,
+          const internal::SipKey& secret, const AppserviceRegistry& appservices,
+          WhoamiCache* whoami, DaemonMetrics& metrics);
+
+  void Handle(const HttpRequestHead& head, const IpAddress& peer,
+              HttpResponse& out) override;
+
+  // The server whose counters the metrics endpoint reports (set once it is
+  // started).
+  void set_server(const HttpServer* server) {
+    server_.store(server, std::memory_order_release);
+  }
+
+ private:
+  void Decide(const HttpRequestHead& head, const IpAddress& peer,
+              bool for_nginx, HttpResponse& out);
+  void Metrics(HttpResponse& out);
+
+  ShardedLimiter& limiter_;
+  const SidecarOptions options_;
+  const internal::SipKey secret_;
+  const AppserviceRegistry& appservices_;
+  WhoamiCache* const whoami_;
+  DaemonMetrics& metrics_;
+  std::atomic<const HttpServer*> server_{nullptr};
+};
+
+}  // namespace mxlimit::daemon
+
+#endif  // MXLIMIT_DAEMON_SIDECAR_H_

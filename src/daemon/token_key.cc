@@ -1,0 +1,134 @@
+#include "src/daemon/token_key.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+constexpr char kBase64Url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+constexpr char kHex[] = "0123456789abcdef";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string FormatSecret(const internal::SipKey& key) {
+  std::string out;
+  for (uint64_t word : {key.k0, key.k1}) {
+    for (int b = 0; b < 8; ++b) {
+      const unsigned byte = (word >> (8 * b)) & 0xFF;
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0xF]);
+    }
+  }
+  out.push_back('\n');
+  return out;
+}
+
+absl::StatusOr<internal::SipKey> ParseSecret(const std::string& path,
+                                             std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  if (text.size() != 32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": expected 32 hex digits (the token-hash secret), found ",
+        text.size(), " bytes"));
+  }
+  internal::SipKey key;
+  for (int i = 0; i < 16; ++i) {
+    const int hi = HexValue(text[2 * i]);
+    const int lo = HexValue(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": the token-hash secret is not hex"));
+    }
+    uint64_t& word = i < 8 ? key.k0 : key.k1;
+    word |= static_cast<uint64_t>(hi << 4 | lo) << (8 * (i % 8));
+  }
+  return key;
+}
+
+}  // namespace
+
+TokenUserId TokenHashUserId(const internal::SipKey& secret,
+                            std::string_view token) {
+  const internal::SipDigest d = internal::SipHash128(secret, token);
+  TokenUserId id;
+  char* p = id.bytes.data();
+  *p++ = '@';
+  *p++ = 't';
+  // 128 bits in 22 base64url digits (the last carries 2 bits), no padding.
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t byte : d) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      *p++ = kBase64Url[(acc >> bits) & 0x3F];
+    }
+  }
+  *p++ = kBase64Url[(acc << (6 - bits)) & 0x3F];
+  std::memcpy(p, ":mxlimit", 8);
+  return id;
+}
+
+absl::StatusOr<internal::SipKey> LoadOrCreateSecret(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream text;
+      text << in.rdbuf();
+      if (text.str().size() > 4096) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": too large for a token-hash secret"));
+      }
+      return ParseSecret(path, text.str());
+    }
+    internal::SipKey key;
+    uint8_t raw[16];
+    if (getrandom(raw, sizeof(raw), 0) != static_cast<ssize_t>(sizeof(raw))) {
+      return absl::InternalError(absl::StrCat("getrandom: ", strerror(errno)));
+    }
+    std::memcpy(&key.k0, raw, 8);
+    std::memcpy(&key.k1, raw + 8, 8);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;  // another process won the race: read it
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": cannot create the token-hash secret: ", strerror(errno),
+          " (use --secret-file to put it in a writable directory)"));
+    }
+    const std::string text = FormatSecret(key);
+    const bool written = write(fd, text.data(), text.size()) ==
+                             static_cast<ssize_t>(text.size()) &&
+                         fsync(fd) == 0;
+    close(fd);
+    if (!written) {
+      unlink(path.c_str());
+      return absl::InternalError(
+          absl::StrCat(path, ": cannot write the token-hash secret"));
+    }
+    // Read back what was written, so both paths return the same value.
+    return ParseSecret(path, text);
+  }
+  return absl::InternalError(absl::StrCat(path, ": cannot read or create"));
+}
+
+}  // namespace mxlimit::daemon
