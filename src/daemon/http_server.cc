@@ -478,12 +478,16 @@ void HttpServer::Worker::Process(uint32_t i) {
     const HeadParse parsed =
         end == 0 ? HeadParse{} : ParseRequestHead(buffer.substr(0, end), head_);
     if (parsed.state == HeadParse::kIncomplete) {
-      if (s.in_len == in_capacity_) {
-        const bool in_request_line =
-            std::memchr(s.in.get(), '\n', s.in_len) == nullptr;
-        Fail(i, in_request_line ? 414 : 431,
-             in_request_line ? "request target over 64 KiB"
-                             : "request header fields too large");
+      // A request line longer than any accepted one is refused as soon as
+      // it is seen, not when the buffer is full.
+      constexpr size_t kMaxRequestLine = kMaxTargetBytes + 64;
+      const bool line_open =
+          std::memchr(s.in.get(), '\n', std::min(s.in_len, kMaxRequestLine)) ==
+          nullptr;
+      if (line_open && s.in_len > kMaxRequestLine) {
+        Fail(i, 414, "request target over 64 KiB");
+      } else if (s.in_len == in_capacity_) {
+        Fail(i, 431, "request header fields too large");
       }
       break;
     }

@@ -1,0 +1,150 @@
+#include "src/daemon/request_inputs.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+IpAddress Ip(const char* text) { return *ParseIpAddress(text); }
+
+class RequestInputsTest : public ::testing::Test {
+ protected:
+  // Parses `fields` (one "Name: value" each) after a fixed request line.
+  const HttpRequestHead& Head(std::vector<std::string> fields) {
+    text_ = "GET /_mxlimit/auth_request HTTP/1.1\r\n";
+    for (const std::string& f : fields) text_ += f + "\r\n";
+    text_ += "\r\n";
+    EXPECT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
+    return head_;
+  }
+  bool Read(std::vector<std::string> fields, const char* peer) {
+    return ReadOriginalRequest(Head(std::move(fields)), Ip(peer), proxies_,
+                               out_, error_);
+  }
+
+  std::vector<Cidr> proxies_ = {*ParseCidr("127.0.0.1/32"),
+                                *ParseCidr("10.0.0.0/8")};
+  std::string text_;
+  HttpRequestHead head_;
+  OriginalRequest out_;
+  std::string_view error_;
+};
+
+TEST_F(RequestInputsTest, NginxHeaders) {
+  ASSERT_TRUE(
+      Read({"X-Original-Method: PUT",
+            "X-Original-URI: /_matrix/client/v3/rooms/%21a:x/send/m/1",
+            "X-Forwarded-For: 203.0.113.9", "Authorization: Bearer syt_abc"},
+           "127.0.0.1"))
+      << error_;
+  EXPECT_EQ(out_.method, "PUT");
+  EXPECT_EQ(out_.target, "/_matrix/client/v3/rooms/%21a:x/send/m/1");
+  EXPECT_EQ(out_.client, Ip("203.0.113.9"));
+  EXPECT_EQ(out_.access_token, "syt_abc");
+  EXPECT_EQ(out_.masquerade_user_id, "");
+}
+
+TEST_F(RequestInputsTest, CaddyHeaders) {
+  ASSERT_TRUE(
+      Read({"X-Forwarded-Method: GET",
+            "X-Forwarded-Uri: /_matrix/client/v3/sync?access_token=a%2Bb",
+            "X-Forwarded-For: 2001:db8::7"},
+           "127.0.0.1"))
+      << error_;
+  EXPECT_EQ(out_.method, "GET");
+  EXPECT_EQ(out_.client, Ip("2001:db8::7"));
+  EXPECT_EQ(out_.access_token, "a+b");  // percent-decoded
+}
+
+TEST_F(RequestInputsTest, AnUntrustedPeerIsTheClientWhateverItClaims) {
+  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                    "X-Forwarded-For: 198.51.100.1", "X-Real-IP: 198.51.100.2",
+                    "Forwarded: for=198.51.100.3"},
+                   "192.0.2.50"));
+  EXPECT_EQ(out_.client, Ip("192.0.2.50"));
+}
+
+TEST_F(RequestInputsTest, RightmostUntrustedHopAcrossSeveralFields) {
+  // The client's own guess comes first; our proxies appended after it.
+  ASSERT_TRUE(Read(
+      {"X-Original-Method: GET", "X-Original-URI: /",
+       "X-Forwarded-For: 1.1.1.1, 203.0.113.7", "X-Forwarded-For: 10.1.1.1"},
+      "127.0.0.1"));
+  EXPECT_EQ(out_.client, Ip("203.0.113.7"));
+}
+
+TEST_F(RequestInputsTest, ForwardedThenRealIp) {
+  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                    "Forwarded: for=\"[2001:db8::1]:4711\""},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.client, Ip("2001:db8::1"));
+  ASSERT_TRUE(Read(
+      {"X-Original-Method: GET", "X-Original-URI: /", "X-Real-IP: 203.0.113.8"},
+      "127.0.0.1"));
+  EXPECT_EQ(out_.client, Ip("203.0.113.8"));
+  EXPECT_FALSE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                     "X-Real-IP: not-an-address"},
+                    "127.0.0.1"));
+  EXPECT_NE(std::string(error_).find("X-Real-IP"), std::string::npos);
+}
+
+TEST_F(RequestInputsTest, MissingOrMalformedInputsAreErrors) {
+  EXPECT_FALSE(Read({"X-Original-URI: /"}, "127.0.0.1"));
+  EXPECT_NE(std::string(error_).find("Method"), std::string::npos);
+  EXPECT_FALSE(Read({"X-Original-Method: GET"}, "127.0.0.1"));
+  EXPECT_NE(std::string(error_).find("URI"), std::string::npos);
+  EXPECT_FALSE(
+      Read({"X-Original-Method: G{T", "X-Original-URI: /"}, "127.0.0.1"));
+  EXPECT_FALSE(
+      Read({"X-Original-Method: GET", "X-Original-URI: http://evil/_matrix"},
+           "127.0.0.1"));
+  EXPECT_FALSE(
+      Read({"X-Original-Method: GET", "X-Original-URI: /x?access_token=%zz"},
+           "127.0.0.1"));
+  EXPECT_FALSE(
+      Read({"X-Original-Method: GET", "X-Original-URI: /x?access_token=" +
+                                          std::string(kMaxTokenBytes + 1, 'a')},
+           "127.0.0.1"));
+  EXPECT_FALSE(
+      Read({"X-Original-Method: GET", "X-Original-URI: /",
+            "Authorization: Bearer " + std::string(kMaxTokenBytes + 1, 'a')},
+           "127.0.0.1"));
+}
+
+TEST_F(RequestInputsTest, FederationAuthorizationIsNotAUser) {
+  ASSERT_TRUE(Read({"X-Original-Method: GET",
+                    "X-Original-URI: /_matrix/federation/v1/version",
+                    "Authorization: X-Matrix origin=\"a.example\",key=\"k\""},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.access_token, "");
+}
+
+TEST_F(RequestInputsTest, AppserviceUserIdParameter) {
+  ASSERT_TRUE(Read({"X-Original-Method: PUT",
+                    "X-Original-URI: /_matrix/client/v3/rooms/!a:x/send/m/1"
+                    "?user_id=%40bridge_alice%3Aexample.org",
+                    "Authorization: Bearer as_token_1"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.access_token, "as_token_1");
+  EXPECT_EQ(out_.masquerade_user_id, "@bridge_alice:example.org");
+}
+
+TEST(QueryParameterTest, FirstOccurrenceAndFragments) {
+  char buffer[64];
+  std::string_view value;
+  bool found = false;
+  ASSERT_TRUE(QueryParameter("/p?a=1&b=2&a=3#a=4", "a", buffer, value, found));
+  EXPECT_TRUE(found);
+  EXPECT_EQ(value, "1");
+  ASSERT_TRUE(QueryParameter("/p#?a=1", "a", buffer, value, found));
+  EXPECT_FALSE(found);
+  ASSERT_TRUE(QueryParameter("/p?ab=1", "a", buffer, value, found));
+  EXPECT_FALSE(found);
+  EXPECT_FALSE(QueryParameter("/p?a=%4", "a", buffer, value, found));
+}
+
+}  // namespace
+}  // namespace mxlimit::daemon
