@@ -220,7 +220,8 @@ class HttpServer::Worker {
     size_t out_sent = 0;
     bool close_after_write = false;
     bool stopped_reading = false;
-    bool reading = false;  // which list it is on
+    bool reading = false;         // which list it is on
+    uint32_t interest = EPOLLIN;  // the epoll events registered
     Clock::time_point since;
     uint32_t prev = kNone;
     uint32_t next = kNone;
@@ -392,12 +393,14 @@ void HttpServer::Worker::AcceptAll() {
     Slot& s = slots_[i];
     s.fd = fd;
     s.peer = PeerAddress(ss);
-    if (!s.in) s.in = std::make_unique<char[]>(in_capacity_);
+    // Not zeroed: pages are touched only as far as requests fill them.
+    if (!s.in) s.in.reset(new char[in_capacity_]);
     s.in_len = s.searched = 0;
     s.discard = 0;
     s.out.clear();
     s.out_sent = 0;
     s.close_after_write = s.stopped_reading = false;
+    s.interest = EPOLLIN;
     Append(i, /*reading=*/false, Clock::now());
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -417,7 +420,11 @@ void HttpServer::Worker::OnReadable(uint32_t i) {
         recv(s.fd, s.in.get() + s.in_len, in_capacity_ - s.in_len, 0);
     if (n > 0) {
       if (!s.reading) MoveTo(i, /*reading=*/true, Clock::now());
+      const size_t asked = in_capacity_ - s.in_len;
       s.in_len += static_cast<size_t>(n);
+      // A short read drained the socket: skip the recv that would only say
+      // EAGAIN (epoll reports anything that arrives later).
+      if (static_cast<size_t>(n) < asked) break;
       continue;
     }
     if (n == 0)
@@ -571,6 +578,8 @@ void HttpServer::Worker::Flush(uint32_t i) {
 }
 
 void HttpServer::Worker::SetInterest(uint32_t i, uint32_t events) {
+  if (slots_[i].interest == events) return;  // one syscall saved per request
+  slots_[i].interest = events;
   epoll_event ev{};
   ev.events = events;
   ev.data.u64 = i;
