@@ -61,7 +61,7 @@ bool ParseNumber(std::string_view text, size_t min, size_t max, size_t& out) {
 }
 
 void AddRepeatable(CLI::App& app, const std::string& name,
-                   std::function<void(const std::string&)> apply) {
+                   const std::function<void(const std::string&)>& apply) {
   app.add_option_function<std::vector<std::string>>(
          name,
          [apply](const std::vector<std::string>& values) {

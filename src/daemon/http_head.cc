@@ -97,6 +97,46 @@ bool ListsOption(std::string_view value, std::string_view option) {
   return false;
 }
 
+// Reads one header field line into `head`: kError if it is malformed,
+// otherwise a default (kIncomplete) result meaning "go on".
+HeadParse ParseField(std::string_view line, HttpRequestHead& head) {
+  if (line.front() == ' ' || line.front() == '\t') {
+    return Error(400, "obsolete line folding");
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return Error(400, "header field without a colon");
+  }
+  const std::string_view name = line.substr(0, colon);
+  if (!IsToken(name)) return Error(400, "malformed header field name");
+  const std::string_view value = TrimBlanks(line.substr(colon + 1));
+  if (!IsFieldValue(value)) {
+    return Error(400, "control byte in a header field value");
+  }
+  if (head.field_count == kMaxHeaderFields) {
+    return Error(431, "more than 100 header fields");
+  }
+  head.fields[head.field_count++] = {name, value};
+
+  if (EqualsIgnoreCase(name, "content-length")) {
+    int64_t n = 0;
+    if (!ParseContentLength(value, n) ||
+        (head.content_length >= 0 && head.content_length != n)) {
+      return Error(400, "malformed or conflicting Content-Length");
+    }
+    head.content_length = n;
+  } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
+    return Error(501, "Transfer-Encoding is not accepted");
+  } else if (EqualsIgnoreCase(name, "connection")) {
+    if (ListsOption(value, "close")) {
+      head.keep_alive = false;
+    } else if (ListsOption(value, "keep-alive")) {
+      head.keep_alive = true;
+    }
+  }
+  return HeadParse{};
+}
+
 }  // namespace
 
 std::string_view HttpRequestHead::Field(std::string_view name,
@@ -175,39 +215,9 @@ HeadParse ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
 
   while (NextLine(rest, line)) {
     if (line.empty()) break;  // the blank line that ends the head
-    if (line.front() == ' ' || line.front() == '\t') {
-      return Error(400, "obsolete line folding");
-    }
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      return Error(400, "header field without a colon");
-    }
-    const std::string_view name = line.substr(0, colon);
-    if (!IsToken(name)) return Error(400, "malformed header field name");
-    const std::string_view value = TrimBlanks(line.substr(colon + 1));
-    if (!IsFieldValue(value)) {
-      return Error(400, "control byte in a header field value");
-    }
-    if (head.field_count == kMaxHeaderFields) {
-      return Error(431, "more than 100 header fields");
-    }
-    head.fields[head.field_count++] = {name, value};
-
-    if (EqualsIgnoreCase(name, "content-length")) {
-      int64_t n = 0;
-      if (!ParseContentLength(value, n) ||
-          (head.content_length >= 0 && head.content_length != n)) {
-        return Error(400, "malformed or conflicting Content-Length");
-      }
-      head.content_length = n;
-    } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-      return Error(501, "Transfer-Encoding is not accepted");
-    } else if (EqualsIgnoreCase(name, "connection")) {
-      if (ListsOption(value, "close")) {
-        head.keep_alive = false;
-      } else if (ListsOption(value, "keep-alive")) {
-        head.keep_alive = true;
-      }
+    if (HeadParse bad = ParseField(line, head);
+        bad.state == HeadParse::kError) {
+      return bad;
     }
   }
   if (!rest.empty() || !line.empty()) {

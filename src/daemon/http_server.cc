@@ -27,9 +27,9 @@ constexpr uint32_t kNone = 0xFFFFFFFF;
 constexpr uint64_t kListenTag = 0xFFFFFFFFFFFF0001;
 constexpr uint64_t kWakeTag = 0xFFFFFFFFFFFF0002;
 // Output held for a connection before it stops reading further requests.
-constexpr size_t kMaxPendingOutput = 64 * 1024;
+constexpr size_t kMaxPendingOutput = size_t{64} * 1024;
 // A response body larger than this has its buffer released afterwards.
-constexpr size_t kKeptOutputCapacity = 64 * 1024;
+constexpr size_t kKeptOutputCapacity = size_t{64} * 1024;
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
@@ -253,6 +253,8 @@ class HttpServer::Worker {
     Append(i, reading, now);
   }
 
+  void StopAccepting(Clock::time_point now);
+  void Dispatch(const epoll_event& event);
   void AcceptAll();
   void OnReadable(uint32_t i);
   void OnWritable(uint32_t i);
@@ -294,11 +296,7 @@ void HttpServer::Worker::Run() {
   while (true) {
     const Clock::time_point now = Clock::now();
     if (draining_.load(std::memory_order_acquire) && accepting_) {
-      accepting_ = false;
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-      drain_deadline_ = now + options_.drain_timeout;
-      // Nothing is under way on an idle connection: close it now.
-      while (idle_.head != kNone) Close(idle_.head);
+      StopAccepting(now);
     }
     if (!accepting_) {
       if (reading_.head == kNone) return;
@@ -310,27 +308,39 @@ void HttpServer::Worker::Run() {
     const int n =
         epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                    NextTimeoutMs(now));
-    for (int e = 0; e < n; ++e) {
-      const uint64_t tag = events[e].data.u64;
-      if (tag == kListenTag) {
-        AcceptAll();
-      } else if (tag == kWakeTag) {
-        uint64_t v;
-        [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof(v));
-      } else {
-        const uint32_t i = static_cast<uint32_t>(tag);
-        if (slots_[i].fd < 0) continue;  // closed earlier in this batch
-        if (events[e].events & (EPOLLERR | EPOLLHUP)) {
-          // Both directions are gone: nothing more can be read or answered.
-          Close(i);
-          continue;
-        }
-        if (events[e].events & EPOLLOUT) OnWritable(i);
-        if (slots_[i].fd >= 0 && (events[e].events & EPOLLIN)) OnReadable(i);
-      }
-    }
+    for (int e = 0; e < n; ++e) Dispatch(events[e]);
     ExpireDeadlines(Clock::now());
   }
+}
+
+void HttpServer::Worker::StopAccepting(Clock::time_point now) {
+  accepting_ = false;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  drain_deadline_ = now + options_.drain_timeout;
+  // Nothing is under way on an idle connection: close it now.
+  while (idle_.head != kNone) Close(idle_.head);
+}
+
+void HttpServer::Worker::Dispatch(const epoll_event& event) {
+  const uint64_t tag = event.data.u64;
+  if (tag == kListenTag) {
+    AcceptAll();
+    return;
+  }
+  if (tag == kWakeTag) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof(v));
+    return;
+  }
+  const auto i = static_cast<uint32_t>(tag);
+  if (slots_[i].fd < 0) return;  // closed earlier in this batch
+  if (event.events & (EPOLLERR | EPOLLHUP)) {
+    // Both directions are gone: nothing more can be read or answered.
+    Close(i);
+    return;
+  }
+  if (event.events & EPOLLOUT) OnWritable(i);
+  if (slots_[i].fd >= 0 && (event.events & EPOLLIN)) OnReadable(i);
 }
 
 int HttpServer::Worker::NextTimeoutMs(Clock::time_point now) const {
@@ -427,12 +437,9 @@ void HttpServer::Worker::OnReadable(uint32_t i) {
       if (static_cast<size_t>(n) < asked) break;
       continue;
     }
-    if (n == 0)
-      peer_closed = true;
-    else if (errno == EINTR)
-      continue;
-    else if (errno != EAGAIN && errno != EWOULDBLOCK)
-      peer_closed = true;
+    if (n < 0 && errno == EINTR) continue;
+    // 0: the peer closed; EAGAIN: all read; anything else: a dead socket.
+    peer_closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
     break;
   }
   Process(i);
@@ -459,8 +466,8 @@ void HttpServer::Worker::Process(uint32_t i) {
   const bool draining = !accepting_;
   while (!s.stopped_reading && s.out.size() - s.out_sent < kMaxPendingOutput) {
     if (s.discard > 0) {
-      const size_t skip =
-          static_cast<size_t>(std::min<int64_t>(s.discard, s.in_len));
+      const size_t skip = static_cast<size_t>(
+          std::min<int64_t>(s.discard, static_cast<int64_t>(s.in_len)));
       std::memmove(s.in.get(), s.in.get() + skip, s.in_len - skip);
       s.in_len -= skip;
       s.discard -= static_cast<int64_t>(skip);

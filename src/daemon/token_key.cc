@@ -4,10 +4,12 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -50,7 +52,7 @@ absl::StatusOr<internal::SipKey> ParseSecret(const std::string& path,
         text.size(), " bytes"));
   }
   internal::SipKey key;
-  for (int i = 0; i < 16; ++i) {
+  for (size_t i = 0; i < 16; ++i) {
     const int hi = HexValue(text[2 * i]);
     const int lo = HexValue(text[2 * i + 1]);
     if (hi < 0 || lo < 0) {
@@ -84,7 +86,8 @@ TokenUserId TokenHashUserId(const internal::SipKey& secret,
     }
   }
   *p++ = kBase64Url[(acc << (6 - bits)) & 0x3F];
-  std::memcpy(p, ":mxlimit", 8);
+  constexpr std::string_view kSuffix = ":mxlimit";
+  std::copy(kSuffix.begin(), kSuffix.end(), p);
   return id;
 }
 

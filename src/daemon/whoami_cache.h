@@ -136,7 +136,6 @@ class WhoamiCache {
   mutable std::mutex mu_;
   absl::flat_hash_map<Key, uint32_t> index_;
   std::vector<Entry> slots_;
-  uint32_t used_ = 0;
   uint32_t head_ = 0xFFFFFFFF;  // most recently used
   uint32_t tail_ = 0xFFFFFFFF;
   absl::flat_hash_set<Key> queued_;
