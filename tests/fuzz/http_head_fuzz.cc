@@ -1,0 +1,103 @@
+// Fuzz target: mxlimitd's request-head parser and what a decision reads from
+// a head (src/daemon/http_head.h, src/daemon/request_inputs.h).
+//
+// The input is a byte stream as a client would send it. Invariants:
+//   * FindHeadEnd gives the same answer whatever prefix was searched before
+//     (so reads split anywhere parse alike), and the end lies inside the
+//     input, just past a blank line;
+//   * a complete head's method, target and fields are views inside the
+//     input, names are tokens, values hold no CR, LF or NUL, the target has
+//     no blank, and Field() finds every field by its own name;
+//   * an error carries an HTTP status from the documented set and a reason;
+//   * ReadOriginalRequest on a complete head, from a trusted and from an
+//     untrusted peer, either fails with a message or yields a method, an
+//     origin-form target and a token within their bounds; an untrusted peer
+//     is always its own client.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "mxlimit/ip.h"
+#include "src/daemon/http_head.h"
+#include "src/daemon/request_inputs.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace mxlimit::fuzz {
+namespace {
+
+bool Inside(std::string_view part, std::string_view whole) {
+  return part.empty() ||
+         (part.data() >= whole.data() &&
+          part.data() + part.size() <= whole.data() + whole.size());
+}
+
+void CheckInputs(const daemon::HttpRequestHead& head, const IpAddress& peer,
+                 std::span<const Cidr> trusted, bool peer_trusted) {
+  daemon::OriginalRequest out;
+  std::string_view error;
+  if (!daemon::ReadOriginalRequest(head, peer, trusted, out, error)) {
+    MXLIMIT_FUZZ_CHECK(!error.empty());
+    return;
+  }
+  MXLIMIT_FUZZ_CHECK(!out.method.empty() && out.method.size() <= 32);
+  MXLIMIT_FUZZ_CHECK(!out.target.empty() && out.target.front() == '/');
+  MXLIMIT_FUZZ_CHECK(out.access_token.size() <= daemon::kMaxTokenBytes);
+  MXLIMIT_FUZZ_CHECK(out.masquerade_user_id.size() <= daemon::kMaxTokenBytes);
+  if (!peer_trusted) MXLIMIT_FUZZ_CHECK(out.client == peer);
+}
+
+}  // namespace
+}  // namespace mxlimit::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mxlimit;
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+
+  const size_t end = daemon::FindHeadEnd(input, 0);
+  for (size_t from : {size / 3, size / 2, size - (size > 0 ? 1 : 0)}) {
+    const size_t split = daemon::FindHeadEnd(input.substr(0, from), 0) != 0
+                             ? 0  // the end lies before the split: search all
+                             : from;
+    MXLIMIT_FUZZ_CHECK(daemon::FindHeadEnd(input, split) == end);
+  }
+  if (end != 0) {
+    MXLIMIT_FUZZ_CHECK(end <= size && input[end - 1] == '\n');
+  }
+
+  static daemon::HttpRequestHead head;
+  const daemon::HeadParse p = daemon::ParseRequestHead(input, head);
+  if (p.state == daemon::HeadParse::kError) {
+    MXLIMIT_FUZZ_CHECK(!p.reason.empty());
+    MXLIMIT_FUZZ_CHECK(p.status == 400 || p.status == 414 || p.status == 431 ||
+                       p.status == 501 || p.status == 505);
+    return 0;
+  }
+  if (p.state == daemon::HeadParse::kIncomplete) return 0;
+  MXLIMIT_FUZZ_CHECK(p.head_bytes <= size);
+  const std::string_view parsed = input.substr(0, p.head_bytes);
+  MXLIMIT_FUZZ_CHECK(fuzz::Inside(head.method, parsed) && !head.method.empty());
+  MXLIMIT_FUZZ_CHECK(fuzz::Inside(head.target, parsed) && !head.target.empty());
+  MXLIMIT_FUZZ_CHECK(head.target.size() <= daemon::kMaxTargetBytes);
+  for (char c : head.target) MXLIMIT_FUZZ_CHECK(c > ' ' && c < 0x7F);
+  MXLIMIT_FUZZ_CHECK(head.field_count <= daemon::kMaxHeaderFields);
+  for (size_t i = 0; i < head.field_count; ++i) {
+    const daemon::HttpHeaderField& f = head.fields[i];
+    MXLIMIT_FUZZ_CHECK(fuzz::Inside(f.name, parsed) && !f.name.empty());
+    MXLIMIT_FUZZ_CHECK(fuzz::Inside(f.value, parsed));
+    for (char c : f.name) MXLIMIT_FUZZ_CHECK(c > ' ' && c != ':' && c < 0x7F);
+    for (char c : f.value) {
+      MXLIMIT_FUZZ_CHECK(c != '\r' && c != '\n' && c != '\0');
+    }
+    bool found = false;
+    head.Field(f.name, &found);
+    MXLIMIT_FUZZ_CHECK(found);
+  }
+
+  static const Cidr trusted[] = {*ParseCidr("127.0.0.1/32"),
+                                 *ParseCidr("10.0.0.0/8")};
+  fuzz::CheckInputs(head, *ParseIpAddress("127.0.0.1"), trusted, true);
+  fuzz::CheckInputs(head, *ParseIpAddress("192.0.2.7"), trusted, false);
+  return 0;
+}
