@@ -12,6 +12,8 @@ import random
 import threading
 import time
 
+import pytest
+
 import e2e_harness as h
 
 PUBLIC_ROOMS = "/_matrix/client/v3/publicRooms"
@@ -113,6 +115,35 @@ class ProxyScenarios:
         assert r.status == 403, r
         assert r.json()["errcode"] == "M_FORBIDDEN", r
         assert r.headers.get("Retry-After") is None, r
+
+    @pytest.mark.parametrize("kind", ["fail-closed", "fail-open"])
+    def test_inputs_mxlimitd_refuses_do_not_get_past_it(self, kind, mxlimitd, stub, start_proxy):
+        """A client sends what mxlimitd refuses to judge (a token it cannot read, more header bytes than it takes).
+        The request must stop at the proxy with a 4xx, in the fail-open configuration too: it is no outage."""
+        daemon = mxlimitd()
+        proxy = start_proxy(kind, daemon, stub)
+        bad_inputs = [
+            ("a malformed escape in ?access_token=", {}, DEACTIVATE + "?access_token=%zz"),
+            ("a 2000-byte bearer token", bearer("a" * 2000), DEACTIVATE),
+            ("a 2000-byte ?access_token=", {}, DEACTIVATE + "?access_token=" + "a" * 2000),
+            ("a malformed escape in ?user_id=", bearer("tok-bad"), DEACTIVATE + "?user_id=%zz"),
+            ("a 2000-byte ?user_id=", bearer("tok-bad"), DEACTIVATE + "?user_id=" + "a" * 2000),
+            ("20 KB of other headers", {**bearer("tok-bad"), **{f"X-Pad-{i}": "p" * 1000 for i in range(20)}},
+             DEACTIVATE),
+            ("a 7 KB token, a 7 KB X-Forwarded-For and a 6 KB target",
+             {**bearer("a" * 7000), "X-Forwarded-For": ", ".join(["203.0.113.1"] * 580)},
+             DEACTIVATE + "?x=" + "b" * 6000),
+        ]
+        outcomes = []
+        for label, headers, target in bad_inputs:
+            r = proxy.request("POST", target, headers=headers, body={})
+            outcomes.append((label, r.status))
+        # DEACTIVATE is e2e-blocked: nothing may reach the homeserver whatever mxlimitd makes of the inputs.
+        assert stub.count(path=DEACTIVATE) == 0, (
+            f"requests mxlimitd refused reached the homeserver ({kind}): {outcomes}")
+        assert all(400 <= status < 500 for _, status in outcomes), outcomes
+        # And mxlimitd is still judging well-formed requests.
+        h.assert_matrix_429(proxy.request("POST", DEACTIVATE, headers=bearer("tok-good"), body={}), never=True)
 
     # --- who the client is -------------------------------------------------------------------------------------------
 

@@ -42,6 +42,16 @@ class TestNginx(ProxyScenarios):
         assert all(re.search(r'" 200 .* policy=$', line) for line in logins[:5]), logins
         assert re.search(r'" 429 .* policy=login-per-ip$', logins[5]), logins[5]
 
+    def test_check_carries_only_what_mxlimitd_reads(self, mxlimitd, stub, start_proxy):
+        """Large headers mxlimitd has no use for (a browser's cookies) stay out of the check, so they neither
+        count against its header limit nor turn an allowed request into an error."""
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        cookies = {f"Cookie-{i}": "c" * 7000 for i in range(3)}  # nginx takes lines up to 8 KiB, 32 KiB in all
+        r = proxy.request("GET", "/_matrix/client/versions", headers={**cookies, **bearer("tok-cookies")})
+        assert r.status == 200, r
+        assert stub.count("GET", "/_matrix/client/versions") == 1
+
 
 def test_sidecar_endpoints_direct(mxlimitd, stub):
     """What the proxy and a monitoring system see of mxlimitd itself."""
