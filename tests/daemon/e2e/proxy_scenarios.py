@@ -1,0 +1,292 @@
+"""What an operator checks after putting mxlimitd behind a reverse proxy, for any proxy.
+
+test_nginx.py and test_caddy.py subclass ProxyScenarios and provide the `start_proxy(kind, daemon, stub)` fixture
+(kind: "fail-closed", "fail-open" or "behind-lb", each a snippet of the proxy's deploy doc) and the status the
+proxy answers when the sidecar is down and it fails closed.
+
+Budgets (e2e_harness.policy_yaml, built-ins on): e2e-public-rooms 3 at once per client address; e2e-send 3 at once
+per access token, then one every 2 s; e2e-blocked denies everything `never`; e2e-reload changed by the reload test.
+"""
+
+import random
+import threading
+import time
+
+import pytest
+
+import e2e_harness as h
+
+PUBLIC_ROOMS = "/_matrix/client/v3/publicRooms"
+DEACTIVATE = "/_matrix/client/v3/account/deactivate"
+USER_DIRECTORY = "/_matrix/client/v3/user_directory/search"
+
+
+def send_target(txn, room="%21abc%3Aexample.org"):
+    return f"/_matrix/client/v3/rooms/{room}/send/m.room.message/{txn}"
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+class ProxyScenarios:
+    fail_closed_status = None  # what the proxy answers when mxlimitd is down and it fails closed
+
+    # --- pass-through ------------------------------------------------------------------------------------------------
+
+    def test_allowed_request_reaches_homeserver_unchanged(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+
+        r = proxy.request("GET", "/_matrix/client/versions")
+        assert r.status == 200, r
+        assert "v1.11" in r.json()["versions"], r
+
+        target = send_target("t1") + "?ts=1"
+        r = proxy.request("PUT", target, headers=bearer("tok-pass"), body={"msgtype": "m.text", "body": "hi"})
+        assert r.status == 200, r
+        assert r.json()["event_id"].startswith("$"), r
+
+        sends = [x for x in stub.received if x.method == "PUT"]
+        assert len(sends) == 1, stub.received
+        # Raw target, method, token and body arrive as the client sent them.
+        assert sends[0].target == target
+        assert sends[0].headers.get("Authorization") == "Bearer tok-pass"
+        assert b'"body": "hi"' in sends[0].body
+
+    # --- the 429 -----------------------------------------------------------------------------------------------------
+
+    def test_budget_exhausted_gives_matrix_429_that_never_reaches_homeserver(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        for i in range(3):
+            r = proxy.request("GET", PUBLIC_ROOMS)
+            assert r.status == 200, f"request {i + 1} of a burst of 3: {r!r}"
+        r = proxy.request("GET", PUBLIC_ROOMS)
+        ms = h.assert_matrix_429(r)
+        # 6/minute: the next request is at most 10 s away.
+        assert ms <= 10_000, ms
+        assert stub.count("GET", PUBLIC_ROOMS) == 3, "a denied request reached the homeserver"
+
+    def test_waiting_retry_after_ms_is_enough(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        token = bearer("tok-wait")
+        for i in range(3):
+            assert proxy.request("PUT", send_target(f"w{i}"), headers=token, body={}).status == 200
+        ms = h.assert_matrix_429(proxy.request("PUT", send_target("w3"), headers=token, body={}))
+        assert ms <= 2000, ms  # one every 2 s
+        # Asking again at once does not help (and costs nothing) ...
+        ms = h.assert_matrix_429(proxy.request("PUT", send_target("w3"), headers=token, body={}))
+        # ... waiting what the server said does.
+        time.sleep(ms / 1000 + 0.02)
+        r = proxy.request("PUT", send_target("w3"), headers=token, body={})
+        assert r.status == 200, r
+        assert stub.count("PUT") == 4
+
+    def test_user_budget_follows_the_access_token(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        # One token, in the header or in the query: one budget.
+        assert proxy.request("PUT", send_target("u1"), headers=bearer("tok-alice"), body={}).status == 200
+        assert proxy.request("PUT", send_target("u2") + "?access_token=tok-alice", body={}).status == 200
+        assert proxy.request("PUT", send_target("u3", room="%21other%3Aexample.org"), headers=bearer("tok-alice"),
+                             body={}).status == 200
+        h.assert_matrix_429(proxy.request("PUT", send_target("u4") + "?access_token=tok-alice", body={}))
+        h.assert_matrix_429(proxy.request("PUT", send_target("u5"), headers=bearer("tok-alice"), body={}))
+        # Another token, from the same address, has its own.
+        assert proxy.request("PUT", send_target("u6"), headers=bearer("tok-bob"), body={}).status == 200
+        assert stub.count("PUT") == 4
+
+    def test_never_decision_has_no_wait(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        for _ in range(2):
+            r = proxy.request("POST", DEACTIVATE, headers=bearer("tok-never"), body={"auth": {}})
+            h.assert_matrix_429(r, never=True)
+        assert stub.count(path=DEACTIVATE) == 0
+
+    def test_homeserver_own_403_is_passed_on(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        path = "/_matrix/client/v3/rooms/%21secret%3Aexample.org/state"
+        stub.responses[path] = (403, {"errcode": "M_FORBIDDEN", "error": "You are not in this room"})
+        r = proxy.request("GET", path, headers=bearer("tok-403"))
+        assert r.status == 403, r
+        assert r.json()["errcode"] == "M_FORBIDDEN", r
+        assert r.headers.get("Retry-After") is None, r
+
+    @pytest.mark.parametrize("kind", ["fail-closed", "fail-open"])
+    def test_inputs_mxlimitd_refuses_do_not_get_past_it(self, kind, mxlimitd, stub, start_proxy):
+        """A client sends what mxlimitd refuses to judge (a token it cannot read, more header bytes than it takes).
+        The request must stop at the proxy with a 4xx, in the fail-open configuration too: it is no outage."""
+        daemon = mxlimitd()
+        proxy = start_proxy(kind, daemon, stub)
+        bad_inputs = [
+            ("a malformed escape in ?access_token=", {}, DEACTIVATE + "?access_token=%zz"),
+            ("a 2000-byte bearer token", bearer("a" * 2000), DEACTIVATE),
+            ("a 2000-byte ?access_token=", {}, DEACTIVATE + "?access_token=" + "a" * 2000),
+            ("a malformed escape in ?user_id=", bearer("tok-bad"), DEACTIVATE + "?user_id=%zz"),
+            ("a 2000-byte ?user_id=", bearer("tok-bad"), DEACTIVATE + "?user_id=" + "a" * 2000),
+            ("20 KB of other headers", {**bearer("tok-bad"), **{f"X-Pad-{i}": "p" * 1000 for i in range(20)}},
+             DEACTIVATE),
+            ("a 7 KB token, a 7 KB X-Forwarded-For and a 6 KB target",
+             {**bearer("a" * 7000), "X-Forwarded-For": ", ".join(["203.0.113.1"] * 580)},
+             DEACTIVATE + "?x=" + "b" * 6000),
+        ]
+        outcomes = []
+        for label, headers, target in bad_inputs:
+            r = proxy.request("POST", target, headers=headers, body={})
+            outcomes.append((label, r.status))
+        # DEACTIVATE is e2e-blocked: nothing may reach the homeserver whatever mxlimitd makes of the inputs.
+        assert stub.count(path=DEACTIVATE) == 0, (
+            f"requests mxlimitd refused reached the homeserver ({kind}): {outcomes}")
+        assert all(400 <= status < 500 for _, status in outcomes), outcomes
+        # And mxlimitd is still judging well-formed requests.
+        h.assert_matrix_429(proxy.request("POST", DEACTIVATE, headers=bearer("tok-good"), body={}), never=True)
+
+    # --- who the client is -------------------------------------------------------------------------------------------
+
+    def test_forwarded_for_spoofing_gains_nothing(self, mxlimitd, stub, start_proxy):
+        """A client at 127.0.0.2 (untrusted) makes up forwarding headers; it is charged as 127.0.0.2 anyway."""
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        spoofs = [
+            {"X-Forwarded-For": "203.0.113.7"},
+            {"X-Forwarded-For": "127.0.0.1"},  # claims to be the trusted proxy
+            {"X-Forwarded-For": "2001:db8::1, 127.0.0.1"},
+            {"Forwarded": "for=198.51.100.1"},
+            {"X-Real-IP": "198.51.100.2"},
+            {"X-Forwarded-For": "203.0.113.8", "X-Real-IP": "203.0.113.9", "Forwarded": "for=\"[2001:db8::2]\""},
+            {"X-Forwarded-For": "not an address"},
+        ]
+        statuses = []
+        for headers in spoofs:
+            r = proxy.request("GET", PUBLIC_ROOMS, headers=headers, source="127.0.0.2")
+            statuses.append(r.status)
+            if r.status != 200:
+                h.assert_matrix_429(r)
+        assert statuses == [200] * 3 + [429] * (len(spoofs) - 3), statuses
+        # Another client keeps its own budget: the denials above were 127.0.0.2's, not everybody's.
+        assert proxy.request("GET", PUBLIC_ROOMS, source="127.0.0.3").status == 200
+        assert stub.count("GET", PUBLIC_ROOMS) == 4
+
+    def test_ipv6_rotation_inside_a_64_gains_nothing(self, mxlimitd, stub, start_proxy):
+        """Behind a trusted balancer (127.0.0.9), a client rotates its address inside one IPv6 /64."""
+        daemon = mxlimitd(doc_block="mxlimitd-command-behind-lb")
+        proxy = start_proxy("behind-lb", daemon, stub)
+        rng = random.Random(64)
+        statuses = []
+        for _ in range(8):
+            iid = ":".join(f"{rng.getrandbits(16):x}" for _ in range(4))
+            r = proxy.request("GET", PUBLIC_ROOMS, headers={"X-Forwarded-For": f"2001:db8:4d2:77:{iid}"},
+                              source=h.BALANCER)
+            statuses.append(r.status)
+            if r.status != 200:
+                h.assert_matrix_429(r)
+        assert statuses == [200] * 3 + [429] * 5, statuses
+        # The balancer's X-Forwarded-For is believed: a client in the next /64 has its own budget, and the
+        # balancer's own address is not what was charged.
+        r = proxy.request("GET", PUBLIC_ROOMS, headers={"X-Forwarded-For": "2001:db8:4d2:78::1"},
+                          source=h.BALANCER)
+        assert r.status == 200, r
+        assert stub.count("GET", PUBLIC_ROOMS) == 4
+
+    # --- operations --------------------------------------------------------------------------------------------------
+
+    def test_reload_under_traffic(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd(h.policy_yaml(reload_rate=1000))
+        proxy = start_proxy("fail-closed", daemon, stub)
+        results = []  # (seconds since start, Response)
+        errors = []
+        stop = threading.Event()
+        t0 = time.monotonic()
+
+        def traffic():
+            while not stop.is_set():
+                try:
+                    r = proxy.request("POST", USER_DIRECTORY, body={"search_term": "al"}, source="127.0.0.4")
+                    results.append((time.monotonic() - t0, r))
+                except Exception as e:  # noqa: BLE001 - any failure to get an answer is a finding
+                    errors.append(repr(e))
+                time.sleep(0.005)
+
+        def first_index(start, status):
+            for i in range(start, len(results)):
+                if results[i][1].status == status:
+                    return i
+            return None
+
+        thread = threading.Thread(target=traffic, name="traffic")
+        thread.start()
+        try:
+            h.wait_until(lambda: len(results) >= 10, 10, "traffic to flow")
+            assert {r.status for _, r in results} == {200}, results[:10]
+
+            # 1. A changed budget takes effect: e2e-reload now blocks everything.
+            mark = len(results)
+            daemon.reload(h.policy_yaml(reload_rate=0))
+            denied_from = h.wait_until(lambda: first_index(mark, 429), 5, "the reloaded policy to deny")
+
+            # 2. A broken file is refused, logged with FILE:LINE:COL, and the policies in force stay.
+            broken = h.policy_yaml(reload_rate=0).replace("unit: second, requests_per_unit: 0",
+                                                          "unit: fortnight, requests_per_unit: 0")
+            assert "fortnight" in broken
+            line = next(i + 1 for i, text in enumerate(broken.splitlines()) if "fortnight" in text)
+            log_mark = len(daemon.proc.stderr())
+            daemon.reload(broken)
+            h.wait_until(lambda: f"mxlimit.yaml:{line}:" in daemon.proc.stderr()[log_mark:], 5,
+                         f"mxlimitd to log the error at mxlimit.yaml:{line}:COL")
+            during = len(results)
+            h.wait_until(lambda: len(results) > during + 10, 10, "traffic to go on after a broken reload")
+            assert daemon.get("/_mxlimit/health").status == 200
+            after_broken = [r for _, r in results[denied_from:]]
+            assert {r.status for r in after_broken} == {429}, [r.status for r in after_broken]
+
+            # 3. The file fixed: allowed again.
+            mark = len(results)
+            daemon.reload(h.policy_yaml(reload_rate=1000))
+            allowed_from = h.wait_until(lambda: first_index(mark, 200), 5, "the fixed policy to allow")
+            h.wait_until(lambda: len(results) > allowed_from + 10, 5, "more traffic")
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+
+        assert not errors, errors[:5]
+        assert {r.status for _, r in results[allowed_from:]} == {200}
+        for _, r in results[denied_from:allowed_from]:
+            h.assert_matrix_429(r, never=True)
+        allowed = sum(1 for _, r in results if r.status == 200)
+        assert stub.count("POST", USER_DIRECTORY) == allowed, "a denied request reached the homeserver"
+
+    def test_sidecar_killed_fail_closed(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        for i in range(3):  # connections to mxlimitd are open (keepalive) when it dies
+            assert proxy.request("PUT", send_target(f"k{i}"), headers=bearer("tok-kill"), body={}).status == 200
+        daemon.kill()
+        seen = len(stub.received)
+        for method, target in [("GET", "/_matrix/client/versions"), ("PUT", send_target("k9")),
+                               ("GET", PUBLIC_ROOMS)]:
+            r = proxy.request(method, target, headers=bearer("tok-kill"), body={} if method == "PUT" else None)
+            assert r.status == self.fail_closed_status, f"{method} {target}: {r!r}"
+        assert len(stub.received) == seen, "fail-closed let a request through to the homeserver"
+
+    def test_sidecar_killed_fail_open(self, mxlimitd, stub, start_proxy):
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-open", daemon, stub)
+        # While mxlimitd runs, the fail-open configuration limits like the other.
+        h.assert_matrix_429(proxy.request("POST", DEACTIVATE, headers=bearer("tok-open"), body={"auth": {}}),
+                            never=True)
+        for i in range(3):
+            assert proxy.request("GET", PUBLIC_ROOMS).status == 200
+        h.assert_matrix_429(proxy.request("GET", PUBLIC_ROOMS))
+        daemon.kill()
+        # Down: everything passes to the homeserver, body and method intact.
+        r = proxy.request("POST", DEACTIVATE, headers=bearer("tok-open"), body={"auth": {"type": "x"}})
+        assert r.status == 200, r
+        for _ in range(3):
+            assert proxy.request("GET", PUBLIC_ROOMS).status == 200
+        posts = [x for x in stub.received if x.path == DEACTIVATE]
+        assert len(posts) == 1 and posts[0].method == "POST" and b'"type": "x"' in posts[0].body, posts
+        assert stub.count("GET", PUBLIC_ROOMS) == 6
