@@ -44,8 +44,10 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --help                    print this and exit
 
 Endpoints: /_mxlimit/auth_request (nginx: 204 | 403 + Retry-After,
-X-Mxlimit-Body, X-Mxlimit-Policy), /_mxlimit/forward_auth (200 | 429 +
-Retry-After + Matrix body), /_mxlimit/metrics, /_mxlimit/health.
+X-Mxlimit-Body, X-Mxlimit-Policy), /_mxlimit/forward_auth (Caddy, Traefik:
+200 | 429 + Retry-After + Matrix body; Envoy ext_authz: the same at
+/_mxlimit/forward_auth<original target>, with the original method),
+/_mxlimit/metrics, /_mxlimit/health.
 SIGTERM drains requests under way and exits 0. See docs/deploy-nginx.md and
 docs/deploy-caddy.md.
 )";

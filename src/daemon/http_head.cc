@@ -114,7 +114,7 @@ HeadParse ParseField(std::string_view line, HttpRequestHead& head) {
     return Error(400, "control byte in a header field value");
   }
   if (head.field_count == kMaxHeaderFields) {
-    return Error(431, "more than 100 header fields");
+    return Error(431, "more than 256 header fields");
   }
   head.fields[head.field_count++] = {name, value};
 

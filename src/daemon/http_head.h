@@ -30,8 +30,9 @@
 
 namespace mxlimit::daemon {
 
-// Most header fields one request may carry; nginx and Caddy send a dozen.
-inline constexpr size_t kMaxHeaderFields = 100;
+// Most header fields one request may carry. nginx sends the few its snippet
+// sets; Caddy forwards all of the client's, which browsers keep well below.
+inline constexpr size_t kMaxHeaderFields = 256;
 
 // Longest request target accepted; a longer one is answered 414.
 inline constexpr size_t kMaxTargetBytes = 64 * 1024;

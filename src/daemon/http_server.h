@@ -68,7 +68,9 @@ struct ServerOptions {
   uint16_t port = 0;
   int threads = 1;
   size_t max_connections = 1024;
-  size_t max_header_bytes = 16 * 1024;
+  // Caddy forwards every client header; Go's own servers accept 1 MiB,
+  // nginx 32 KiB by default.
+  size_t max_header_bytes = size_t{64} * 1024;
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds idle_timeout{120'000};
   // How long `Drain` waits for requests under way before closing anyway.

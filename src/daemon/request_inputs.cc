@@ -82,6 +82,8 @@ bool QueryParameter(std::string_view target, std::string_view name,
     const std::string_view raw =
         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
     size_t n = 0;
+    found = true;
+    value = raw;  // what a caller gets when the value cannot be decoded
     for (size_t i = 0; i < raw.size(); ++i) {
       if (n == buffer.size()) return false;
       char c = raw[i];
@@ -104,12 +106,31 @@ bool QueryParameter(std::string_view target, std::string_view name,
   return true;
 }
 
+std::string_view OriginForm(std::string_view target) {
+  if (!target.empty() && target.front() == '/') return target;
+  // Absolute form (RFC 9112 §3.2.2): drop "scheme://authority".
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (StartsWithIgnoreCase(target, scheme)) {
+      const std::string_view rest = target.substr(scheme.size());
+      const size_t slash = rest.find_first_of("/?");
+      if (slash == std::string_view::npos || rest[slash] != '/') return {};
+      return rest.substr(slash);
+    }
+  }
+  return {};
+}
+
 bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
-                         OriginalRequest& out, std::string_view& error) {
+                         OriginalRequest& out, std::string_view& error,
+                         std::string_view path_target) {
   bool found = false;
   out.method = head.Field("X-Original-Method", &found);
   if (!found) out.method = head.Field("X-Forwarded-Method", &found);
+  if (!found && !path_target.empty()) {
+    out.method = head.method;  // Envoy: the check is made with it
+    found = true;
+  }
   if (!found || out.method.empty()) {
     error = "missing X-Original-Method (nginx) or X-Forwarded-Method";
     return false;
@@ -120,12 +141,17 @@ bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
   }
   out.target = head.Field("X-Original-URI", &found);
   if (!found) out.target = head.Field("X-Forwarded-Uri", &found);
+  if (!found && !path_target.empty()) {
+    out.target = path_target;
+    found = true;
+  }
   if (!found || out.target.empty()) {
     error = "missing X-Original-URI (nginx) or X-Forwarded-Uri";
     return false;
   }
-  if (out.target.front() != '/') {
-    error = "X-Original-URI or X-Forwarded-Uri is not an origin-form target";
+  out.target = OriginForm(out.target);
+  if (out.target.empty()) {
+    error = "X-Original-URI or X-Forwarded-Uri is not a request target";
     return false;
   }
 
@@ -150,27 +176,22 @@ bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
 
   out.access_token = {};
   out.masquerade_user_id = {};
+  // What the client controls never fails the decision: a proxy told to let
+  // requests through when the sidecar errs would let such requests through
+  // unlimited. A token or user ID that cannot be decoded (a bad escape, over
+  // kMaxTokenBytes) is used as sent: the token hash still keys it, and the
+  // limiter gives a malformed user ID the one shared overflow bucket.
   const std::string_view auth = head.Field("Authorization", &found);
   if (found && StartsWithIgnoreCase(auth, "bearer ")) {
     std::string_view token = auth.substr(7);
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-    if (token.empty() || token.size() > kMaxTokenBytes) {
-      error = "malformed Authorization: Bearer token";
-      return false;
-    }
     out.access_token = token;
   } else if (!found) {
-    if (!QueryParameter(out.target, "access_token", out.token_buffer,
-                        out.access_token, found)) {
-      error = "malformed access_token parameter";
-      return false;
-    }
+    QueryParameter(out.target, "access_token", out.token_buffer,
+                   out.access_token, found);
   }
-  if (!QueryParameter(out.target, "user_id", out.user_id_buffer,
-                      out.masquerade_user_id, found)) {
-    error = "malformed user_id parameter";
-    return false;
-  }
+  QueryParameter(out.target, "user_id", out.user_id_buffer,
+                 out.masquerade_user_id, found);
   return true;
 }
 

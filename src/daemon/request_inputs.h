@@ -52,21 +52,33 @@ struct OriginalRequest {
 };
 
 // Fills `out` from the subrequest. False with `error` set (a fixed message
-// naming the header or parameter) when an input is missing or malformed:
+// naming the header) when an input the proxy sets is missing or malformed:
 //   - method: X-Original-Method (nginx), else X-Forwarded-Method (Caddy,
-//     Traefik); an HTTP token;
-//   - target: X-Original-URI, else X-Forwarded-Uri; origin form ("/...");
+//     Traefik), else, when `path_target` is given, the subrequest's own
+//     method (Envoy's HTTP ext_authz); an HTTP token;
+//   - target: X-Original-URI, else X-Forwarded-Uri, else `path_target`; in
+//     origin form ("/..."; an absolute-form target loses its scheme and
+//     authority);
 //   - client: the socket peer; when the peer is in `trusted_proxies`, the
 //     rightmost untrusted hop of X-Forwarded-For, else of Forwarded, else the
 //     address in X-Real-IP (see `ClientAddressFromForwardedFor`);
-//   - token: `Authorization: Bearer`, else `?access_token=`.
+//   - token: `Authorization: Bearer`, else `?access_token=`; `user_id`:
+//     `?user_id=`. These are the client's and never fail: a value that
+//     cannot be percent-decoded, or is longer than kMaxTokenBytes decoded, is
+//     used as sent.
 bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
-                         OriginalRequest& out, std::string_view& error);
+                         OriginalRequest& out, std::string_view& error,
+                         std::string_view path_target = {});
+
+// `target` in origin form: itself when it starts with '/', the part from the
+// path on for an http(s) absolute-form target, else empty.
+std::string_view OriginForm(std::string_view target);
 
 // The percent-decoded value of the query parameter `name` in `target` into
 // `buffer`. Returns false for a malformed escape or a value longer than the
-// buffer; true with `found` false when the parameter is absent.
+// buffer (with `found` true and `value` the raw, undecoded text); true with
+// `found` false when the parameter is absent.
 bool QueryParameter(std::string_view target, std::string_view name,
                     std::span<char> buffer, std::string_view& value,
                     bool& found);

@@ -1,6 +1,7 @@
 #include "src/daemon/sidecar.h"
 
 #include <chrono>
+#include <cstdio>
 #include <string_view>
 #include <utility>
 
@@ -40,11 +41,20 @@ void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
                      HttpResponse& out) {
   std::string_view path = head.target;
   path = path.substr(0, path.find('?'));
-  if (path == kAuthRequest || path == kForwardAuth) {
-    const bool for_nginx = path == kAuthRequest;
-    metrics_.CountRequest(for_nginx ? Endpoint::kAuthRequest
-                                    : Endpoint::kForwardAuth);
-    Decide(head, peer, for_nginx, out);
+  if (path == kAuthRequest) {
+    metrics_.CountRequest(Endpoint::kAuthRequest);
+    Decide(head, peer, /*for_nginx=*/true, {}, out);
+    return;
+  }
+  // Envoy's HTTP ext_authz appends the original path (and query) to the
+  // configured prefix and checks with the original method.
+  if (path == kForwardAuth ||
+      (path.size() > kForwardAuth.size() + 1 &&
+       path.substr(0, kForwardAuth.size()) == kForwardAuth &&
+       path[kForwardAuth.size()] == '/')) {
+    metrics_.CountRequest(Endpoint::kForwardAuth);
+    Decide(head, peer, /*for_nginx=*/false,
+           std::string_view(head.target).substr(kForwardAuth.size()), out);
     return;
   }
   const bool metrics = path == kMetricsPath;
@@ -69,16 +79,25 @@ void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
 }
 
 void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
-                     bool for_nginx, HttpResponse& out) {
+                     bool for_nginx, std::string_view path_target,
+                     HttpResponse& out) {
   const auto started = std::chrono::steady_clock::now();
   OriginalRequest original;
   std::string_view error;
   if (!ReadOriginalRequest(head, peer, options_.trusted_proxies, original,
-                           error)) {
+                           error, path_target)) {
+    // Only what the proxy sets can be missing or malformed here: a
+    // misconfigured proxy, reported in Matrix's own error shape.
     metrics_.CountBadRequest();
     out.status = 400;
-    out.content_type = "text/plain; charset=utf-8";
-    out.body = out.Keep(error);
+    out.content_type = "application/json";
+    char json[256];
+    const int n =
+        std::snprintf(json, sizeof(json),
+                      R"({"errcode":"M_UNKNOWN","error":"mxlimitd: %.*s"})",
+                      static_cast<int>(error.size()), error.data());
+    out.body = out.Keep(std::string_view(json, static_cast<size_t>(n)));
+    out.AddHeader("X-Mxlimit-Body", out.body);
     return;
   }
 

@@ -9,9 +9,11 @@
 //   /_mxlimit/auth_request   nginx auth_request: 204 allow; deny: 403 with
 //                            Retry-After (not for `never`), X-Mxlimit-Body
 //                            (the Matrix 429 body) and X-Mxlimit-Policy
-//   /_mxlimit/forward_auth   Caddy forward_auth, Traefik ForwardAuth, Envoy
-//                            ext_authz (HTTP): 200 allow; deny: 429 with
-//                            Retry-After and the Matrix body
+//   /_mxlimit/forward_auth   Caddy forward_auth, Traefik ForwardAuth: 200
+//                            allow; deny: 429 with Retry-After and the
+//                            Matrix body. Envoy's HTTP ext_authz, which
+//                            sends the original method to
+//                            /_mxlimit/forward_auth<original target>, alike
 //   /_mxlimit/metrics        Prometheus text (GET)
 //   /_mxlimit/health         200 "ok" (GET)
 // The two decision endpoints take any method: nginx sends its subrequest
@@ -62,8 +64,10 @@ class Sidecar : public HttpHandler {
   }
 
  private:
+  // `path_target`: the original target when the endpoint's path carries it
+  // (Envoy), else empty.
   void Decide(const HttpRequestHead& head, const IpAddress& peer,
-              bool for_nginx, HttpResponse& out);
+              bool for_nginx, std::string_view path_target, HttpResponse& out);
   void Metrics(HttpResponse& out);
 
   ShardedLimiter& limiter_;

@@ -99,7 +99,7 @@ TEST_F(HttpServerTest, OversizedTargetAndHeaders) {
   target.Send("GET /" + std::string(kMaxTargetBytes + 100, 'a'));
   EXPECT_EQ(target.ReadResponse().status, 414);
   RawConnection fields(port());
-  fields.Send("GET / HTTP/1.1\r\nA: " + std::string(20 * 1024, 'b') +
+  fields.Send("GET / HTTP/1.1\r\nA: " + std::string(70 * 1024, 'b') +
               "\r\n\r\n");
   EXPECT_EQ(fields.ReadResponse().status, 431);
   // A 60 KiB target with small headers is fine.

@@ -91,27 +91,60 @@ TEST_F(RequestInputsTest, ForwardedThenRealIp) {
   EXPECT_NE(std::string(error_).find("X-Real-IP"), std::string::npos);
 }
 
-TEST_F(RequestInputsTest, MissingOrMalformedInputsAreErrors) {
+TEST_F(RequestInputsTest, MissingOrMalformedProxyInputsAreErrors) {
   EXPECT_FALSE(Read({"X-Original-URI: /"}, "127.0.0.1"));
   EXPECT_NE(std::string(error_).find("Method"), std::string::npos);
   EXPECT_FALSE(Read({"X-Original-Method: GET"}, "127.0.0.1"));
   EXPECT_NE(std::string(error_).find("URI"), std::string::npos);
   EXPECT_FALSE(
       Read({"X-Original-Method: G{T", "X-Original-URI: /"}, "127.0.0.1"));
-  EXPECT_FALSE(
-      Read({"X-Original-Method: GET", "X-Original-URI: http://evil/_matrix"},
-           "127.0.0.1"));
-  EXPECT_FALSE(
-      Read({"X-Original-Method: GET", "X-Original-URI: /x?access_token=%zz"},
-           "127.0.0.1"));
-  EXPECT_FALSE(
-      Read({"X-Original-Method: GET", "X-Original-URI: /x?access_token=" +
-                                          std::string(kMaxTokenBytes + 1, 'a')},
-           "127.0.0.1"));
-  EXPECT_FALSE(
-      Read({"X-Original-Method: GET", "X-Original-URI: /",
-            "Authorization: Bearer " + std::string(kMaxTokenBytes + 1, 'a')},
-           "127.0.0.1"));
+  EXPECT_FALSE(Read({"X-Original-Method: GET", "X-Original-URI: evil/_matrix"},
+                    "127.0.0.1"));
+  EXPECT_FALSE(Read({"X-Original-Method: GET", "X-Original-URI: ftp://x/y"},
+                    "127.0.0.1"));
+}
+
+TEST_F(RequestInputsTest, AbsoluteFormTargetsLoseTheirAuthority) {
+  ASSERT_TRUE(Read({"X-Original-Method: GET",
+                    "X-Original-URI: https://matrix.example.org/_matrix/"
+                    "client/v3/sync?since=1"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.target, "/_matrix/client/v3/sync?since=1");
+  EXPECT_EQ(OriginForm("http://h"), "");
+  EXPECT_EQ(OriginForm("HTTP://h/x"), "/x");
+}
+
+// A client's own bytes never make the decision fail: a proxy set to fail
+// open would pass such a request unlimited.
+TEST_F(RequestInputsTest, ClientControlledValuesNeverFail) {
+  ASSERT_TRUE(Read({"X-Original-Method: GET",
+                    "X-Original-URI: /x?access_token=%zz&user_id=%4"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.access_token, "%zz");  // as sent: still hashed, still limited
+  EXPECT_EQ(out_.masquerade_user_id, "%4");
+  const std::string long_token(kMaxTokenBytes + 1, 'a');
+  ASSERT_TRUE(Read({"X-Original-Method: GET",
+                    "X-Original-URI: /x?access_token=" + long_token},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.access_token, long_token);
+  const std::string huge(60000, 'b');
+  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                    "Authorization: Bearer " + huge},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.access_token, huge);
+}
+
+TEST_F(RequestInputsTest, EnvoyPathTarget) {
+  // Envoy checks with the original method, the target after the prefix.
+  text_ =
+      "DELETE /_mxlimit/forward_auth/_matrix/client/v3/devices/D?x=1 "
+      "HTTP/1.1\r\nX-Forwarded-For: 203.0.113.4\r\n\r\n";
+  ASSERT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
+  ASSERT_TRUE(ReadOriginalRequest(head_, Ip("127.0.0.1"), proxies_, out_,
+                                  error_, "/_matrix/client/v3/devices/D?x=1"));
+  EXPECT_EQ(out_.method, "DELETE");
+  EXPECT_EQ(out_.target, "/_matrix/client/v3/devices/D?x=1");
+  EXPECT_EQ(out_.client, Ip("203.0.113.4"));
 }
 
 TEST_F(RequestInputsTest, FederationAuthorizationIsNotAUser) {

@@ -221,10 +221,37 @@ TEST_F(SidecarTest, BadInputsAreA400AndCounted) {
                       "X-Unrelated: 1", {}, nullptr);
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, HasSubstr("X-Original-URI"));
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_THAT(r.Header("X-Mxlimit-Body"),
+              HasSubstr(R"("errcode":"M_UNKNOWN")"));
   r = Ask("/_mxlimit/forward_auth", "X-Nothing: 1", "X-Forwarded-Uri: /", {},
           nullptr);
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(Metrics(), HasSubstr("mxlimitd_bad_requests_total 2"));
+}
+
+TEST_F(SidecarTest, MalformedTokensAreLimitedNotRefused) {
+  // A bad escape in the client's own access_token is no 400 (which a
+  // fail-open proxy would pass unlimited): the raw token is its user.
+  int allowed = 0;
+  for (int i = 0; i < 5; ++i) {
+    allowed += Nginx("PUT", Send(i) + "?access_token=%zz").status == 204;
+  }
+  EXPECT_EQ(allowed, 2);
+}
+
+TEST_F(SidecarTest, EnvoyCarriesTheTargetInThePath) {
+  auto envoy = [&](int txn) {
+    RawConnection c(server_->port());
+    c.Send("PUT /_mxlimit/forward_auth" + Send(txn) +
+           " HTTP/1.1\r\nAuthorization: Bearer erin\r\n\r\n");
+    return c.ReadResponse();
+  };
+  EXPECT_EQ(envoy(1).status, 200);
+  EXPECT_EQ(envoy(2).status, 200);
+  const RawResponse denied = envoy(3);
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_THAT(denied.body, HasSubstr("M_LIMIT_EXCEEDED"));
 }
 
 TEST_F(SidecarTest, HealthMetricsAndUnknownEndpoints) {

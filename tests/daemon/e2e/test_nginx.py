@@ -1,6 +1,7 @@
 """mxlimitd behind Debian's nginx (auth_request), configured with the snippets of docs/deploy-nginx.md."""
 
 import re
+import time
 
 import pytest
 
@@ -36,8 +37,14 @@ class TestNginx(ProxyScenarios):
         login = "/_matrix/client/v3/login"
         statuses = [proxy.request("POST", login, body={"type": "m.login.password"}).status for _ in range(6)]
         assert statuses == [200] * 5 + [429], statuses
-        log = (proxy.workdir / "matrix-access.log").read_text().splitlines()
-        logins = [line for line in log if f'"POST {login} HTTP/1.1"' in line]
+        # nginx logs a request after answering it: wait for the last line.
+        deadline = time.monotonic() + 5
+        while True:
+            log = (proxy.workdir / "matrix-access.log").read_text().splitlines()
+            logins = [line for line in log if f'"POST {login} HTTP/1.1"' in line]
+            if len(logins) >= 6 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         assert len(logins) == 6, log
         assert all(re.search(r'" 200 .* policy=$', line) for line in logins[:5]), logins
         assert re.search(r'" 429 .* policy=login-per-ip$', logins[5]), logins[5]
