@@ -7,8 +7,6 @@
  *
  * Not built under sanitizers, whose runtimes replace malloc themselves. */
 
-#define _GNU_SOURCE
-
 #include "mxlimit/c.h"
 
 #include <stdatomic.h>
@@ -22,11 +20,15 @@
 
 /* --- The replacement allocator: glibc's own, counted. --------------------- */
 
+// glibc's own allocator, under the names it exports for this purpose; the
+// replacements below count, then forward to it.
+// NOLINTBEGIN(bugprone-reserved-identifier)
 extern void* __libc_malloc(size_t size);
 extern void* __libc_calloc(size_t n, size_t size);
 extern void* __libc_realloc(void* p, size_t size);
 extern void* __libc_memalign(size_t align, size_t size);
 extern void __libc_free(void* p);
+// NOLINTEND(bugprone-reserved-identifier)
 
 static atomic_long g_allocations;
 

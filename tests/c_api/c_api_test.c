@@ -5,8 +5,6 @@
  *
  * Usage: c_api_test DATA_DIR (tests/data: bad_config.yaml and its .errors). */
 
-#define _POSIX_C_SOURCE 200809L
-
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>

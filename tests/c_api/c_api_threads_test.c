@@ -5,8 +5,6 @@
  * doubled update), and the policy names in decisions stay readable across
  * reloads. Run under ASan+UBSan by the asan preset too. */
 
-#define _POSIX_C_SOURCE 200809L
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -50,7 +48,7 @@ static atomic_int g_metrics_reads;
 static pthread_barrier_t g_start;
 
 static void* worker(void* arg) {
-  const int id = (int)(intptr_t)arg;
+  const int id = *(const int*)arg;
   char user[64];
   uint8_t client[16] = {0x20, 0x01, 0x0d, 0xb8, 0, (uint8_t)id};
   const char* target = "/_matrix/client/v3/sync?since=s1";
@@ -148,9 +146,10 @@ int main(void) {
 
   pthread_t threads[kWorkers + 2];
   pthread_barrier_init(&g_start, NULL, kWorkers + 2);
+  static int ids[kWorkers];
   for (int i = 0; i < kWorkers; ++i) {
-    EXPECT_INT(pthread_create(&threads[i], NULL, worker, (void*)(intptr_t)i),
-               0);
+    ids[i] = i;
+    EXPECT_INT(pthread_create(&threads[i], NULL, worker, &ids[i]), 0);
   }
   EXPECT_INT(pthread_create(&threads[kWorkers], NULL, reloader, NULL), 0);
   EXPECT_INT(pthread_create(&threads[kWorkers + 1], NULL, metrics_reader, NULL),
