@@ -10,7 +10,7 @@
 // mxlimit_check at most 1.15x ShardedLimiter::Check at both sizes; the ratios
 // are printed at the end, from the medians when run with repetitions:
 //
-//   c_api_bench --benchmark_repetitions=5
+//   c_api_bench --benchmark_repetitions=10
 //       --benchmark_enable_random_interleaving=true
 //
 // The workload, the same in the Rust and Go tests (bindings/): the built-in
