@@ -7,16 +7,20 @@
 //
 // The three numbers below are the only place the version is written: kVersion
 // is spelled from them, and CMake reads them for project(VERSION), so the
-// package version file, `mxlimit --version` and its golden test follow.
+// package version file, `mxlimit --version` and its golden test follow. The
+// C ABI (c.h) includes this header for them, so the macros are plain C; the
+// rest is C++17 and hidden from C and older C++.
 
 #ifndef MXLIMIT_VERSION_H_
 #define MXLIMIT_VERSION_H_
 
-#include <string_view>
-
 #define MXLIMIT_VERSION_MAJOR 0
 #define MXLIMIT_VERSION_MINOR 1
 #define MXLIMIT_VERSION_PATCH 0
+
+#if defined(__cplusplus) && __cplusplus >= 201703L
+
+#include <string_view>
 
 // Spell the numbers above "MAJOR.MINOR.PATCH": JOIN_ expands them, SPELL_
 // stringizes the result (both undefined below).
@@ -37,5 +41,7 @@ std::string_view LinkedVersion();
 
 #undef MXLIMIT_VERSION_JOIN_
 #undef MXLIMIT_VERSION_SPELL_
+
+#endif  // C++17
 
 #endif  // MXLIMIT_VERSION_H_

@@ -417,6 +417,19 @@ TEST(LimiterTest, BuiltinsGiveEveryRequestABucket) {
   EXPECT_EQ(d.route_key, kFallbackRouteKey);
 }
 
+// A default Request: method and target are views with no data (nullptr),
+// which the C ABI also passes for empty strings. The canonical path walk must
+// not hand that pointer to memchr (UBSan under the asan preset catches it).
+TEST(LimiterTest, EmptyTargetWithoutDataIsTheFallback) {
+  auto limiter = MakeLimiter(LimiterConfig{});
+  Request req;
+  ASSERT_EQ(req.target.data(), nullptr);
+  req.client = *ParseIpAddress("192.0.2.1");
+  Decision d = limiter->Check(req, At(0));
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.route_key, kFallbackRouteKey);
+}
+
 // A table smaller than a request's bucket count: the denied request must not
 // admit its other (fresh, uncharged) buckets, or the admission would evict
 // the bucket that denied it and the client could retry before its time.

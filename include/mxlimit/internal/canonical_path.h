@@ -162,7 +162,9 @@ class CanonicalCursor {
   void FindEscape() {
     const size_t left = static_cast<size_t>(end_ - p_);
     const size_t window = left < 256 ? left : 256;
-    const void* pct = std::memchr(p_, '%', window);
+    // An empty target may be a view with no data at all (nullptr), which
+    // memchr must not see even for zero bytes.
+    const void* pct = window != 0 ? std::memchr(p_, '%', window) : nullptr;
     escape_ = pct != nullptr ? static_cast<const char*>(pct) : p_ + window;
   }
 

@@ -1,0 +1,3 @@
+module mxlimit
+
+go 1.19

@@ -1,0 +1,406 @@
+// Package mxlimit is the Go binding of mxlimit, a rate limiter for Matrix
+// homeservers, over its stable C ABI (libmxlimit_c.so.0, found with
+// pkg-config as mxlimit-c; include/mxlimit/c.h and docs/c-api.md).
+//
+// A Limiter is built from the YAML policy file (docs/config.md) and may be
+// used from any number of goroutines at once; Check answers one request with
+// a Decision. A denial is a Decision, not an error.
+//
+// Arguments cross into C as flat (pointer, length) pairs for the duration of
+// the call only: cgo forbids handing C a Go struct that holds Go pointers, and
+// the C side never keeps them. Errors come back with their message as a
+// value, never through a per-thread "last error", which a goroutine moving
+// between OS threads would lose.
+package mxlimit
+
+// #cgo pkg-config: mxlimit-c
+// #include <stdlib.h>
+// #include "mxlimit/c.h"
+import "C"
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Status codes (c.h's mxlimit_status: absl's canonical numbers).
+const (
+	StatusOK           = int(C.MXLIMIT_OK)
+	StatusInvalid      = int(C.MXLIMIT_EINVAL)
+	StatusNotFound     = int(C.MXLIMIT_ENOTFOUND)
+	StatusPermission   = int(C.MXLIMIT_EPERM)
+	StatusNoMemory     = int(C.MXLIMIT_ENOMEM)
+	StatusPrecondition = int(C.MXLIMIT_EPRECONDITION)
+	StatusInternal     = int(C.MXLIMIT_EINTERNAL)
+)
+
+// Error is a failed call: the status code and the library's message; for a
+// policy file with errors, every error, one per line, as FILE:LINE:COL: ....
+type Error struct {
+	Code    int
+	Message string
+}
+
+// CodeName is the code's name, e.g. "MXLIMIT_EINVAL".
+func (e *Error) CodeName() string {
+	return C.GoString(C.mxlimit_status_name(C.int(e.Code)))
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.CodeName()
+	}
+	return e.CodeName() + ": " + e.Message
+}
+
+// result turns a status and an optional malloc'd message into an error,
+// freeing the message.
+func result(rc C.int, errmsg *C.char) error {
+	var message string
+	if errmsg != nil {
+		message = C.GoString(errmsg)
+		C.mxlimit_free(unsafe.Pointer(errmsg))
+	}
+	if rc == C.MXLIMIT_OK {
+		return nil
+	}
+	return &Error{Code: int(rc), Message: message}
+}
+
+// cstr points C at a Go string's bytes without copying them (Go 1.19 has no
+// unsafe.StringData): the first word of a string header is its data pointer.
+// C reads them during the call only. An empty string may give nil, which the
+// C ABI accepts with length 0.
+func cstr(s string) (*C.char, C.size_t) {
+	if len(s) == 0 {
+		return nil, 0
+	}
+	return (*C.char)(*(*unsafe.Pointer)(unsafe.Pointer(&s))), C.size_t(len(s))
+}
+
+// Options beyond the policy file.
+type Options struct {
+	// Engines the tables are spread over, each behind its own lock: a power
+	// of two from 1 to 256, or 0 for the core count rounded up.
+	Shards uint32
+}
+
+func (o *Options) raw() C.mxlimit_options {
+	raw := C.mxlimit_options{struct_size: C.uint32_t(C.sizeof_mxlimit_options)}
+	if o != nil {
+		raw.shards = C.uint32_t(o.Shards)
+	}
+	return raw
+}
+
+// Limiter is a thread-safe limiter handle. Close it when done (a finalizer
+// closes a forgotten one); no call may run during or after Close.
+type Limiter struct {
+	c *C.mxlimit_limiter
+	// Go copies of the policy names and route keys decisions point at, by
+	// their C address: the library keeps each string at one address for the
+	// handle's life, so a decision costs no copy once a name has been seen.
+	names sync.Map
+}
+
+func newLimiter(c *C.mxlimit_limiter) *Limiter {
+	l := &Limiter{c: c}
+	runtime.SetFinalizer(l, (*Limiter).Close)
+	return l
+}
+
+// NewFromFile loads the YAML policy file at path (an empty file: the
+// built-in policies and default tables). opts may be nil.
+func NewFromFile(path string, opts *Options) (*Limiter, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	raw := opts.raw()
+	var out *C.mxlimit_limiter
+	var errmsg *C.char
+	rc := C.mxlimit_limiter_new_from_file(cpath, &raw, &out, &errmsg)
+	if err := result(rc, errmsg); err != nil {
+		return nil, err
+	}
+	return newLimiter(out), nil
+}
+
+// NewFromYAML builds a limiter from policy file text; fileName names it in
+// error messages. opts may be nil.
+func NewFromYAML(text, fileName string, opts *Options) (*Limiter, error) {
+	cname := C.CString(fileName)
+	defer C.free(unsafe.Pointer(cname))
+	ctext, n := cstr(text)
+	raw := opts.raw()
+	var out *C.mxlimit_limiter
+	var errmsg *C.char
+	rc := C.mxlimit_limiter_new_from_yaml(ctext, n, cname, &raw, &out, &errmsg)
+	runtime.KeepAlive(text)
+	if err := result(rc, errmsg); err != nil {
+		return nil, err
+	}
+	return newLimiter(out), nil
+}
+
+// ReloadFile reloads the policies from path; on any error the old ones stay
+// in force. Safe while other goroutines check.
+func (l *Limiter) ReloadFile(path string) error {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var errmsg *C.char
+	rc := C.mxlimit_limiter_reload_file(l.c, cpath, &errmsg)
+	runtime.KeepAlive(l)
+	return result(rc, errmsg)
+}
+
+// ReloadYAML reloads the policies from text; on any error the old ones stay.
+func (l *Limiter) ReloadYAML(text, fileName string) error {
+	cname := C.CString(fileName)
+	defer C.free(unsafe.Pointer(cname))
+	ctext, n := cstr(text)
+	var errmsg *C.char
+	rc := C.mxlimit_limiter_reload_yaml(l.c, ctext, n, cname, &errmsg)
+	runtime.KeepAlive(text)
+	runtime.KeepAlive(l)
+	return result(rc, errmsg)
+}
+
+// Close frees the handle. Calling it twice is harmless.
+func (l *Limiter) Close() {
+	if l.c != nil {
+		C.mxlimit_limiter_free(l.c)
+		l.c = nil
+		runtime.SetFinalizer(l, nil)
+	}
+}
+
+// Request is one HTTP request as the limiter sees it.
+type Request struct {
+	Method string // e.g. "PUT"
+	// The raw request target as received: path and query, still
+	// percent-encoded.
+	Target string
+	// The client address: the socket peer, or a trusted X-Forwarded-For hop.
+	Client netip.Addr
+	// The authenticated Matrix user ID; "" when anonymous.
+	UserID string
+	// How many requests this one counts as; 0 means 1. Check and Peek refuse
+	// a negative cost; in Charge it refunds.
+	Cost int64
+	// Trusted (an application service, an admin): neither checked nor
+	// charged.
+	Exempt bool
+	// Now on a monotonic clock in nanoseconds (MonotonicNow); 0 reads it.
+	Now int64
+}
+
+// Scope is the table of the policy that denied.
+type Scope uint8
+
+const (
+	ScopeNone Scope = Scope(C.MXLIMIT_SCOPE_NONE)
+	ScopeIP   Scope = Scope(C.MXLIMIT_SCOPE_IP)
+	ScopeUser Scope = Scope(C.MXLIMIT_SCOPE_USER)
+)
+
+func (s Scope) String() string {
+	switch s {
+	case ScopeIP:
+		return "ip"
+	case ScopeUser:
+		return "user"
+	}
+	return "none"
+}
+
+// Decision is what the limiter says about one request.
+type Decision struct {
+	Allowed bool
+	// Denied, and no wait helps: send no Retry-After.
+	Never bool
+	// Exempt: nothing was checked.
+	Exempt bool
+	// A shadow-mode policy would have denied (Allowed is unaffected).
+	ShadowDenied bool
+	LimitedBy    Scope
+	// The exact wait until the same request would pass.
+	RetryAfter time.Duration
+	// Requests of cost 1 left; math.MaxInt64 when no limited policy applied.
+	Remaining int64
+	// The policy that denied ("" when allowed), the normalized route, and
+	// the first shadow policy that would have denied ("" if none).
+	Policy       string
+	RouteKey     string
+	ShadowPolicy string
+}
+
+func (l *Limiter) str(p *C.char, n C.size_t) string {
+	if n == 0 {
+		return ""
+	}
+	// A pointer key: boxing it into the map's interface allocates nothing.
+	// (It points at C memory, which Go's collector ignores.)
+	key := unsafe.Pointer(p)
+	if s, ok := l.names.Load(key); ok {
+		return s.(string)
+	}
+	s := C.GoStringN(p, C.int(n))
+	l.names.Store(key, s)
+	return s
+}
+
+func (l *Limiter) decision(d *C.mxlimit_decision) Decision {
+	return Decision{
+		Allowed:      d.allowed != 0,
+		Never:        d.never != 0,
+		Exempt:       d.exempt != 0,
+		ShadowDenied: d.shadow_denied != 0,
+		LimitedBy:    Scope(d.limited_by),
+		RetryAfter:   time.Duration(d.retry_after_ns),
+		Remaining:    int64(d.remaining),
+		Policy:       l.str(d.policy, d.policy_len),
+		RouteKey:     l.str(d.route_key, d.route_key_len),
+		ShadowPolicy: l.str(d.shadow_policy, d.shadow_policy_len),
+	}
+}
+
+// call is one check, peek or charge with r's fields as flat arguments.
+type call int
+
+const (
+	callCheck call = iota
+	callPeek
+	callCharge
+)
+
+func (l *Limiter) do(kind call, r *Request) (Decision, error) {
+	if !r.Client.IsValid() {
+		return Decision{}, &Error{Code: StatusInvalid, Message: "Request.Client is not set"}
+	}
+	client := r.Client.As16() // IPv4 comes v4-mapped, as the C ABI wants
+	method, methodLen := cstr(r.Method)
+	target, targetLen := cstr(r.Target)
+	user, userLen := cstr(r.UserID)
+	cost := r.Cost
+	if cost == 0 {
+		cost = 1
+	}
+	var flags C.uint32_t
+	if r.Exempt {
+		flags = C.MXLIMIT_EXEMPT
+	}
+	now := r.Now
+	if now == 0 {
+		now = MonotonicNow()
+	}
+	var d C.mxlimit_decision
+	d.struct_size = C.uint32_t(C.sizeof_mxlimit_decision)
+	var rc C.int
+	switch kind {
+	case callCheck:
+		rc = C.mxlimit_check(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
+			C.int64_t(now), &d)
+	case callPeek:
+		rc = C.mxlimit_peek(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
+			C.int64_t(now), &d)
+	default:
+		rc = C.mxlimit_charge(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
+			C.int64_t(now))
+	}
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(l)
+	if err := result(rc, nil); err != nil {
+		return Decision{}, err
+	}
+	if kind == callCharge {
+		return Decision{}, nil
+	}
+	return l.decision(&d), nil
+}
+
+// Check decides whether r may proceed and charges it if so.
+func (l *Limiter) Check(r *Request) (Decision, error) { return l.do(callCheck, r) }
+
+// Peek says what Check would, without charging or counting anything.
+func (l *Limiter) Peek(r *Request) (Decision, error) { return l.do(callPeek, r) }
+
+// Charge charges r.Cost without checking (a negative cost refunds).
+func (l *Limiter) Charge(r *Request) error {
+	_, err := l.do(callCharge, r)
+	return err
+}
+
+// MetricsPrometheus returns the counters in the Prometheus text format.
+func (l *Limiter) MetricsPrometheus() (string, error) {
+	var text *C.char
+	var n C.size_t
+	rc := C.mxlimit_metrics_prometheus(l.c, &text, &n)
+	runtime.KeepAlive(l)
+	if err := result(rc, nil); err != nil {
+		return "", err
+	}
+	defer C.mxlimit_free(unsafe.Pointer(text))
+	return C.GoStringN(text, C.int(n)), nil
+}
+
+// raw is the part of a decision the formatting functions read.
+func (d *Decision) raw() C.mxlimit_decision {
+	var raw C.mxlimit_decision
+	raw.struct_size = C.uint32_t(C.sizeof_mxlimit_decision)
+	if d.Never {
+		raw.never = 1
+	}
+	raw.retry_after_ns = C.int64_t(d.RetryAfter)
+	return raw
+}
+
+// RetryAfterHeader is the Retry-After value (whole seconds, rounded up), or
+// "" when no header should be sent (Never).
+func (d *Decision) RetryAfterHeader() string {
+	raw := d.raw()
+	var buf [C.MXLIMIT_RETRY_AFTER_MAX]C.char
+	var n C.size_t
+	if C.mxlimit_format_retry_after(&raw, &buf[0], C.size_t(len(buf)), &n) != C.MXLIMIT_OK {
+		return ""
+	}
+	return C.GoStringN(&buf[0], C.int(n))
+}
+
+// Body is the JSON body of the 429 M_LIMIT_EXCEEDED answer.
+func (d *Decision) Body() string {
+	raw := d.raw()
+	var buf [C.MXLIMIT_BODY_MAX]C.char
+	var n C.size_t
+	if rc := C.mxlimit_format_body(&raw, &buf[0], C.size_t(len(buf)), &n); rc != C.MXLIMIT_OK {
+		panic(fmt.Sprintf("mxlimit_format_body: %d", int(rc))) // the size always suffices
+	}
+	return C.GoStringN(&buf[0], C.int(n))
+}
+
+// MonotonicNow is now in nanoseconds of the steady clock (CLOCK_MONOTONIC).
+func MonotonicNow() int64 { return int64(C.mxlimit_monotonic_now_ns()) }
+
+// ParseIP parses an address as mxlimit does (IPv4, every IPv6 form, "[v6]",
+// a "%zone" suffix dropped). IPv4 comes back unmapped.
+func ParseIP(text string) (netip.Addr, error) {
+	ctext, n := cstr(text)
+	var out [16]byte
+	rc := C.mxlimit_parse_ip(ctext, n, (*C.uint8_t)(&out[0]))
+	runtime.KeepAlive(text)
+	if err := result(rc, nil); err != nil {
+		return netip.Addr{}, err
+	}
+	return netip.AddrFrom16(out).Unmap(), nil
+}
+
+// Version is the linked library's version.
+func Version() (major, minor, patch int) {
+	v := uint32(C.mxlimit_version())
+	return int(v >> 16), int(v >> 8 & 0xFF), int(v & 0xFF)
+}

@@ -1,0 +1,35 @@
+// What the C ABI's opaque handle holds, and the struct-size rules shared by
+// the files of src/c/.
+
+#ifndef MXLIMIT_SRC_C_HANDLE_H_
+#define MXLIMIT_SRC_C_HANDLE_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "mxlimit/c.h"
+#include "mxlimit/sharded_limiter.h"
+
+// Declared, incomplete, in c.h; C callers only ever hold a pointer.
+struct mxlimit_limiter {
+  // The ShardedLimiter does the locking, so one handle serves every thread;
+  // it also keeps every policy name it has loaded, which is what lets
+  // decisions point at names for the handle's whole life.
+  std::unique_ptr<mxlimit::ShardedLimiter> limiter;
+};
+
+namespace mxlimit::c_api {
+
+// The sizes of the structs of version 0.1, the first: a caller's
+// `struct_size` may never be smaller. Fixed forever; a later version that
+// appends fields grows sizeof() but not these.
+inline constexpr size_t kFirstOptionsSize = 8;
+inline constexpr size_t kFirstDecisionSize =
+    offsetof(mxlimit_decision, shadow_policy_len) + sizeof(size_t);
+
+static_assert(sizeof(mxlimit_options) == kFirstOptionsSize);
+static_assert(sizeof(mxlimit_decision) == kFirstDecisionSize);
+
+}  // namespace mxlimit::c_api
+
+#endif  // MXLIMIT_SRC_C_HANDLE_H_

@@ -1,0 +1,186 @@
+// The per-request calls: check, peek, charge, and the two helpers a caller
+// needs to make their arguments (an address, a time). The hot path: nothing
+// here allocates, and the work beyond ShardedLimiter's is a few compares and
+// one copy of the decision.
+
+#include "mxlimit/request.h"
+
+#include <cstring>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "mxlimit/c.h"
+#include "mxlimit/decision.h"
+#include "mxlimit/ip.h"
+#include "mxlimit/sharded_limiter.h"
+#include "mxlimit/time.h"
+#include "src/c/handle.h"
+#include "src/c/status.h"
+
+namespace mxlimit::c_api {
+namespace {
+
+constexpr uint32_t kKnownFlags = MXLIMIT_EXEMPT;
+
+// A (pointer, length) string: NULL only with length 0.
+bool ReadString(const char* data, size_t len, std::string_view& out) {
+  if (data == nullptr) {
+    out = std::string_view();
+    return len == 0;
+  }
+  out = std::string_view(data, len);
+  return true;
+}
+
+// The flat arguments as a Request; false for any that is not allowed.
+bool ReadRequest(const char* method, size_t method_len, const char* target,
+                 size_t target_len, const uint8_t* client, const char* user_id,
+                 size_t user_id_len, int64_t cost, uint32_t flags,
+                 Request& request) {
+  if (client == nullptr || (flags & ~kKnownFlags) != 0) return false;
+  if (!ReadString(method, method_len, request.method) ||
+      !ReadString(target, target_len, request.target) ||
+      !ReadString(user_id, user_id_len, request.user_id)) {
+    return false;
+  }
+  std::memcpy(request.client.bytes.data(), client, request.client.bytes.size());
+  request.exempt = (flags & MXLIMIT_EXEMPT) != 0;
+  request.cost = cost;
+  return true;
+}
+
+// Never NULL, even when empty, so a caller may hand the pointer to anything
+// that takes (pointer, length) without a special case (Rust's slices may not
+// be built from NULL).
+const char* NonNull(std::string_view s) {
+  return s.data() != nullptr ? s.data() : "";
+}
+
+// A decision struct the caller owns, at least as large as the first version.
+bool DecisionOk(const mxlimit_decision* out) {
+  return out != nullptr && out->struct_size >= kFirstDecisionSize;
+}
+
+// Copies `d` into the caller's struct, as much of it as the caller's
+// `struct_size` holds; bytes beyond what this version knows are zeroed, so a
+// caller built against a later header reads its new fields as zero.
+void WriteDecision(const Decision& d, mxlimit_decision* out) {
+  mxlimit_decision c = MXLIMIT_DECISION_INIT;
+  c.allowed = d.allowed ? 1 : 0;
+  c.never = d.never ? 1 : 0;
+  c.exempt = d.exempt ? 1 : 0;
+  c.shadow_denied = d.shadow_denied ? 1 : 0;
+  c.limited_by = static_cast<uint8_t>(d.limited_by);
+  c.retry_after_ns = d.retry_after.count();
+  c.remaining = d.remaining;
+  c.policy = NonNull(d.policy);
+  c.policy_len = d.policy.size();
+  c.route_key = NonNull(d.route_key);
+  c.route_key_len = d.route_key.size();
+  c.shadow_policy = NonNull(d.shadow_policy);
+  c.shadow_policy_len = d.shadow_policy.size();
+  const uint32_t size = out->struct_size;
+  if (size == sizeof(mxlimit_decision)) {
+    *out = c;
+    return;
+  }
+  if (size < sizeof(mxlimit_decision)) {
+    std::memcpy(static_cast<void*>(out), &c, size);
+  } else {
+    std::memcpy(static_cast<void*>(out), &c, sizeof(c));
+    std::memset(reinterpret_cast<char*>(out) + sizeof(c), 0, size - sizeof(c));
+  }
+  out->struct_size = size;
+}
+
+static_assert(static_cast<uint8_t>(LimitScope::kNone) == MXLIMIT_SCOPE_NONE);
+static_assert(static_cast<uint8_t>(LimitScope::kIp) == MXLIMIT_SCOPE_IP);
+static_assert(static_cast<uint8_t>(LimitScope::kUser) == MXLIMIT_SCOPE_USER);
+static_assert(kUnlimitedRemaining == MXLIMIT_UNLIMITED_REMAINING);
+
+}  // namespace
+}  // namespace mxlimit::c_api
+
+using mxlimit::c_api::Guarded;
+
+extern "C" {
+
+int mxlimit_check(mxlimit_limiter* limiter, const char* method,
+                  size_t method_len, const char* target, size_t target_len,
+                  const uint8_t client[16], const char* user_id,
+                  size_t user_id_len, int64_t cost, uint32_t flags,
+                  int64_t now_ns, mxlimit_decision* out) noexcept {
+  mxlimit::Request request;
+  if (limiter == nullptr || cost < 0 || !mxlimit::c_api::DecisionOk(out) ||
+      !mxlimit::c_api::ReadRequest(method, method_len, target, target_len,
+                                   client, user_id, user_id_len, cost, flags,
+                                   request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    mxlimit::c_api::WriteDecision(
+        limiter->limiter->Check(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns)),
+        out);
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int mxlimit_peek(const mxlimit_limiter* limiter, const char* method,
+                 size_t method_len, const char* target, size_t target_len,
+                 const uint8_t client[16], const char* user_id,
+                 size_t user_id_len, int64_t cost, uint32_t flags,
+                 int64_t now_ns, mxlimit_decision* out) noexcept {
+  mxlimit::Request request;
+  if (limiter == nullptr || cost < 0 || !mxlimit::c_api::DecisionOk(out) ||
+      !mxlimit::c_api::ReadRequest(method, method_len, target, target_len,
+                                   client, user_id, user_id_len, cost, flags,
+                                   request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    mxlimit::c_api::WriteDecision(
+        limiter->limiter->Peek(request,
+                               mxlimit::MonotonicTime::FromNanoseconds(now_ns)),
+        out);
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int mxlimit_charge(mxlimit_limiter* limiter, const char* method,
+                   size_t method_len, const char* target, size_t target_len,
+                   const uint8_t client[16], const char* user_id,
+                   size_t user_id_len, int64_t cost, uint32_t flags,
+                   int64_t now_ns) noexcept {
+  mxlimit::Request request;
+  if (limiter == nullptr || !mxlimit::c_api::ReadRequest(
+                                method, method_len, target, target_len, client,
+                                user_id, user_id_len, cost, flags, request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    limiter->limiter->Charge(request,
+                             mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int mxlimit_parse_ip(const char* text, size_t len, uint8_t out[16]) noexcept {
+  std::string_view view;
+  if (out == nullptr || !mxlimit::c_api::ReadString(text, len, view)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    // Allocates only to build the error, which we drop.
+    absl::StatusOr<mxlimit::IpAddress> ip = mxlimit::ParseIpAddress(view);
+    if (!ip.ok()) return static_cast<int>(MXLIMIT_EINVAL);
+    std::memcpy(out, ip->bytes.data(), ip->bytes.size());
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int64_t mxlimit_monotonic_now_ns(void) noexcept {
+  return mxlimit::MonotonicTime::FromSteadyClock().nanoseconds();
+}
+
+}  // extern "C"
