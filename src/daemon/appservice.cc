@@ -2,22 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace mxlimit::daemon {
-
-AppserviceRegistry::Key AppserviceRegistry::KeyOf(
-    const internal::SipKey& secret, std::string_view token) {
-  const internal::SipDigest d = internal::SipHash128(secret, token);
-  Key k;
-  std::memcpy(&k.hi, d.data(), 8);
-  std::memcpy(&k.lo, d.data() + 8, 8);
-  return k;
-}
 
 absl::StatusOr<AppserviceRegistry> AppserviceRegistry::Load(
     const std::vector<std::string>& files, const internal::SipKey& secret) {
@@ -63,7 +53,7 @@ absl::StatusOr<AppserviceRegistry> AppserviceRegistry::Load(
       return absl::InvalidArgumentError(absl::StrCat(
           file, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
     }
-    const Key key = KeyOf(secret, token);
+    const TokenDigest key = DigestOf(secret, token);
     if (registry.by_token_.contains(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
           file, ": `as_token` is already used by another registration"));
@@ -76,7 +66,7 @@ absl::StatusOr<AppserviceRegistry> AppserviceRegistry::Load(
 
 const Appservice* AppserviceRegistry::Find(std::string_view token) const {
   if (services_.empty() || token.empty()) return nullptr;
-  const auto it = by_token_.find(KeyOf(secret_, token));
+  const auto it = by_token_.find(DigestOf(secret_, token));
   return it == by_token_.end() ? nullptr : &services_[it->second];
 }
 

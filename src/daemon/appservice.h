@@ -24,6 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "src/daemon/token_digest.h"
 #include "src/engine/siphash.h"
 
 namespace mxlimit::daemon {
@@ -52,19 +53,8 @@ class AppserviceRegistry {
   size_t size() const { return services_.size(); }
 
  private:
-  struct Key {
-    uint64_t hi = 0;
-    uint64_t lo = 0;
-    friend bool operator==(const Key&, const Key&) = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.hi, k.lo);
-    }
-  };
-  static Key KeyOf(const internal::SipKey& secret, std::string_view token);
-
   internal::SipKey secret_;
-  absl::flat_hash_map<Key, size_t> by_token_;
+  absl::flat_hash_map<TokenDigest, size_t> by_token_;
   std::vector<Appservice> services_;
 };
 

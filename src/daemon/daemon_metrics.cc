@@ -122,22 +122,44 @@ void DaemonMetrics::AppendPrometheus(const ServerCounters& server,
       .append("\n");
   Sample(out, "mxlimitd_decision_duration_seconds_count", "", cumulative);
 
-  Family(out, "mxlimitd_open_connections", "gauge",
-         "Client connections open now.");
-  Sample(out, "mxlimitd_open_connections", "", server.open);
-  Family(out, "mxlimitd_connections_accepted_total", "counter",
-         "Connections accepted.");
-  Sample(out, "mxlimitd_connections_accepted_total", "", server.accepted);
-  Family(out, "mxlimitd_connections_refused_total", "counter",
-         "Connections answered 503 because --max-connections were open.");
-  Sample(out, "mxlimitd_connections_refused_total", "",
-         server.refused_over_limit);
-  Family(out, "mxlimitd_request_timeouts_total", "counter",
-         "Request heads not received, or responses not read, in time.");
-  Sample(out, "mxlimitd_request_timeouts_total", "", server.timed_out);
-  Family(out, "mxlimitd_malformed_requests_total", "counter",
-         "Requests refused by the HTTP layer (400, 413, 414, 431, 501, 505).");
-  Sample(out, "mxlimitd_malformed_requests_total", "", server.malformed);
+  // Families of one unlabelled sample each.
+  struct Single {
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    uint64_t value;
+  };
+  const WhoamiCache::Counters c =
+      whoami != nullptr ? whoami->counters() : WhoamiCache::Counters{};
+  const Single singles[] = {
+      {"mxlimitd_open_connections", "gauge", "Client connections open now.",
+       server.open},
+      {"mxlimitd_connections_accepted_total", "counter",
+       "Connections accepted.", server.accepted},
+      {"mxlimitd_connections_refused_total", "counter",
+       "Connections answered 503 because --max-connections were open.",
+       server.refused_over_limit},
+      {"mxlimitd_request_timeouts_total", "counter",
+       "Request heads not received, or responses not read, in time.",
+       server.timed_out},
+      {"mxlimitd_malformed_requests_total", "counter",
+       "Requests refused by the HTTP layer (400, 413, 414, 431, 501, 505).",
+       server.malformed},
+      {"mxlimitd_token_cache_hits_total", "counter",
+       "Access tokens found in the whoami cache.", c.hits},
+      {"mxlimitd_token_cache_misses_total", "counter",
+       "Access tokens not in the whoami cache (the token hash was used).",
+       c.misses},
+      {"mxlimitd_token_cache_entries", "gauge", "Entries in the whoami cache.",
+       c.entries},
+      {"mxlimitd_whoami_queue_full_total", "counter",
+       "Unknown tokens not queued for whoami: the queue was full.",
+       c.queue_full},
+  };
+  for (const Single& s : singles) {
+    Family(out, s.name, s.type, s.help);
+    Sample(out, s.name, "", s.value);
+  }
 
   Family(out, "mxlimitd_reloads_total", "counter",
          "Configuration reloads (SIGHUP), by result.");
@@ -146,17 +168,6 @@ void DaemonMetrics::AppendPrometheus(const ServerCounters& server,
   Sample(out, "mxlimitd_reloads_total", "result=\"error\"",
          reloads_failed_.load(std::memory_order_relaxed));
 
-  const WhoamiCache::Counters c =
-      whoami != nullptr ? whoami->counters() : WhoamiCache::Counters{};
-  Family(out, "mxlimitd_token_cache_hits_total", "counter",
-         "Access tokens found in the whoami cache.");
-  Sample(out, "mxlimitd_token_cache_hits_total", "", c.hits);
-  Family(out, "mxlimitd_token_cache_misses_total", "counter",
-         "Access tokens not in the whoami cache (the token hash was used).");
-  Sample(out, "mxlimitd_token_cache_misses_total", "", c.misses);
-  Family(out, "mxlimitd_token_cache_entries", "gauge",
-         "Entries in the whoami cache.");
-  Sample(out, "mxlimitd_token_cache_entries", "", c.entries);
   Family(out, "mxlimitd_whoami_lookups_total", "counter",
          "whoami requests to the homeserver, by result.");
   Sample(out, "mxlimitd_whoami_lookups_total", "result=\"resolved\"",
@@ -164,9 +175,6 @@ void DaemonMetrics::AppendPrometheus(const ServerCounters& server,
   Sample(out, "mxlimitd_whoami_lookups_total", "result=\"refused\"",
          c.rejected);
   Sample(out, "mxlimitd_whoami_lookups_total", "result=\"failed\"", c.failures);
-  Family(out, "mxlimitd_whoami_queue_full_total", "counter",
-         "Unknown tokens not queued for whoami: the queue was full.");
-  Sample(out, "mxlimitd_whoami_queue_full_total", "", c.queue_full);
 }
 
 }  // namespace mxlimit::daemon

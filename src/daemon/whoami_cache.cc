@@ -70,14 +70,6 @@ void WhoamiCache::Start() {
   }
 }
 
-WhoamiCache::Key WhoamiCache::KeyOf(std::string_view token) const {
-  const internal::SipDigest d = internal::SipHash128(secret_, token);
-  Key k;
-  std::memcpy(&k.hi, d.data(), 8);
-  std::memcpy(&k.lo, d.data() + 8, 8);
-  return k;
-}
-
 void WhoamiCache::Unlink(uint32_t i) {
   Entry& e = slots_[i];
   (e.prev == kNone ? head_ : slots_[e.prev].next) = e.next;
@@ -95,7 +87,7 @@ void WhoamiCache::PushFront(uint32_t i) {
 
 size_t WhoamiCache::Lookup(std::string_view token, MonotonicTime now,
                            char (&out)[kMaxUserIdBytes]) {
-  const Key key = KeyOf(token);
+  const Key key = DigestOf(secret_, token);
   const int64_t now_ns = now.nanoseconds();
   bool queued = false;
   {

@@ -49,6 +49,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "mxlimit/time.h"
 #include "src/daemon/request_inputs.h"
+#include "src/daemon/token_digest.h"
 #include "src/engine/siphash.h"
 
 namespace mxlimit::daemon {
@@ -102,15 +103,7 @@ class WhoamiCache {
     std::string user_id;  // empty and not failed: the token was refused
   };
 
-  struct Key {
-    uint64_t hi = 0;
-    uint64_t lo = 0;
-    friend bool operator==(const Key&, const Key&) = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.hi, k.lo);
-    }
-  };
+  using Key = TokenDigest;
   struct Entry {
     Key key;
     int64_t expires_ns = 0;
@@ -124,7 +117,6 @@ class WhoamiCache {
     std::string token;
   };
 
-  Key KeyOf(std::string_view token) const;
   void Run();
   void Store(const Key& key, const Answer& answer, int64_t now_ns);
   void Unlink(uint32_t i);
