@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "mxlimit/options.h"
@@ -68,11 +69,42 @@ inline constexpr size_t kMaxConfigErrorsReported = 100;
 absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
                                           std::string_view file_name);
 
+// What a file is checked against besides its own contents.
+struct ConfigCheckOptions {
+  // The shard count the config will run with, for the warning about a table
+  // capacity below it (which a ShardedLimiter refuses). 0: the count
+  // `ShardedLimiter::DefaultShardCount()` gives on this machine, which is
+  // what mxlimitd uses.
+  size_t shards = 0;
+};
+
+// A valid config and what the loader found questionable in it.
+struct CheckedConfig {
+  LimiterConfig config;
+  // Each "FILE_NAME:LINE:COL: warning: message", sorted by position, at most
+  // `kMaxConfigErrorsReported` of them (then a count of the rest). A warning
+  // never rejects a file: a pattern not in canonical form, a `{placeholder}`
+  // no route uses, a trailing '/' no route has, a policy that can never
+  // apply (same match, methods, scope and layer as an earlier one), an
+  // `exempt.ips` entry covering loopback or private addresses, a table
+  // capacity below the shard count. docs/config.md, "Warnings", has them all.
+  std::vector<std::string> warnings;
+};
+
+// `ParseConfig`, plus the warnings about a valid file.
+absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
+    std::string_view yaml_text, std::string_view file_name,
+    const ConfigCheckOptions& options = {});
+
 // Reads `path` (at most `kMaxConfigBytes`) and parses it with `path` as the
 // file name in messages. Errors reading the file come as "PATH: message" with
 // the errno-derived code (`NotFound`, `PermissionDenied`, ...); a file that is
 // too large is `InvalidArgument`.
 absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path);
+
+// `LoadConfigFile`, plus the warnings about a valid file.
+absl::StatusOr<CheckedConfig> LoadConfigFileWithWarnings(
+    const std::string& path, const ConfigCheckOptions& options = {});
 
 }  // namespace mxlimit
 

@@ -182,6 +182,23 @@ struct PolicyError {
 std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 
 // -----------------------------------------------------------------------------
+// Reloads
+// -----------------------------------------------------------------------------
+//
+// A reload keeps a policy's buckets (its clients' budgets carry over) when a
+// policy of the same name is in both configs and none of what shapes its
+// buckets changed: scope, rate, share_threshold, layer and client_prefix.
+// Matching patterns, methods and shadow mode may change freely.
+
+// What a reload that replaces `before` by `after` (the same name) changes
+// that resets the policy's buckets, e.g. "rate 10/minute burst 3 -> 5/minute
+// burst 3"; "" when they are kept.
+std::string BucketResetReason(const Policy& before, const Policy& after);
+
+// BucketResetReason(before, after).empty(), without building a message.
+bool KeepsBuckets(const Policy& before, const Policy& after);
+
+// -----------------------------------------------------------------------------
 // Built-in defaults
 // -----------------------------------------------------------------------------
 

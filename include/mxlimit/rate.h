@@ -120,7 +120,9 @@ class Rate {
 
   // Builds a rate of `requests_per_unit` per `unit` with the given burst
   // (default: `requests_per_unit`). `requests_per_unit == 0` gives
-  // `Blocked()`. Errors name the field, the value and what was expected.
+  // `Blocked()`, which takes no burst (as an unlimited policy takes none: a
+  // burst there would mean nothing). Errors name the field, the value and
+  // what was expected.
   static absl::StatusOr<Rate> Create(int64_t requests_per_unit, TimeUnit unit,
                                      std::optional<int64_t> burst = {}) {
     if (requests_per_unit < 0 || requests_per_unit > kMaxRequestsPerUnit) {
@@ -133,7 +135,15 @@ class Rate {
           absl::StrCat("burst: got ", *burst,
                        ", expected an integer from 1 to ", kMaxBurst));
     }
-    if (requests_per_unit == 0) return Blocked();
+    if (requests_per_unit == 0) {
+      if (burst.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "burst: got ", *burst,
+            ", but requests_per_unit is 0, which blocks every request: a "
+            "blocked policy has no burst; remove it"));
+      }
+      return Blocked();
+    }
     Rate r;
     r.kind_ = Kind::kLimited;
     r.unit_ = unit;

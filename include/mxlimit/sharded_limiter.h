@@ -24,8 +24,10 @@
 // below).
 //
 // Memory. The configured table capacities are split evenly among the shards
-// (each gets ceil(capacity / N)), so the total stays what the config says.
-// A shard evicts its own least recently used bucket when it is full.
+// (the first capacity % N shards hold one bucket more), so the shards
+// together hold exactly what the config says. A shard evicts its own least
+// recently used bucket when it is full. A capacity below the shard count is
+// refused: a shard needs at least one bucket of each table.
 //
 // Thread safety: every method may be called from any number of threads.
 // Nothing on the `Check` path allocates or reads a clock (unless the
@@ -83,7 +85,8 @@ class ShardedLimiter {
 
   // Compiles `config` once and builds `shards` engines (0: the default
   // count). Errors: those of `Limiter::Create`, and InvalidArgument for a
-  // shard count that is not a power of two from 1 to `kMaxShards`.
+  // shard count that is not a power of two from 1 to `kMaxShards` or a table
+  // capacity below the shard count.
   static absl::StatusOr<std::unique_ptr<ShardedLimiter>> Create(
       const LimiterConfig& config, size_t shards = 0);
 

@@ -2,9 +2,13 @@
 // File: stats.h
 // -----------------------------------------------------------------------------
 //
-// Counters a `Limiter` keeps, as a plain snapshot, and a writer for the
-// Prometheus text exposition format so an embedder can serve them on its
-// metrics endpoint.
+// Counters a `Limiter` keeps, as a plain snapshot, and writers for the
+// Prometheus text exposition format (version 0.0.4) and for OpenMetrics 1.0,
+// so an embedder can serve them on its metrics endpoint.
+//
+// Each family is written whole (HELP, TYPE, then every sample), as both
+// formats require; Python's `prometheus_client` parsers (text and OpenMetrics)
+// and `promtool check metrics` accept the output (tests/engine/exposition/).
 //
 // Example:
 //   #include "mxlimit/limiter.h"
@@ -22,6 +26,8 @@
 #include <vector>
 
 #include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
+#include "mxlimit/route.h"
 
 namespace mxlimit {
 
@@ -42,6 +48,9 @@ struct TableStats {
 struct PolicyCounters {
   uint64_t allowed = 0;
   uint64_t denied = 0;
+  // Of `denied`: denials no wait would lift (the cost exceeds the burst, or
+  // the policy blocks the route outright); the client got no Retry-After.
+  uint64_t never = 0;
   // A shadow-mode policy would have denied; the request went through.
   uint64_t shadow_denied = 0;
 };
@@ -50,7 +59,21 @@ struct PolicyStats {
   std::string name;
   Scope scope = Scope::kIp;
   bool builtin = false;
+  // The policy as it is in force, for the info family: its layer, whether it
+  // only observes (its own `shadow_mode` or the file's), and its rate.
+  std::string layer = std::string(kDefaultLayer);
+  bool shadow = false;
+  Rate rate = Rate::Unlimited();
   PolicyCounters counters;
+};
+
+// Denials of one route key. Only routes with at least one denial are listed,
+// so the list (and the metric family) is bounded by the route table, not by
+// traffic.
+struct RouteDenials {
+  RouteId route_id = kFallbackRouteId;
+  std::string route;  // The route key, e.g. "/_matrix/client/v3/login".
+  uint64_t denied = 0;
 };
 
 struct LimiterStats {
@@ -59,11 +82,40 @@ struct LimiterStats {
   // Requests that were exempt (neither checked nor charged).
   uint64_t exempt = 0;
   std::vector<PolicyStats> policies;
+  // Denied requests per route key, by route id.
+  std::vector<RouteDenials> route_denials;
+  // Decisions on requests whose target matched no known route (the shared
+  // `<fallback>` key), exempt requests aside.
+  uint64_t fallback_allowed = 0;
+  uint64_t fallback_denied = 0;
 };
 
-// Prometheus text format (version 0.0.4): `mxlimit_table_*{table="ip"}` and
-// `mxlimit_policy_requests_total{policy="…",scope="…",result="…"}`.
+// FormatPrometheus()
+//
+// The Prometheus text format (version 0.0.4; serve it as
+// `text/plain; version=0.0.4`). Families, each whole:
+//
+//   mxlimit_table_{size,capacity}{table}              gauges
+//   mxlimit_table_{admissions,evictions,hits}_total{table}
+//   mxlimit_exempt_requests_total
+//   mxlimit_policy_info{policy,layer,scope,mode,builtin,rate[,burst]} 1
+//   mxlimit_policy_requests_total{policy,scope,result}
+//       result: allowed, denied, shadow_denied
+//   mxlimit_policy_never_denials_total{policy,scope}
+//   mxlimit_route_denials_total{route}
+//   mxlimit_fallback_decisions_total{result}   result: allowed, denied
+//
+// Ends with a newline and holds no `# EOF`, so a server may append families
+// of its own (mxlimitd does).
 std::string FormatPrometheus(const LimiterStats& stats);
+
+// FormatOpenMetrics()
+//
+// The same families in OpenMetrics 1.0 (serve it as
+// `application/openmetrics-text; version=1.0.0`): counter families are named
+// without `_total` (their samples keep it), `mxlimit_policy` is of type
+// `info`, and the text ends with `# EOF`, so nothing may be appended.
+std::string FormatOpenMetrics(const LimiterStats& stats);
 
 }  // namespace mxlimit
 

@@ -1,15 +1,27 @@
 // `mxlimit check-config F`: load a policy file the way the limiter would.
-// On success: exit 0 and one summary line. On failure: every error as
+// On success: exit 0, one summary line, then each warning as
+// `F:LINE:COL: warning: message`. On failure: every error as
 // `mxlimit check-config: F:LINE:COL: message` on stderr, exit 1.
+//
+// `--reload-against RUNNING` also says whether F would be accepted as a
+// reload of RUNNING (by mxlimitd, i.e. a ShardedLimiter of `--shards`
+// shards: the check is its own Reload) and which policies' buckets that
+// reload would reset (the rule is the engine's: KeepsBuckets, policy.h).
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy.h"
+#include "mxlimit/policy_set.h"
+#include "mxlimit/sharded_limiter.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
@@ -19,40 +31,105 @@ namespace mxlimit::cli {
 
 struct CheckConfigOptions {
   std::string path;
+  std::string reload_against;
+  size_t shards = 0;  // 0: ShardedLimiter::DefaultShardCount()
 };
 
 namespace {
 
 constexpr std::string_view kCommand = "check-config";
 
+using internal::FromAbsl;
+using internal::QuoteForError;
+
+// The policy of `set` named `name`, if any.
+const Policy* Named(const PolicySet& set, std::string_view name) {
+  std::optional<PolicyId> id = set.Find(name);
+  return id.has_value() ? &set.policy(*id) : nullptr;
+}
+
+// What a reload of `running` by `next` (compiled from opts.path) would do:
+// printed to `out`, or a refusal on stderr (returns false).
+bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
+                 const LimiterConfig& next_config, size_t shards,
+                 std::string& out) {
+  LimiterConfig running_config;
+  const std::unique_ptr<Limiter> running =
+      LoadLimiter(kCommand, opts.reload_against, &running_config);
+  if (running == nullptr) return false;
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> sharded =
+      ShardedLimiter::Create(running_config, shards);
+  if (!sharded.ok()) {
+    PrintError(kCommand,
+               absl::StrCat(opts.reload_against, ": cannot run with ", shards,
+                            " shards: ", sharded.status().message(), "\n"));
+    return false;
+  }
+  const absl::Status reloaded = (*sharded)->Reload(next_config);
+  if (!reloaded.ok()) {
+    PrintError(kCommand,
+               absl::StrCat(opts.path, ": a reload of ", opts.reload_against,
+                            " would be refused: ", reloaded.message(), "\n"));
+    return false;
+  }
+  const PolicySet& before = running->policies();
+  const PolicySet& after = next.policies();
+  std::vector<std::string> resets;
+  for (const Policy& p : after.policies()) {
+    const Policy* old = Named(before, p.name);
+    if (old == nullptr) {
+      resets.push_back(absl::StrCat(p.name, ": new policy"));
+    } else if (std::string why = BucketResetReason(*old, p); !why.empty()) {
+      resets.push_back(absl::StrCat(p.name, ": ", why));
+    }
+  }
+  for (const Policy& p : before.policies()) {
+    if (Named(after, p.name) == nullptr) {
+      resets.push_back(
+          absl::StrCat(p.name, ": removed: its buckets are dropped"));
+    }
+  }
+  absl::StrAppend(&out, opts.path, ": a reload of ", opts.reload_against,
+                  " would be accepted; ");
+  if (resets.empty()) {
+    absl::StrAppend(&out, "every policy keeps its buckets\n");
+    return true;
+  }
+  absl::StrAppend(&out, "it resets the buckets of ", resets.size(),
+                  resets.size() == 1 ? " policy:\n" : " policies:\n");
+  for (const std::string& r : resets) absl::StrAppend(&out, "  ", r, "\n");
+  return true;
+}
+
 int RunCheckConfig(const CheckConfigOptions& opts) {
+  const size_t shards =
+      opts.shards != 0 ? opts.shards : ShardedLimiter::DefaultShardCount();
   LimiterConfig config;
+  std::vector<std::string> warnings;
   const std::unique_ptr<Limiter> limiter =
-      LoadLimiter(kCommand, opts.path, &config);
+      LoadLimiter(kCommand, opts.path, &config, &warnings, shards);
   if (limiter == nullptr) return kExitFinding;
   const TableOptions& t = config.tables;
   const size_t total = limiter->policies().size();
-  std::string line = absl::StrCat(
+  std::string text = absl::StrCat(
       opts.path, ": OK: ", config.policies.size(), " operator policies, ",
       "built-ins ", config.builtin_policies ? "on" : "off", " (", total,
       " policies in force); tables ip ", t.ip_capacity, " (IPv4 /",
       t.ipv4_prefix, ", IPv6 /", t.ipv6_prefix, "), user ", t.user_capacity,
       "; exempt ", config.exempt.ips.size(), " networks, ",
       config.exempt.users.size(), " users\n");
-  // A pattern that is not canonical is accepted in its canonical meaning;
-  // say so, since it may not be what its author meant (an r0-only pattern).
-  for (const Policy& p : config.policies) {
-    for (const std::string& m : p.match) {
-      std::string note = PatternCanonicalNote(m);
-      if (note.empty()) continue;
-      absl::StrAppend(&line, opts.path, ":", p.source_line,
-                      ": warning: policy ", internal::QuoteForError(p.name),
-                      ": match ", internal::QuoteForError(m), " ", note, "\n");
-    }
-  }
+  for (const std::string& w : warnings) absl::StrAppend(&text, w, "\n");
+  // Written before the reload check, so that a refusal on standard error
+  // follows the summary of the file it refuses.
   Output out(kCommand);
-  out.Append(line);
-  return out.Finish() ? kExitOk : kExitFinding;
+  out.Append(text);
+  if (!out.Finish()) return kExitFinding;
+  if (opts.reload_against.empty()) return kExitOk;
+  std::string reload;
+  const bool accepted = CheckReload(opts, *limiter, config, shards, reload);
+  Output reload_out(kCommand);
+  reload_out.Append(reload);
+  return reload_out.Finish() && accepted ? kExitOk : kExitFinding;
 }
 
 }  // namespace
@@ -62,14 +139,28 @@ void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   CLI::App* cmd =
       app.add_subcommand(std::string(kCommand), "Validate a YAML policy file");
   cmd->footer(
-      "Loads FILE as the limiter would. Valid: one summary line (and a "
-      "warning per pattern not in canonical form), exit 0. Invalid: every "
-      "error as FILE:LINE:COL: message on standard error, exit 1. Details: "
-      "docs/cli.md, section \"mxlimit check-config\"; the format: "
-      "docs/config.md.");
+      "Loads FILE as the limiter would. Valid: one summary line and every "
+      "warning as FILE:LINE:COL: warning: message, exit 0. Invalid: every "
+      "error as FILE:LINE:COL: message on standard error, exit 1. With "
+      "--reload-against RUNNING: whether FILE would be accepted as a reload "
+      "of RUNNING, and which policies' buckets the reload would reset (exit "
+      "1 when refused). Details: docs/cli.md, section \"mxlimit "
+      "check-config\"; the format and the warnings: docs/config.md.");
   cmd->add_option("file", opts->path, "YAML policy file")
       ->required()
       ->check(CLI::ExistingFile);
+  cmd->add_option("--reload-against", opts->reload_against,
+                  "The config in force: check FILE as a reload of it")
+      ->check(CLI::ExistingFile);
+  std::vector<size_t> powers;
+  for (size_t n = 1; n <= ShardedLimiter::kMaxShards; n *= 2) {
+    powers.push_back(n);
+  }
+  cmd->add_option("--shards", opts->shards,
+                  "Shard count to check capacities and reloads against "
+                  "(default: mxlimitd's on this machine, the core count "
+                  "rounded up to a power of two)")
+      ->check(CLI::IsMember(powers));
   cmd->callback([opts, &exit_code] { exit_code = RunCheckConfig(*opts); });
 }
 

@@ -1,6 +1,9 @@
 #include "src/cli/load_limiter.h"
 
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/config.h"
@@ -8,13 +11,10 @@
 #include "src/cli/output.h"
 
 namespace mxlimit::cli {
-namespace {
 
 using internal::ToAbsl;
 
-// Prints `message` line by line as `command`'s errors, each line starting
-// with the file `name` unless it already does (the loader's messages carry
-// their position).
+// The loader's messages carry their position; others get the file name.
 void PrintErrors(std::string_view command, std::string_view name,
                  std::string_view message) {
   std::string text;
@@ -32,23 +32,25 @@ void PrintErrors(std::string_view command, std::string_view name,
   PrintError(command, text);
 }
 
-}  // namespace
-
 std::unique_ptr<Limiter> LoadLimiter(std::string_view command,
                                      const std::string& config_path,
-                                     LimiterConfig* config) {
+                                     LimiterConfig* config,
+                                     std::vector<std::string>* warnings,
+                                     size_t shards) {
   *config = LimiterConfig();
   // A std::string: the conditional makes one anyway, and a view of that
   // temporary would dangle.
   const std::string name =
       config_path.empty() ? "built-in policies" : config_path;
   if (!config_path.empty()) {
-    absl::StatusOr<LimiterConfig> loaded = LoadConfigFile(config_path);
+    absl::StatusOr<CheckedConfig> loaded =
+        LoadConfigFileWithWarnings(config_path, ConfigCheckOptions{shards});
     if (!loaded.ok()) {
       PrintErrors(command, name, internal::FromAbsl(loaded.status().message()));
       return nullptr;
     }
-    *config = *std::move(loaded);
+    *config = std::move(loaded->config);
+    if (warnings != nullptr) *warnings = std::move(loaded->warnings);
   }
   // The loader checks each field; creating the limiter checks the set as a
   // whole.

@@ -4,6 +4,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,7 +22,9 @@
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/sharded_limiter.h"
 #include "mxlimit/user_id.h"
+#include "src/config/config_warnings.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
 #include "src/util/quote.h"
@@ -32,12 +36,14 @@ namespace {
 using internal::QuoteForError;
 using internal::ToAbsl;
 
-void ReadCapacity(const MapFields& map, size_t& capacity,
-                  ConfigErrors& errors) {
+void ReadCapacity(const MapFields& map, size_t shards, size_t& capacity,
+                  ConfigErrors& errors, ConfigErrors& warnings) {
   if (const Field* f = map.Find("capacity")) {
     std::optional<int64_t> v = ReadIntegerInRange(
         *f, 1, static_cast<int64_t>(TableOptions::kMaxCapacity), errors);
-    if (v.has_value()) capacity = static_cast<size_t>(*v);
+    if (!v.has_value()) return;
+    capacity = static_cast<size_t>(*v);
+    WarnCapacity(*f, capacity, shards, warnings);
   }
 }
 
@@ -49,8 +55,8 @@ void ReadPrefix(const MapFields& map, std::string_view key, int max,
   }
 }
 
-void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
-                  ConfigErrors& errors) {
+void ReadTopLevel(const YAML::Node& root, size_t shards, LimiterConfig& config,
+                  ConfigErrors& errors, ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
       "builtin_policies", "shadow_mode", "tables", "exempt", "policies"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
@@ -63,13 +69,13 @@ void ReadTopLevel(const YAML::Node& root, LimiterConfig& config,
     if (v.has_value()) config.shadow_mode = *v;
   }
   if (const Field* f = top.Find("tables")) {
-    ReadTables(*f, config.tables, errors);
+    ReadTables(*f, shards, config.tables, errors, warnings);
   }
   if (const Field* f = top.Find("exempt")) {
-    ReadExempt(*f, config.exempt, errors);
+    ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, config.policies, errors);
+    ReadPolicies(*f, config.tables, config.policies, errors, warnings);
   }
 }
 
@@ -113,8 +119,8 @@ std::optional<YAML::Mark> FindStuckParser(const std::string& text) {
 
 // Parses the text and reads it into `config`; every problem goes to `errors`.
 // Catches everything yaml-cpp throws.
-void ParseInto(std::string_view text, LimiterConfig& config,
-               ConfigErrors& errors) {
+void ParseInto(std::string_view text, size_t shards, LimiterConfig& config,
+               ConfigErrors& errors, ConfigErrors& warnings) {
   try {
     const std::string owned(text);
     if (std::optional<YAML::Mark> stuck = FindStuckParser(owned)) {
@@ -135,7 +141,7 @@ void ParseInto(std::string_view text, LimiterConfig& config,
         return;
       }
     }
-    ReadTopLevel(documents[0], config, errors);
+    ReadTopLevel(documents[0], shards, config, errors, warnings);
   } catch (const YAML::Exception& e) {
     // ParserException (syntax) carries the position yaml-cpp stopped at.
     // yaml-cpp's message may quote raw input bytes; escape them so each
@@ -152,30 +158,29 @@ void ParseInto(std::string_view text, LimiterConfig& config,
 
 }  // namespace
 
-void ReadTables(const Field& field, TableOptions& tables,
-                ConfigErrors& errors) {
+void ReadTables(const Field& field, size_t shards, TableOptions& tables,
+                ConfigErrors& errors, ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {"ip", "user"};
   static constexpr std::string_view kIpKeys[] = {"capacity", "ipv4_prefix",
                                                  "ipv6_prefix"};
   static constexpr std::string_view kUserKeys[] = {"capacity"};
-  MapFields map(field.value, field.path, kKeys, /*null_is_empty=*/true, errors);
+  MapFields map(field, kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = map.Find("ip")) {
-    MapFields ip(f->value, f->path, kIpKeys, /*null_is_empty=*/true, errors);
-    ReadCapacity(ip, tables.ip_capacity, errors);
+    MapFields ip(*f, kIpKeys, /*null_is_empty=*/true, errors);
+    ReadCapacity(ip, shards, tables.ip_capacity, errors, warnings);
     ReadPrefix(ip, "ipv4_prefix", 32, tables.ipv4_prefix, errors);
     ReadPrefix(ip, "ipv6_prefix", 128, tables.ipv6_prefix, errors);
   }
   if (const Field* f = map.Find("user")) {
-    MapFields user(f->value, f->path, kUserKeys, /*null_is_empty=*/true,
-                   errors);
-    ReadCapacity(user, tables.user_capacity, errors);
+    MapFields user(*f, kUserKeys, /*null_is_empty=*/true, errors);
+    ReadCapacity(user, shards, tables.user_capacity, errors, warnings);
   }
 }
 
-void ReadExempt(const Field& field, ExemptOptions& exempt,
-                ConfigErrors& errors) {
+void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
+                ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {"ips", "users"};
-  MapFields map(field.value, field.path, kKeys, /*null_is_empty=*/true, errors);
+  MapFields map(field, kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = map.Find("ips")) {
     for (ListString& item : ReadStringList(
              *f, "a list of networks, e.g. [\"10.0.0.0/8\", \"::1\"]",
@@ -186,6 +191,7 @@ void ReadExempt(const Field& field, ExemptOptions& exempt,
                    absl::StrCat(item.path, ": ", cidr.status().message()));
         continue;
       }
+      WarnExemptNetwork(item.path, item.mark, *cidr, warnings);
       exempt.ips.push_back(*cidr);
     }
   }
@@ -208,8 +214,9 @@ void ReadExempt(const Field& field, ExemptOptions& exempt,
 
 }  // namespace config_internal
 
-absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
-                                          std::string_view file_name) {
+absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
+    std::string_view yaml_text, std::string_view file_name,
+    const ConfigCheckOptions& options) {
   if (file_name.empty()) file_name = "<config>";
   if (yaml_text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -217,16 +224,31 @@ absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
         " bytes, over the limit of ", kMaxConfigBytes,
         " bytes (1 MiB); is this the right file?"));
   }
-  LimiterConfig config;
+  const size_t shards = options.shards != 0
+                            ? options.shards
+                            : ShardedLimiter::DefaultShardCount();
+  CheckedConfig checked;
   config_internal::ConfigErrors errors;
-  config_internal::ParseInto(yaml_text, config, errors);
+  config_internal::ConfigErrors warnings("warning: ");
+  config_internal::ParseInto(yaml_text, shards, checked.config, errors,
+                             warnings);
   if (!errors.empty()) {
     return absl::InvalidArgumentError(errors.Render(file_name));
   }
-  return config;
+  checked.warnings = warnings.Lines(file_name, "warnings");
+  return checked;
 }
 
-absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path) {
+absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
+                                          std::string_view file_name) {
+  absl::StatusOr<CheckedConfig> checked =
+      ParseConfigWithWarnings(yaml_text, file_name);
+  if (!checked.ok()) return checked.status();
+  return std::move(checked->config);
+}
+
+absl::StatusOr<CheckedConfig> LoadConfigFileWithWarnings(
+    const std::string& path, const ConfigCheckOptions& options) {
   auto file_error = [&path](int error_number, std::string_view what) {
     return absl::ErrnoToStatus(
         error_number, absl::StrCat(path, ": ", internal::ToAbsl(what)));
@@ -254,7 +276,13 @@ absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path) {
         absl::StrCat(path, ": the file is over the limit of ", kMaxConfigBytes,
                      " bytes (1 MiB); is this the right file?"));
   }
-  return ParseConfig(text, path);
+  return ParseConfigWithWarnings(text, path, options);
+}
+
+absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path) {
+  absl::StatusOr<CheckedConfig> checked = LoadConfigFileWithWarnings(path);
+  if (!checked.ok()) return checked.status();
+  return std::move(checked->config);
 }
 
 }  // namespace mxlimit

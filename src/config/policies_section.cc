@@ -24,6 +24,7 @@
 #include "mxlimit/options.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/rate.h"
+#include "src/config/config_warnings.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
 #include "src/util/quote.h"
@@ -54,12 +55,15 @@ std::string_view ParentPath(const Field& field) {
 class PolicyReader {
  public:
   PolicyReader(const YAML::Node& node, std::string path,
-               const TableOptions& tables, ConfigErrors& errors)
+               const TableOptions& tables, RouteFacts& routes,
+               ConfigErrors& errors, ConfigErrors& warnings)
       : table_ipv4_(tables.ipv4_prefix),
         table_ipv6_(tables.ipv6_prefix),
         node_(node),
         path_(std::move(path)),
+        routes_(routes),
         errors_(errors),
+        warnings_(warnings),
         fields_(node, path_, kPolicyKeys, /*null_is_empty=*/false, errors) {}
 
   // Fills `policy`; returns false when the node is not a map at all.
@@ -131,6 +135,7 @@ class PolicyReader {
                                      QuoteForError(pattern), ", ", problem));
       return;
     }
+    WarnPattern(path, mark, pattern, routes_, warnings_);
     policy.match.push_back(std::move(pattern));
   }
 
@@ -161,8 +166,7 @@ class PolicyReader {
                                "addresses; remove it or use scope: ip"));
       return;
     }
-    MapFields prefix(f->value, f->path, kPrefixKeys, /*null_is_empty=*/false,
-                     errors_);
+    MapFields prefix(*f, kPrefixKeys, /*null_is_empty=*/false, errors_);
     if (!f->value.IsMap()) return;
     ClientPrefix out{table_ipv4_, table_ipv6_};
     bool ok = true;
@@ -182,11 +186,14 @@ class PolicyReader {
   void ReadMethods(Policy& policy) {
     const Field* f = fields_.Find("methods");
     if (f == nullptr) return;
-    if (f->value.IsSequence() && f->value.size() == 0) {
-      errors_.Add(f->mark(), absl::StrCat(f->path,
-                                          ": got an empty list, expected at "
-                                          "least one method (leave methods out "
-                                          "to match every method)"));
+    // `methods:` with no value and `methods: []` say the same thing, and
+    // neither may silently mean "every method".
+    if (f->value.IsNull() || (f->value.IsSequence() && f->value.size() == 0)) {
+      errors_.Add(f->mark(),
+                  absl::StrCat(f->path,
+                               ": lists no method, expected at least one, "
+                               "e.g. [GET, POST] (leave methods out to match "
+                               "every method)"));
       return;
     }
     for (const ListString& item :
@@ -305,8 +312,8 @@ class PolicyReader {
                                "requests_per_unit: ...} or unlimited: true"));
       return;
     }
-    MapFields rate_map(rate_field->value, rate_field->path, kRateKeys,
-                       /*null_is_empty=*/false, errors_);
+    MapFields rate_map(*rate_field, kRateKeys, /*null_is_empty=*/false,
+                       errors_);
     if (!rate_field->value.IsMap()) return;
     const Field* unit_field = rate_map.Find("unit");
     const Field* count_field = rate_map.Find("requests_per_unit");
@@ -325,6 +332,8 @@ class PolicyReader {
                   absl::StrCat(rate_field->path, ": missing required key \"",
                                ToAbsl(key), "\""));
     };
+    // Each field is read and range-checked on its own, so a map with several
+    // bad values reports every one of them.
     std::optional<TimeUnit> unit;
     if (unit_field == nullptr) {
       missing("unit");
@@ -341,39 +350,52 @@ class PolicyReader {
         errors_.Add(unit_field->mark(), std::move(message));
       }
     }
+    // Rate::Create words the range errors (one copy of the rules); the unit
+    // plays no part in a range, so any unit checks a value alone.
+    auto range_error = [&](const Field& field, const absl::Status& status) {
+      errors_.Add(field.mark(),
+                  absl::StrCat(ToAbsl(ParentPath(field)), status.message()));
+    };
     const std::string count_expected =
         absl::StrCat("an integer from 0 to ", Rate::kMaxRequestsPerUnit);
-    std::optional<int64_t> count;
+    // A plain value and a flag: GCC 12 warns that an optional reset here
+    // "may be used uninitialized" below.
+    int64_t count = 0;
+    bool count_ok = false;
     if (count_field == nullptr) {
       missing("requests_per_unit");
-    } else {
-      count = ReadInteger(*count_field, count_expected, errors_);
+    } else if (std::optional<int64_t> v =
+                   ReadInteger(*count_field, count_expected, errors_)) {
+      absl::Status ok = Rate::Create(*v, TimeUnit::kDay).status();
+      if (ok.ok()) {
+        count = *v;
+        count_ok = true;
+      } else {
+        range_error(*count_field, ok);
+      }
     }
     std::optional<int64_t> burst;
     if (burst_field != nullptr) {
       burst = ReadInteger(
           *burst_field, absl::StrCat("an integer from 1 to ", Rate::kMaxBurst),
           errors_);
+      if (burst.has_value()) {
+        absl::Status ok = Rate::Create(1, TimeUnit::kDay, burst).status();
+        if (!ok.ok()) {
+          range_error(*burst_field, ok);
+          return;
+        }
+      }
       if (!burst.has_value()) return;
     }
-    if (!unit.has_value() || !count.has_value()) return;
-    // Rate::Create words the range errors; check the count alone first so
-    // each error points at the field it is about.
-    absl::StatusOr<Rate> rate = Rate::Create(*count, *unit);
+    if (!unit.has_value() || !count_ok) return;
+    // What is left concerns the burst with the rest: too long a tolerance,
+    // or a burst on a blocked policy.
+    absl::StatusOr<Rate> rate = Rate::Create(count, *unit, burst);
     if (!rate.ok()) {
-      errors_.Add(count_field->mark(),
-                  absl::StrCat(ToAbsl(ParentPath(*count_field)),
-                               rate.status().message()));
+      range_error(burst_field != nullptr ? *burst_field : *count_field,
+                  rate.status());
       return;
-    }
-    if (burst.has_value()) {
-      rate = Rate::Create(*count, *unit, burst);
-      if (!rate.ok()) {
-        errors_.Add(burst_field->mark(),
-                    absl::StrCat(ToAbsl(ParentPath(*burst_field)),
-                                 rate.status().message()));
-        return;
-      }
     }
     policy.rate = *rate;
   }
@@ -382,22 +404,29 @@ class PolicyReader {
   int table_ipv6_;
   YAML::Node node_;
   std::string path_;
+  RouteFacts& routes_;
   ConfigErrors& errors_;
+  ConfigErrors& warnings_;
   MapFields fields_;
 };
 
 }  // namespace
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
-                  std::vector<Policy>& policies, ConfigErrors& errors) {
+                  std::vector<Policy>& policies, ConfigErrors& errors,
+                  ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
+  RouteFacts routes;
   // Name -> line of its first definition, for duplicate reports.
   absl::flat_hash_map<std::string, int> first_line;
+  // Where each read policy is, by index into `policies`.
+  std::vector<PolicyShape> shapes;
+  const size_t first = policies.size();
   for (size_t i = 0; i < items.size(); ++i) {
     Policy policy;
-    PolicyReader reader(items[i], absl::StrCat(field.path, "[", i, "]"), tables,
-                        errors);
+    std::string path = absl::StrCat(field.path, "[", i, "]");
+    PolicyReader reader(items[i], path, tables, routes, errors, warnings);
     if (!reader.Read(policy)) continue;
     if (!policy.name.empty()) {
       const Field* name = reader.name_field();
@@ -410,8 +439,15 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
                                 "; the first is at line ", it->second));
       }
     }
+    shapes.push_back(PolicyShape{std::move(path), items[i].Mark(),
+                                 policy.source_line, nullptr});
     policies.push_back(std::move(policy));
   }
+  // Pointers only now: `policies` no longer grows.
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    shapes[i].policy = &policies[first + i];
+  }
+  WarnShadowedPolicies(shapes, warnings);
 }
 
 }  // namespace mxlimit::config_internal

@@ -1,12 +1,14 @@
 // Internal to mxlimit::config: one reader per top-level section of the file.
-// Each fills its part of the result and records every problem in `errors`;
-// the caller discards the result unless `errors` stays empty.
+// Each fills its part of the result, records every problem in `errors` and
+// every doubt in `warnings` (config_warnings.h); the caller discards the
+// result unless `errors` stays empty.
 
 #ifndef MXLIMIT_SRC_CONFIG_SECTIONS_H_
 #define MXLIMIT_SRC_CONFIG_SECTIONS_H_
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -16,17 +18,20 @@
 
 namespace mxlimit::config_internal {
 
-// `tables:` (capacities and address prefixes).
-void ReadTables(const Field& field, TableOptions& tables, ConfigErrors& errors);
+// `tables:` (capacities and address prefixes). `shards`: the shard count
+// capacities are checked against.
+void ReadTables(const Field& field, size_t shards, TableOptions& tables,
+                ConfigErrors& errors, ConfigErrors& warnings);
 
 // `exempt:` (networks and user IDs that are never limited).
-void ReadExempt(const Field& field, ExemptOptions& exempt,
-                ConfigErrors& errors);
+void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
+                ConfigErrors& warnings);
 
 // `policies:` (operator policies, in file order). `tables` supplies the
 // prefix for a family a `client_prefix` leaves out.
 void ReadPolicies(const Field& field, const TableOptions& tables,
-                  std::vector<Policy>& policies, ConfigErrors& errors);
+                  std::vector<Policy>& policies, ConfigErrors& errors,
+                  ConfigErrors& warnings);
 
 }  // namespace mxlimit::config_internal
 

@@ -64,7 +64,8 @@ void ConfigErrors::Add(const YAML::Mark& mark, std::string message) {
   }
 }
 
-std::string ConfigErrors::Render(std::string_view file_name) const {
+std::vector<std::string> ConfigErrors::Lines(std::string_view file_name,
+                                             std::string_view noun) const {
   std::vector<const Error*> sorted;
   sorted.reserve(errors_.size());
   for (const Error& e : errors_) sorted.push_back(&e);
@@ -72,21 +73,28 @@ std::string ConfigErrors::Render(std::string_view file_name) const {
       sorted.begin(), sorted.end(), [](const Error* a, const Error* b) {
         return std::pair(a->line, a->column) < std::pair(b->line, b->column);
       });
-  std::string out;
+  std::vector<std::string> out;
   size_t shown = std::min(sorted.size(), kMaxConfigErrorsReported);
   for (size_t i = 0; i < shown; ++i) {
     const Error& e = *sorted[i];
-    if (i > 0) out += '\n';
     if (e.line > 0) {
-      absl::StrAppend(&out, ToAbsl(file_name), ":", e.line, ":", e.column, ": ",
-                      e.message);
+      out.push_back(absl::StrCat(ToAbsl(file_name), ":", e.line, ":", e.column,
+                                 ": ", label_, e.message));
     } else {
-      absl::StrAppend(&out, ToAbsl(file_name), ": ", e.message);
+      out.push_back(absl::StrCat(ToAbsl(file_name), ": ", label_, e.message));
     }
   }
   if (count_ > shown) {
-    absl::StrAppend(&out, "\n", ToAbsl(file_name), ": ", count_ - shown,
-                    " more errors not shown");
+    out.push_back(absl::StrCat(ToAbsl(file_name), ": ", count_ - shown,
+                               " more ", ToAbsl(noun), " not shown"));
+  }
+  return out;
+}
+
+std::string ConfigErrors::Render(std::string_view file_name) const {
+  std::string out;
+  for (const std::string& line : Lines(file_name)) {
+    absl::StrAppend(&out, out.empty() ? "" : "\n", line);
   }
   return out;
 }
@@ -95,12 +103,13 @@ YAML::Mark Field::mark() const {
   return value.IsNull() ? key.Mark() : value.Mark();
 }
 
-MapFields::MapFields(const YAML::Node& node, std::string_view path,
+MapFields::MapFields(const YAML::Node& node, const YAML::Mark& mark,
+                     std::string_view path,
                      std::span<const std::string_view> known_keys,
                      bool null_is_empty, ConfigErrors& errors) {
   if (node.IsNull() && null_is_empty) return;
   if (!node.IsMap()) {
-    errors.Add(node.Mark(),
+    errors.Add(mark,
                absl::StrCat(path.empty() ? "top level" : ToAbsl(path), ": got ",
                             DescribeValue(node), ", expected a map with keys ",
                             JoinWords(known_keys)));

@@ -29,12 +29,20 @@ class ConfigErrors {
  public:
   static constexpr size_t kKeptErrors = 1000;
 
+  ConfigErrors() = default;
+  // `label` starts every message, e.g. "warning: " for a list of warnings.
+  explicit ConfigErrors(std::string_view label) : label_(label) {}
+
   void Add(const YAML::Mark& mark, std::string message);
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
   // "FILE:LINE:COL: message" lines sorted by position, at most
   // kMaxConfigErrorsReported of them, then a count of the rest.
   std::string Render(std::string_view file_name) const;
+  // The same lines, one string each; the last counts the rest as "N more
+  // `noun` not shown".
+  std::vector<std::string> Lines(std::string_view file_name,
+                                 std::string_view noun = "errors") const;
 
  private:
   struct Error {
@@ -42,6 +50,7 @@ class ConfigErrors {
     int column;
     std::string message;
   };
+  std::string label_;
   std::vector<Error> errors_;
   size_t count_ = 0;
 };
@@ -68,12 +77,23 @@ class MapFields {
   // (null) node is an empty map when `null_is_empty`.
   MapFields(const YAML::Node& node, std::string_view path,
             std::span<const std::string_view> known_keys, bool null_is_empty,
-            ConfigErrors& errors);
+            ConfigErrors& errors)
+      : MapFields(node, node.Mark(), path, known_keys, null_is_empty, errors) {}
+  // The value of `field`, reported at `field.mark()` when it is not a map: an
+  // empty value's own mark is the next token's, often on a later line.
+  MapFields(const Field& field, std::span<const std::string_view> known_keys,
+            bool null_is_empty, ConfigErrors& errors)
+      : MapFields(field.value, field.mark(), field.path, known_keys,
+                  null_is_empty, errors) {}
 
   const Field* Find(std::string_view name) const;
   const std::vector<Field>& fields() const { return fields_; }
 
  private:
+  MapFields(const YAML::Node& node, const YAML::Mark& mark,
+            std::string_view path, std::span<const std::string_view> known_keys,
+            bool null_is_empty, ConfigErrors& errors);
+
   std::vector<Field> fields_;
 };
 

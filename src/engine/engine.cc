@@ -51,6 +51,7 @@ Engine::Engine(const TableOptions& tables,
       client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       normalizer_(std::move(normalizer)),
       route_keys_(normalizer_->keys()),
+      route_denials_(std::make_unique<uint64_t[]>(route_keys_.size())),
       user_key_secret_(internal::RandomSipKey()),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity) {}
@@ -72,15 +73,34 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
 
 absl::Status Engine::CheckTablesUnchanged(const TableOptions& current,
                                           const TableOptions& next) {
-  if (next.ip_capacity != current.ip_capacity ||
-      next.user_capacity != current.user_capacity ||
-      next.ipv4_prefix != current.ipv4_prefix ||
-      next.ipv6_prefix != current.ipv6_prefix) {
-    return absl::FailedPreconditionError(
-        "tables: capacities and prefixes are fixed at start-up; restart to "
-        "change them (the old policies stay in force)");
-  }
-  return absl::OkStatus();
+  // Names every difference, and says when the new value is the default: a
+  // file that merely leaves out a customised `tables:` section lands here,
+  // and "fixed at start-up" alone would not tell its author why.
+  static const TableOptions kDefaults;
+  std::string changes;
+  auto compare = [&](std::string_view field, auto running, auto wanted,
+                     auto fallback) {
+    if (running == wanted) return;
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ",
+                    internal::ToAbsl(field), " ", running, " in force, ",
+                    wanted, " in the new config",
+                    wanted == fallback ? " (the default: is `tables:` "
+                                         "left out there?)"
+                                       : "");
+  };
+  compare("tables.ip.capacity", current.ip_capacity, next.ip_capacity,
+          kDefaults.ip_capacity);
+  compare("tables.ip.ipv4_prefix", current.ipv4_prefix, next.ipv4_prefix,
+          kDefaults.ipv4_prefix);
+  compare("tables.ip.ipv6_prefix", current.ipv6_prefix, next.ipv6_prefix,
+          kDefaults.ipv6_prefix);
+  compare("tables.user.capacity", current.user_capacity, next.user_capacity,
+          kDefaults.user_capacity);
+  if (changes.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "tables: capacities and prefixes are fixed at start-up; restart to "
+      "change them (the old policies stay in force): ",
+      changes));
 }
 
 absl::Status Engine::Reload(const LimiterConfig& config) {
@@ -106,9 +126,10 @@ absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
 
 void Engine::Install(std::shared_ptr<const PolicySet> next,
                      const ExemptOptions& exempt) {
-  // A policy keeps its bucket token (and so its buckets) when its name,
-  // scope, rate and sharing are unchanged; every other token is free, and
-  // the buckets still carrying one are dropped before it is handed out again.
+  // A policy keeps its bucket token (and so its buckets) when its name is
+  // in both sets and KeepsBuckets (policy.h) says so; every other token is
+  // free, and the buckets still carrying one are dropped before it is handed
+  // out again.
   std::vector<uint16_t> tokens(next->size(), 0);
   std::vector<bool> kept(size_t{1} << 16, false);
   std::vector<bool> assigned(next->size(), false);
@@ -117,9 +138,7 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
     std::optional<PolicyId> o = policies_->Find(np.name);
     if (!o.has_value()) continue;
     const Policy& op = policies_->policy(*o);
-    if (op.scope == np.scope && op.rate == np.rate &&
-        op.share_threshold == np.share_threshold && op.layer == np.layer &&
-        op.client_prefix == np.client_prefix) {
+    if (KeepsBuckets(op, np)) {
       tokens[n] = bucket_token_[*o];
       assigned[n] = true;
       kept[tokens[n]] = true;
@@ -418,6 +437,7 @@ void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
     // have denied it for real).
     if (!c.shadow) {
       ++counters.denied;
+      if (c.verdict.never) ++counters.never;
     } else if (d.allowed) {
       ++counters.shadow_denied;
     }
@@ -433,7 +453,10 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
   // copy of one) made the compiler copy a Decision written field by field
   // with wide loads, which stalls store-to-load forwarding.
   Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
-  if (!e.exempt) Settle(e, d, now, std::max<int64_t>(request.cost, 0));
+  if (!e.exempt) {
+    Settle(e, d, now, std::max<int64_t>(request.cost, 0));
+    CountDecision(d);
+  }
   return d;
 }
 
@@ -475,9 +498,23 @@ LimiterStats Engine::Stats() const {
   s.policies.reserve(policies_->size());
   for (size_t id = 0; id < policies_->size(); ++id) {
     const Policy& p = policies_->policy(static_cast<PolicyId>(id));
-    s.policies.push_back(
-        PolicyStats{p.name, p.scope, p.builtin, policy_counters_[id]});
+    PolicyStats& out = s.policies.emplace_back();
+    out.name = p.name;
+    out.scope = p.scope;
+    out.builtin = p.builtin;
+    out.layer = p.layer;
+    out.shadow = p.shadow_mode;
+    out.rate = p.rate;
+    out.counters = policy_counters_[id];
   }
+  for (size_t id = 0; id < route_keys_.size(); ++id) {
+    if (route_denials_[id] == 0) continue;
+    s.route_denials.push_back(RouteDenials{static_cast<RouteId>(id),
+                                           std::string(route_keys_[id]),
+                                           route_denials_[id]});
+  }
+  s.fallback_allowed = fallback_decisions_[0];
+  s.fallback_denied = fallback_decisions_[1];
   return s;
 }
 

@@ -159,6 +159,15 @@ class Engine {
   // of `user_part` (the same evaluation, for a lone engine).
   Decision Combine(const Evaluation& ip_part,
                    const Evaluation& user_part) const;
+  // Counts a decided, non-exempt request in the per-route and fallback
+  // counters. `Check` calls it; a ShardedLimiter calls it on the engine that
+  // evaluated the per-IP scope, so each request is counted once. Fixed
+  // arrays indexed by route id: nothing is allocated.
+  void CountDecision(const Decision& d) {
+    if (!d.allowed) ++route_denials_[d.route_id];
+    if (d.route_id == kFallbackRouteId)
+      ++fallback_decisions_[d.allowed ? 0 : 1];
+  }
   // Settles every check of a decided request: touches its bucket, counts
   // the outcome and, when `d` allows the request and the check's own bucket
   // would, charges the bucket (admitting it if new: an uncharged bucket is
@@ -222,6 +231,11 @@ class Engine {
   bool has_exemptions_ = false;
   std::vector<PolicyCounters> policy_counters_;
   uint64_t exempt_requests_ = 0;
+  // Denied requests by route id, sized to the route table once: route ids
+  // are fixed by the build, so the counters outlive reloads.
+  std::unique_ptr<uint64_t[]> route_denials_;
+  // Decisions on the fallback route: [0] allowed, [1] denied.
+  uint64_t fallback_decisions_[2] = {0, 0};
   // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
   // at random per engine so users cannot aim at each other's buckets.
   internal::SipKey user_key_secret_;

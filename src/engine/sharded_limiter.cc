@@ -15,13 +15,39 @@ namespace mxlimit {
 
 namespace {
 
-// Each shard's share of a table, rounded up so the shards together hold at
-// least the configured capacity.
-TableOptions ShardTables(const TableOptions& tables, size_t shards) {
+// Shard `index`'s share of each table: the capacity divided evenly, the
+// first `capacity % shards` shards holding one bucket more, so the shards
+// together hold exactly the configured capacity (docs/config.md promises the
+// total, and a rounded-up share would hold up to shards - 1 more).
+// REQUIRES: every capacity is at least `shards` (CheckShardCapacities).
+TableOptions ShardTables(const TableOptions& tables, size_t shards,
+                         size_t index) {
+  auto share = [&](size_t capacity) {
+    return capacity / shards + (index < capacity % shards ? 1 : 0);
+  };
   TableOptions t = tables;
-  t.ip_capacity = (tables.ip_capacity + shards - 1) / shards;
-  t.user_capacity = (tables.user_capacity + shards - 1) / shards;
+  t.ip_capacity = share(tables.ip_capacity);
+  t.user_capacity = share(tables.user_capacity);
   return t;
+}
+
+// Every shard needs a bucket of each table: a shard with none could never
+// admit one, and its clients would get fresh buckets on every request.
+absl::Status CheckShardCapacities(const TableOptions& tables, size_t shards) {
+  for (const auto& [name, capacity] :
+       {std::pair<const char*, size_t>{"tables.ip.capacity",
+                                       tables.ip_capacity},
+        std::pair<const char*, size_t>{"tables.user.capacity",
+                                       tables.user_capacity}}) {
+    if (capacity < shards) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": got ", capacity, ", expected at least ", shards,
+          ", the shard count (each shard holds its share of the table and "
+          "needs at least one bucket); raise the capacity or use fewer "
+          "shards"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The coarsest prefixes the per-IP buckets of `config` mask addresses to,
@@ -43,6 +69,13 @@ void AddTable(TableStats& sum, const TableStats& t) {
   sum.admissions += t.admissions;
   sum.evictions += t.evictions;
   sum.hits += t.hits;
+}
+
+void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
+  sum.allowed += c.allowed;
+  sum.denied += c.denied;
+  sum.never += c.never;
+  sum.shadow_denied += c.shadow_denied;
 }
 
 }  // namespace
@@ -73,10 +106,11 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   }
   absl::Status tables_ok = ValidateTableOptions(config.tables);
   if (!tables_ok.ok()) return tables_ok;
+  absl::Status capacities_ok = CheckShardCapacities(config.tables, shards);
+  if (!capacities_ok.ok()) return capacities_ok;
 
   std::unique_ptr<ShardedLimiter> limiter(
       new ShardedLimiter(config.tables, ShardPrefixFor(config), shards));
-  const TableOptions shard_tables = ShardTables(config.tables, shards);
   // One normalizer for all shards: it is read-only, and one copy stays in
   // cache where sixteen would not. It also lets a request normalized by one
   // shard be resolved by another.
@@ -86,8 +120,8 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   for (size_t i = 0; i < shards; ++i) {
     Shard& s = limiter->shards_[i];
     internal::MutexLock lock(s.mu);
-    s.engine =
-        std::make_unique<internal::Engine>(shard_tables, limiter->normalizer_);
+    s.engine = std::make_unique<internal::Engine>(
+        ShardTables(config.tables, shards, i), limiter->normalizer_);
   }
   absl::Status installed = limiter->Reload(config);
   if (!installed.ok()) return installed;
@@ -165,6 +199,8 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   a.engine->Settle(ip_part, d, now, cost);
   b.engine->Settle(user_part, d, now, cost);
+  // Counted once, by the shard that evaluated the route.
+  a.engine->CountDecision(d);
   PinNames(a, b, d);
   return d;
 }
@@ -258,6 +294,8 @@ absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
 LimiterStats ShardedLimiter::Stats() const {
   internal::MutexLock reload(reload_mu_);
   LimiterStats sum;
+  // Route denials summed by route id; the route table bounds the array.
+  std::vector<uint64_t> route_denials(normalizer_->keys().size(), 0);
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[i];
     LimiterStats one;
@@ -268,17 +306,26 @@ LimiterStats ShardedLimiter::Stats() const {
     AddTable(sum.ip_table, one.ip_table);
     AddTable(sum.user_table, one.user_table);
     sum.exempt += one.exempt;
+    sum.fallback_allowed += one.fallback_allowed;
+    sum.fallback_denied += one.fallback_denied;
+    for (const RouteDenials& r : one.route_denials) {
+      route_denials[r.route_id] += r.denied;
+    }
     if (i == 0) {
       sum.policies = std::move(one.policies);
       continue;
     }
     // Every shard holds the same policy set: Reload cannot run meanwhile.
     for (size_t p = 0; p < sum.policies.size(); ++p) {
-      PolicyCounters& c = sum.policies[p].counters;
-      c.allowed += one.policies[p].counters.allowed;
-      c.denied += one.policies[p].counters.denied;
-      c.shadow_denied += one.policies[p].counters.shadow_denied;
+      AddCounters(sum.policies[p].counters, one.policies[p].counters);
     }
+  }
+  for (size_t id = 0; id < route_denials.size(); ++id) {
+    if (route_denials[id] == 0) continue;
+    sum.route_denials.push_back(
+        RouteDenials{static_cast<RouteId>(id),
+                     std::string(normalizer_->key(static_cast<RouteId>(id))),
+                     route_denials[id]});
   }
   return sum;
 }

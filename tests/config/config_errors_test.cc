@@ -173,6 +173,54 @@ TEST(ConfigErrorTest, BurstZeroNegativeOrTwice) {
                   "rate_limit (line 4); keep one of them"));
 }
 
+// Each field of a rate_limit map is checked on its own: three bad values,
+// three errors, each at its value.
+TEST(ConfigErrorTest, EveryBadRateFieldIsReported) {
+  EXPECT_THAT(
+      Errors(PolicyWith("    rate_limit: {unit: weeks, requests_per_unit: "
+                        "-1, burst: 0}\n")),
+      ElementsAre("test.yaml:4:24: policies[0].rate_limit.unit: got weeks, "
+                  "expected second, minute, hour or day",
+                  "test.yaml:4:50: policies[0].rate_limit.requests_per_unit: "
+                  "got -1, expected an integer from 0 to 1000000000",
+                  "test.yaml:4:61: policies[0].rate_limit.burst: got 0, "
+                  "expected an integer from 1 to 1000000000"));
+  EXPECT_THAT(
+      Errors(PolicyWith("    rate_limit: {unit: hour, requests_per_unit: x, "
+                        "burst: y}\n")),
+      ElementsAre(HasSubstr("requests_per_unit: got x"),
+                  HasSubstr("burst: got y")));
+}
+
+// An empty value is reported at its key, not at the next token (which
+// yaml-cpp gives it, possibly on a line past the end of the file).
+TEST(ConfigErrorTest, EmptyRateLimitIsReportedAtItsKey) {
+  EXPECT_THAT(Errors(PolicyWith("    rate_limit:\n")),
+              ElementsAre("test.yaml:4:5: policies[0].rate_limit: got "
+                          "nothing, expected a map with keys unit, "
+                          "requests_per_unit, burst"));
+  EXPECT_THAT(Errors(PolicyWith("    client_prefix:\n    unlimited: true\n")),
+              ElementsAre("test.yaml:4:5: policies[0].client_prefix: got "
+                          "nothing, expected a map with keys ipv4, ipv6"));
+}
+
+// A burst means nothing on a blocked policy, as on an unlimited one: both
+// are errors.
+TEST(ConfigErrorTest, BurstOnABlockedPolicy) {
+  EXPECT_THAT(
+      Errors(PolicyWith("    rate_limit: { unit: minute, requests_per_unit: "
+                        "0, burst: 5 }\n")),
+      ElementsAre("test.yaml:4:62: policies[0].rate_limit.burst: got 5, but "
+                  "requests_per_unit is 0, which blocks every request: a "
+                  "blocked policy has no burst; remove it"));
+  EXPECT_THAT(
+      Errors(PolicyWith("    rate_limit: { unit: minute, requests_per_unit: "
+                        "0 }\n    burst: 5\n")),
+      ElementsAre(HasSubstr("test.yaml:5:12: policies[0].burst: got 5, but "
+                            "requests_per_unit is 0")));
+  Parse(PolicyWith("    rate_limit: { unit: minute, requests_per_unit: 0 }\n"));
+}
+
 TEST(ConfigErrorTest, UnknownUnitAndScope) {
   EXPECT_THAT(
       Errors(PolicyWith("    rate_limit: { unit: minutes, requests_per_unit: "
@@ -282,10 +330,16 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
   EXPECT_THAT(Errors(PolicyWith("    methods: [PSOT]\n"
                                 "    unlimited: true\n")),
               ElementsAre(HasSubstr("; did you mean POST?")));
+  // `methods: []` and `methods:` with no value are the same error: neither
+  // silently means every method.
   EXPECT_THAT(Errors(PolicyWith("    methods: []\n    unlimited: true\n")),
-              ElementsAre("test.yaml:4:14: policies[0].methods: got an empty "
-                          "list, expected at least one method (leave methods "
-                          "out to match every method)"));
+              ElementsAre("test.yaml:4:14: policies[0].methods: lists no "
+                          "method, expected at least one, e.g. [GET, POST] "
+                          "(leave methods out to match every method)"));
+  EXPECT_THAT(Errors(PolicyWith("    methods:\n    unlimited: true\n")),
+              ElementsAre("test.yaml:4:5: policies[0].methods: lists no "
+                          "method, expected at least one, e.g. [GET, POST] "
+                          "(leave methods out to match every method)"));
   EXPECT_THAT(
       Errors("policies:\n  - name: my policy\n    match: /a\n"
              "    unlimited: true\n"),

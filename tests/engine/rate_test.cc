@@ -138,6 +138,13 @@ TEST(GcraTest, BlockedDeniesEverythingAndUnlimitedAllowsEverything) {
   EXPECT_TRUE(blocked.never);
   ASSERT_TRUE(Rate::Create(0, TimeUnit::kMinute).ok());
   EXPECT_TRUE(Rate::Create(0, TimeUnit::kMinute)->blocked());
+  // A blocked rate takes no burst (the YAML loader reports the same).
+  absl::StatusOr<Rate> with_burst = Rate::Create(0, TimeUnit::kMinute, 5);
+  ASSERT_FALSE(with_burst.ok());
+  EXPECT_EQ(with_burst.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(with_burst.status().message(),
+            "burst: got 5, but requests_per_unit is 0, which blocks every "
+            "request: a blocked policy has no burst; remove it");
   for (int i = 0; i < 1000; ++i) {
     GcraResult r = GcraCheck(Rate::Unlimited(), s, At(0), 1000);
     ASSERT_TRUE(r.allowed);

@@ -115,8 +115,69 @@ TEST(ShardedLimiterTest, SplitsTableCapacityAmongShards) {
   auto l = MakeSharded(config, 4);
   LimiterStats s = l->Stats();
   EXPECT_EQ(s.ip_table.capacity, 1000u);
-  EXPECT_EQ(s.user_table.capacity, 12u);  // ceil(10 / 4) per shard
+  EXPECT_EQ(s.user_table.capacity, 10u);  // 3, 3, 2, 2: the total, exactly
   EXPECT_EQ(l->table_options().ip_capacity, 1000u);
+}
+
+// The shards together hold exactly the configured capacity, for the
+// default configuration (built-ins on, default tables) and minimal ones, at
+// every shard count; a rounded-up share held up to shards - 1 more.
+TEST(ShardedLimiterTest, TotalCapacityIsExactlyTheConfiguredOne) {
+  for (size_t shards = 1; shards <= ShardedLimiter::kMaxShards; shards *= 2) {
+    const LimiterConfig defaults;
+    auto d = MakeSharded(defaults, shards);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->Stats().ip_table.capacity, defaults.tables.ip_capacity);
+    EXPECT_EQ(d->Stats().user_table.capacity, defaults.tables.user_capacity);
+    for (size_t capacity : {shards, shards + 1, 2 * shards - 1, size_t{10},
+                            size_t{1000}, size_t{100'000}}) {
+      if (capacity < shards) continue;
+      LimiterConfig minimal = TwoScopes(1, 1);
+      minimal.tables.ip_capacity = capacity;
+      minimal.tables.user_capacity = capacity;
+      auto l = MakeSharded(minimal, shards);
+      ASSERT_NE(l, nullptr);
+      EXPECT_EQ(l->Stats().ip_table.capacity, capacity) << shards;
+      EXPECT_EQ(l->Stats().user_table.capacity, capacity) << shards;
+    }
+  }
+}
+
+// Not only the reported capacity: a flood of distinct clients never holds
+// more buckets than configured, and fills what it is given.
+TEST(ShardedLimiterTest, AFloodHoldsAtMostTheConfiguredCapacity) {
+  LimiterConfig config = TwoScopes(1000, 1000);
+  config.tables.ip_capacity = 10;
+  config.tables.user_capacity = 70;
+  auto l = MakeSharded(config, 8);
+  for (int i = 0; i < 5000; ++i) {
+    l->Check(MakeRequest("GET", kSync, Address(i), User(i)), At(0));
+    ASSERT_LE(l->Stats().ip_table.size, 10u) << i;
+    ASSERT_LE(l->Stats().user_table.size, 70u) << i;
+  }
+  EXPECT_EQ(l->Stats().ip_table.size, 10u);
+  EXPECT_EQ(l->Stats().user_table.size, 70u);
+}
+
+TEST(ShardedLimiterTest, RefusesACapacityBelowTheShardCount) {
+  LimiterConfig config = TwoScopes(1, 1);
+  config.tables.ip_capacity = 10;
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> l =
+      ShardedLimiter::Create(config, 64);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(l.status().message(),
+            "tables.ip.capacity: got 10, expected at least 64, the shard "
+            "count (each shard holds its share of the table and needs at "
+            "least one bucket); raise the capacity or use fewer shards");
+  config.tables.ip_capacity = 64;
+  config.tables.user_capacity = 63;
+  l = ShardedLimiter::Create(config, 64);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(),
+              HasSubstr("tables.user.capacity: got 63, expected at least 64"));
+  config.tables.user_capacity = 64;
+  EXPECT_TRUE(ShardedLimiter::Create(config, 64).ok());
 }
 
 // A differential test: the same requests, in the same order, through a lone

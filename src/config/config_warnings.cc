@@ -1,0 +1,187 @@
+#include "src/config/config_warnings.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/route.h"
+#include "src/policy/route_glob.h"
+#include "src/util/quote.h"
+
+namespace mxlimit::config_internal {
+namespace {
+
+using internal::QuoteForError;
+using internal::ToAbsl;
+
+// The `{name}` placeholders in `text`, in order.
+std::vector<std::string_view> Placeholders(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (size_t open = text.find('{'); open != std::string_view::npos;
+       open = text.find('{', open + 1)) {
+    const size_t close = text.find('}', open);
+    if (close == std::string_view::npos) break;
+    out.push_back(text.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+// Address ranges that a reverse proxy, load balancer or container network
+// connects from, with what an operator calls them.
+struct SpecialRange {
+  const char* cidr;
+  const char* what;
+};
+constexpr SpecialRange kSpecialRanges[] = {
+    {"127.0.0.0/8", "loopback"},         {"::1/128", "loopback"},
+    {"10.0.0.0/8", "private"},           {"172.16.0.0/12", "private"},
+    {"192.168.0.0/16", "private"},       {"fc00::/7", "private"},
+    {"100.64.0.0/10", "shared (CGNAT)"}, {"169.254.0.0/16", "link-local"},
+    {"fe80::/10", "link-local"},
+};
+
+bool Overlap(const Cidr& a, const Cidr& b) {
+  return a.Contains(b.base) || b.Contains(a.base);
+}
+
+}  // namespace
+
+void RouteFacts::Build() {
+  if (built_) return;
+  built_ = true;
+  const RouteNormalizer normalizer;
+  std::set<std::string, std::less<>> names;
+  for (const RouteForm& form : normalizer.forms()) {
+    for (std::string_view name : Placeholders(form.pattern)) {
+      names.emplace(name);
+    }
+    form_globs_.push_back(internal::RouteFormGlob(form.pattern));
+  }
+  placeholders_.assign(names.begin(), names.end());
+}
+
+const std::vector<std::string>& RouteFacts::placeholders() {
+  Build();
+  return placeholders_;
+}
+
+bool RouteFacts::AnyRouteMayMatch(std::string_view canonical_pattern) {
+  Build();
+  return std::any_of(form_globs_.begin(), form_globs_.end(),
+                     [&](const std::optional<std::string>& glob) {
+                       return !glob.has_value() ||
+                              internal::GlobsOverlap(canonical_pattern, *glob);
+                     });
+}
+
+void WarnPattern(std::string_view path, const YAML::Mark& mark,
+                 std::string_view pattern, RouteFacts& routes,
+                 ConfigErrors& warnings) {
+  if (pattern == kFallbackRouteKey) return;
+  const std::string head =
+      absl::StrCat(ToAbsl(path), ": ", QuoteForError(pattern), " ");
+  if (std::string note = PatternCanonicalNote(pattern); !note.empty()) {
+    warnings.Add(mark, absl::StrCat(head, note));
+  }
+  const std::string canonical = internal::CanonicalPath(pattern);
+  for (std::string_view name : Placeholders(canonical)) {
+    const std::vector<std::string>& known = routes.placeholders();
+    if (std::binary_search(known.begin(), known.end(), name)) continue;
+    std::vector<std::string_view> candidates(known.begin(), known.end());
+    std::string message =
+        absl::StrCat(head, "holds the placeholder {", ToAbsl(name),
+                     "}, which no route template uses, so it matches only "
+                     "paths holding those very bytes");
+    if (auto near = NearestWord(name, candidates)) {
+      absl::StrAppend(&message, " (did you mean {", ToAbsl(*near), "}?)");
+    }
+    warnings.Add(mark, std::move(message));
+  }
+  if (canonical.size() > 1 && canonical.back() == '/' &&
+      !routes.AnyRouteMayMatch(canonical)) {
+    std::string message = absl::StrCat(
+        head,
+        "ends with '/', and no route has that trailing slash: such a path "
+        "is an unknown route (the fallback)");
+    const std::string_view bare =
+        std::string_view(canonical).substr(0, canonical.size() - 1);
+    if (routes.AnyRouteMayMatch(bare)) {
+      absl::StrAppend(&message, "; did you mean ", QuoteForError(bare), "?");
+    }
+    warnings.Add(mark, std::move(message));
+  }
+}
+
+void WarnExemptNetwork(std::string_view path, const YAML::Mark& mark,
+                       const Cidr& network, ConfigErrors& warnings) {
+  std::vector<std::string> covered;
+  for (const SpecialRange& range : kSpecialRanges) {
+    absl::StatusOr<Cidr> special = ParseCidr(range.cidr);
+    if (!special.ok() || !Overlap(network, *special)) continue;
+    covered.push_back(absl::StrCat(range.what, " (", range.cidr, ")"));
+  }
+  if (covered.empty()) return;
+  warnings.Add(
+      mark,
+      absl::StrCat(ToAbsl(path), ": ", FormatCidr(network), " covers ",
+                   absl::StrJoin(covered, ", "),
+                   " addresses: a reverse proxy, load balancer or container "
+                   "network connects from these, and if mxlimit sees its "
+                   "address instead of the client's, every request it "
+                   "forwards is exempt"));
+}
+
+void WarnCapacity(const Field& field, size_t capacity, size_t shards,
+                  ConfigErrors& warnings) {
+  if (capacity >= shards) return;
+  warnings.Add(
+      field.mark(),
+      absl::StrCat(field.path, ": ", capacity, " is below the ", shards,
+                   " shards a ShardedLimiter (mxlimitd) splits the table "
+                   "over, so it would refuse this file: each shard needs at "
+                   "least one bucket"));
+}
+
+void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
+                          ConfigErrors& warnings) {
+  // What resolution compares, in a form where equal means interchangeable.
+  using Key = std::tuple<std::set<std::string>, std::set<std::string>, Scope,
+                         std::string, bool>;
+  std::vector<std::pair<Key, const PolicyShape*>> seen;
+  for (const PolicyShape& shape : policies) {
+    const Policy& p = *shape.policy;
+    if (p.name.empty() || p.match.empty()) continue;  // Already an error.
+    std::set<std::string> patterns;
+    for (const std::string& m : p.match) {
+      patterns.insert(m == kFallbackRouteKey ? m : internal::CanonicalPath(m));
+    }
+    std::set<std::string> methods(p.methods.begin(), p.methods.end());
+    Key key{std::move(patterns), std::move(methods), p.scope, p.layer,
+            p.shadow_mode};
+    auto earlier = std::find_if(seen.begin(), seen.end(),
+                                [&](const auto& s) { return s.first == key; });
+    if (earlier != seen.end()) {
+      const PolicyShape& first = *earlier->second;
+      warnings.Add(
+          shape.mark,
+          absl::StrCat(shape.path, ": policy ", QuoteForError(p.name),
+                       " has the same match, methods, scope and layer as "
+                       "policy ",
+                       QuoteForError(first.policy->name), " (line ", first.line,
+                       "), which wins every tie: this one can never apply"));
+      continue;
+    }
+    seen.emplace_back(std::move(key), &shape);
+  }
+}
+
+}  // namespace mxlimit::config_internal

@@ -1,0 +1,74 @@
+// Internal to mxlimit::config: what a valid file may hold that is probably
+// not what its author meant. Each check records a warning (never an error:
+// warnings never reject a file) at the position of the value it is about;
+// docs/config.md, "Warnings", lists them.
+
+#ifndef MXLIMIT_SRC_CONFIG_CONFIG_WARNINGS_H_
+#define MXLIMIT_SRC_CONFIG_CONFIG_WARNINGS_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mxlimit/ip.h"
+#include "mxlimit/policy.h"
+#include "src/config/yaml_fields.h"
+
+namespace mxlimit::config_internal {
+
+// The facts about the route table that pattern warnings need, built on first
+// use (most files have no pattern that needs them).
+class RouteFacts {
+ public:
+  // Every `{name}` a route template or form uses, e.g. "roomId".
+  const std::vector<std::string>& placeholders();
+  // True when some route form may serve a path the canonical `pattern`
+  // matches (route_glob.h; a form it cannot reason about counts as yes).
+  bool AnyRouteMayMatch(std::string_view canonical_pattern);
+
+ private:
+  void Build();
+
+  bool built_ = false;
+  std::vector<std::string> placeholders_;
+  // Canonical globs of every route form; nullopt where RouteFormGlob refuses.
+  std::vector<std::optional<std::string>> form_globs_;
+};
+
+// A `match` pattern written at `path`/`mark`: not in canonical form, a
+// `{placeholder}` no route uses, a trailing '/' no route has.
+void WarnPattern(std::string_view path, const YAML::Mark& mark,
+                 std::string_view pattern, RouteFacts& routes,
+                 ConfigErrors& warnings);
+
+// An `exempt.ips` entry covering loopback, private, shared or link-local
+// addresses: behind a proxy that is the address every request comes from.
+void WarnExemptNetwork(std::string_view path, const YAML::Mark& mark,
+                       const Cidr& network, ConfigErrors& warnings);
+
+// A table capacity below the shard count a ShardedLimiter (mxlimitd) would
+// split it over, which it refuses.
+void WarnCapacity(const Field& field, size_t capacity, size_t shards,
+                  ConfigErrors& warnings);
+
+// One operator policy as the duplicate check compares it.
+struct PolicyShape {
+  std::string path;  // "policies[2]"
+  YAML::Mark mark;
+  int line = 0;
+  const Policy* policy = nullptr;
+};
+
+// Policies with the same patterns (canonical, as a set), methods, scope,
+// layer and mode as an earlier one: the earlier wins every tie, so the later
+// can never apply.
+void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
+                          ConfigErrors& warnings);
+
+}  // namespace mxlimit::config_internal
+
+#endif  // MXLIMIT_SRC_CONFIG_CONFIG_WARNINGS_H_

@@ -1,0 +1,59 @@
+// mxlimit/policy.h, "Reloads": which policy changes reset buckets. The
+// engine's Install keeps buckets exactly when KeepsBuckets says so, and
+// `mxlimit check-config --reload-against` reports BucketResetReason, so the
+// two cannot disagree.
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/policy.h"
+
+namespace mxlimit {
+namespace {
+
+using internal::ToAbsl;
+
+std::string_view ScopeText(Scope scope) {
+  return scope == Scope::kIp ? "ip" : "user";
+}
+
+std::string PrefixText(const std::optional<ClientPrefix>& prefix) {
+  if (!prefix.has_value()) return "the tables'";
+  return absl::StrCat("{ipv4: ", prefix->ipv4, ", ipv6: ", prefix->ipv6, "}");
+}
+
+}  // namespace
+
+bool KeepsBuckets(const Policy& before, const Policy& after) {
+  return before.scope == after.scope && before.rate == after.rate &&
+         before.share_threshold == after.share_threshold &&
+         before.layer == after.layer &&
+         before.client_prefix == after.client_prefix;
+}
+
+std::string BucketResetReason(const Policy& before, const Policy& after) {
+  if (before.scope != after.scope) {
+    return absl::StrCat("scope ", ToAbsl(ScopeText(before.scope)), " -> ",
+                        ToAbsl(ScopeText(after.scope)));
+  }
+  if (before.rate != after.rate) {
+    return absl::StrCat("rate ", before.rate.ToString(), " -> ",
+                        after.rate.ToString());
+  }
+  if (before.share_threshold != after.share_threshold) {
+    return absl::StrCat("share_threshold ",
+                        before.share_threshold ? "true" : "false", " -> ",
+                        after.share_threshold ? "true" : "false");
+  }
+  if (before.layer != after.layer) {
+    return absl::StrCat("layer ", before.layer, " -> ", after.layer);
+  }
+  if (before.client_prefix != after.client_prefix) {
+    return absl::StrCat("client_prefix ", PrefixText(before.client_prefix),
+                        " -> ", PrefixText(after.client_prefix));
+  }
+  return "";
+}
+
+}  // namespace mxlimit
