@@ -137,8 +137,8 @@ TEST(StatsTest, ShardedLimiterCountsAsALimiterDoes) {
   Traffic(*sharded);
   // Requests whose two scopes land on different shards count once.
   for (int i = 0; i < 16; ++i) {
-    Request r = MakeRequest("GET", "/nowhere", "203.0.113.9",
-                            "@u" + std::to_string(i) + ":example.org");
+    const std::string user = "@u" + std::to_string(i) + ":example.org";
+    Request r = MakeRequest("GET", "/nowhere", "203.0.113.9", user);
     lone->Check(r, At(0));
     sharded->Check(r, At(0));
   }
