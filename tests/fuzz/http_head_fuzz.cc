@@ -11,8 +11,8 @@
 //   * an error carries an HTTP status from the documented set and a reason;
 //   * ReadOriginalRequest on a complete head, from a trusted and from an
 //     untrusted peer, either fails with a message or yields a method, an
-//     origin-form target and a token within their bounds; an untrusted peer
-//     is always its own client.
+//     origin-form target, and a token and user ID that are views of the head
+//     or of their decode buffers; an untrusted peer is always its own client.
 
 #include <cstddef>
 #include <cstdint>
@@ -33,8 +33,9 @@ bool Inside(std::string_view part, std::string_view whole) {
           part.data() + part.size() <= whole.data() + whole.size());
 }
 
-void CheckInputs(const daemon::HttpRequestHead& head, const IpAddress& peer,
-                 std::span<const Cidr> trusted, bool peer_trusted) {
+void CheckInputs(const daemon::HttpRequestHead& head, std::string_view parsed,
+                 const IpAddress& peer, std::span<const Cidr> trusted,
+                 bool peer_trusted) {
   daemon::OriginalRequest out;
   std::string_view error;
   if (!daemon::ReadOriginalRequest(head, peer, trusted, out, error)) {
@@ -43,8 +44,14 @@ void CheckInputs(const daemon::HttpRequestHead& head, const IpAddress& peer,
   }
   MXLIMIT_FUZZ_CHECK(!out.method.empty() && out.method.size() <= 32);
   MXLIMIT_FUZZ_CHECK(!out.target.empty() && out.target.front() == '/');
-  MXLIMIT_FUZZ_CHECK(out.access_token.size() <= daemon::kMaxTokenBytes);
-  MXLIMIT_FUZZ_CHECK(out.masquerade_user_id.size() <= daemon::kMaxTokenBytes);
+  // Decoded values live in their buffers; values that could not be decoded
+  // are the raw text of the head.
+  auto within = [&](std::string_view v, const auto& buffer) {
+    return Inside(v, parsed) ||
+           Inside(v, std::string_view(buffer.data(), buffer.size()));
+  };
+  MXLIMIT_FUZZ_CHECK(within(out.access_token, out.token_buffer));
+  MXLIMIT_FUZZ_CHECK(within(out.masquerade_user_id, out.user_id_buffer));
   if (!peer_trusted) MXLIMIT_FUZZ_CHECK(out.client == peer);
 }
 
@@ -97,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   static const Cidr trusted[] = {*ParseCidr("127.0.0.1/32"),
                                  *ParseCidr("10.0.0.0/8")};
-  fuzz::CheckInputs(head, *ParseIpAddress("127.0.0.1"), trusted, true);
-  fuzz::CheckInputs(head, *ParseIpAddress("192.0.2.7"), trusted, false);
+  fuzz::CheckInputs(head, parsed, *ParseIpAddress("127.0.0.1"), trusted, true);
+  fuzz::CheckInputs(head, parsed, *ParseIpAddress("192.0.2.7"), trusted, false);
   return 0;
 }
