@@ -98,6 +98,26 @@ static_assert(static_cast<uint8_t>(LimitScope::kIp) == MXLIMIT_SCOPE_IP);
 static_assert(static_cast<uint8_t>(LimitScope::kUser) == MXLIMIT_SCOPE_USER);
 static_assert(kUnlimitedRemaining == MXLIMIT_UNLIMITED_REMAINING);
 
+// mxlimit_check and mxlimit_peek: validates the flat arguments, then fills
+// `out` with what `decide` answers for the request they describe.
+template <typename Decider>
+int Decide(const mxlimit_limiter* limiter, const char* method,
+           size_t method_len, const char* target, size_t target_len,
+           const uint8_t client[16], const char* user_id, size_t user_id_len,
+           int64_t cost, uint32_t flags, mxlimit_decision* out,
+           const Decider& decide) {
+  Request request;
+  if (limiter == nullptr || cost < 0 || !DecisionOk(out) ||
+      !ReadRequest(method, method_len, target, target_len, client, user_id,
+                   user_id_len, cost, flags, request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    WriteDecision(decide(request), out);
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
 }  // namespace
 }  // namespace mxlimit::c_api
 
@@ -110,20 +130,12 @@ int mxlimit_check(mxlimit_limiter* limiter, const char* method,
                   const uint8_t client[16], const char* user_id,
                   size_t user_id_len, int64_t cost, uint32_t flags,
                   int64_t now_ns, mxlimit_decision* out) noexcept {
-  mxlimit::Request request;
-  if (limiter == nullptr || cost < 0 || !mxlimit::c_api::DecisionOk(out) ||
-      !mxlimit::c_api::ReadRequest(method, method_len, target, target_len,
-                                   client, user_id, user_id_len, cost, flags,
-                                   request)) {
-    return MXLIMIT_EINVAL;
-  }
-  return Guarded(nullptr, [&] {
-    mxlimit::c_api::WriteDecision(
-        limiter->limiter->Check(
-            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns)),
-        out);
-    return static_cast<int>(MXLIMIT_OK);
-  });
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, cost, flags, out, [&](const mxlimit::Request& request) {
+        return limiter->limiter->Check(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+      });
 }
 
 int mxlimit_peek(const mxlimit_limiter* limiter, const char* method,
@@ -131,20 +143,12 @@ int mxlimit_peek(const mxlimit_limiter* limiter, const char* method,
                  const uint8_t client[16], const char* user_id,
                  size_t user_id_len, int64_t cost, uint32_t flags,
                  int64_t now_ns, mxlimit_decision* out) noexcept {
-  mxlimit::Request request;
-  if (limiter == nullptr || cost < 0 || !mxlimit::c_api::DecisionOk(out) ||
-      !mxlimit::c_api::ReadRequest(method, method_len, target, target_len,
-                                   client, user_id, user_id_len, cost, flags,
-                                   request)) {
-    return MXLIMIT_EINVAL;
-  }
-  return Guarded(nullptr, [&] {
-    mxlimit::c_api::WriteDecision(
-        limiter->limiter->Peek(request,
-                               mxlimit::MonotonicTime::FromNanoseconds(now_ns)),
-        out);
-    return static_cast<int>(MXLIMIT_OK);
-  });
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, cost, flags, out, [&](const mxlimit::Request& request) {
+        return limiter->limiter->Peek(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+      });
 }
 
 int mxlimit_charge(mxlimit_limiter* limiter, const char* method,
