@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -30,78 +29,6 @@ constexpr uint64_t kWakeTag = 0xFFFFFFFFFFFF0002;
 constexpr size_t kMaxPendingOutput = size_t{64} * 1024;
 // A response body larger than this has its buffer released afterwards.
 constexpr size_t kKeptOutputCapacity = size_t{64} * 1024;
-
-std::string_view ReasonPhrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Content Too Large";
-    case 414:
-      return "URI Too Long";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
-}
-
-void AppendNumber(std::string& out, uint64_t n) {
-  char digits[24];
-  const auto r = std::to_chars(digits, digits + sizeof(digits), n);
-  out.append(digits, static_cast<size_t>(r.ptr - digits));
-}
-
-// Appends a whole response to `out`. Within `out`'s capacity this does not
-// allocate.
-void Serialize(const HttpResponse& r, bool close, std::string& out) {
-  out.append("HTTP/1.1 ");
-  AppendNumber(out, static_cast<uint64_t>(r.status));
-  out.push_back(' ');
-  out.append(ReasonPhrase(r.status));
-  out.append("\r\n");
-  if (r.status != 204) {
-    out.append("Content-Length: ");
-    AppendNumber(out, r.body.size());
-    out.append("\r\n");
-  }
-  if (!r.content_type.empty()) {
-    out.append("Content-Type: ");
-    out.append(r.content_type);
-    out.append("\r\n");
-  }
-  for (size_t i = 0; i < r.header_count; ++i) {
-    out.append(r.headers[i].name);
-    out.append(": ");
-    out.append(r.headers[i].value);
-    out.append("\r\n");
-  }
-  if (close) out.append("Connection: close\r\n");
-  out.append("\r\n");
-  if (r.status != 204) out.append(r.body);
-}
 
 void ErrorResponse(int status, std::string_view reason, HttpResponse& r) {
   r.Reset();
@@ -127,28 +54,6 @@ IpAddress PeerAddress(const sockaddr_storage& ss) {
 }
 
 }  // namespace
-
-void HttpResponse::Reset() {
-  status = 200;
-  content_type = {};
-  header_count = 0;
-  body = {};
-  scratch_used = 0;
-  owned.clear();
-}
-
-void HttpResponse::AddHeader(std::string_view name, std::string_view value) {
-  if (header_count == kMaxHeaders) return;
-  headers[header_count++] = {name, value};
-}
-
-std::string_view HttpResponse::Keep(std::string_view text) {
-  if (scratch.size() - scratch_used < text.size()) return {};
-  char* at = scratch.data() + scratch_used;
-  std::memcpy(at, text.data(), text.size());
-  scratch_used += text.size();
-  return {at, text.size()};
-}
 
 // One worker: an epoll loop over its own slots.
 class HttpServer::Worker {
@@ -520,7 +425,7 @@ void HttpServer::Worker::Process(uint32_t i) {
     response_.Reset();
     handler_.Handle(head_, s.peer, response_);
     const bool close = !head_.keep_alive || draining;
-    Serialize(response_, close, s.out);
+    SerializeResponse(response_, close, s.out);
     if (response_.owned.capacity() > kKeptOutputCapacity) {
       std::string().swap(response_.owned);
     }
@@ -544,7 +449,7 @@ void HttpServer::Worker::Fail(uint32_t i, int status, std::string_view reason) {
   Slot& s = slots_[i];
   if (status != 408) malformed_.fetch_add(1, std::memory_order_relaxed);
   ErrorResponse(status, reason, response_);
-  Serialize(response_, /*close=*/true, s.out);
+  SerializeResponse(response_, /*close=*/true, s.out);
   s.stopped_reading = true;
   s.close_after_write = true;
   Flush(i);

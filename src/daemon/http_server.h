@@ -54,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "mxlimit/ip.h"
 #include "src/daemon/http_head.h"
+#include "src/daemon/http_response.h"
 
 namespace mxlimit::daemon {
 
@@ -75,34 +76,6 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{120'000};
   // How long `Drain` waits for requests under way before closing anyway.
   std::chrono::milliseconds drain_timeout{10'000};
-};
-
-// The answer to one request. The handler fills it; header values and the
-// body must point into `scratch`, into `owned`, or into storage that
-// outlives the call (string literals).
-struct HttpResponse {
-  struct Header {
-    std::string_view name;
-    std::string_view value;
-  };
-  static constexpr size_t kMaxHeaders = 6;
-
-  int status = 200;
-  std::string_view content_type;
-  std::array<Header, kMaxHeaders> headers{};
-  size_t header_count = 0;
-  std::string_view body;
-  // Small values without allocating: `Keep` copies into it.
-  std::array<char, 2048> scratch{};
-  size_t scratch_used = 0;
-  // Large bodies (metrics); its capacity is kept between requests.
-  std::string owned;
-
-  void Reset();
-  // Adds a header; ignored past `kMaxHeaders`.
-  void AddHeader(std::string_view name, std::string_view value);
-  // A copy of `text` in `scratch`, or an empty view if it does not fit.
-  std::string_view Keep(std::string_view text);
 };
 
 // What the server calls for each complete request head. Called from every
