@@ -9,7 +9,9 @@
 #ifndef MXLIMIT_OPTIONS_H_
 #define MXLIMIT_OPTIONS_H_
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,50 @@ struct ExemptOptions {
 // 0-128). Messages name the field as the YAML file spells it.
 absl::Status ValidateTableOptions(const TableOptions& tables);
 
+// Where a `SharedLimiter` (shared_limiter.h) keeps the buckets it shares
+// with other processes: the `store:` section. Unused by `Limiter` and
+// `ShardedLimiter`. docs/shared-state.md explains every field.
+struct StoreOptions {
+  // Which clock a shared bucket's time comes from.
+  enum class Clock : uint8_t {
+    // The store's (Redis `TIME`): one clock for every process and machine.
+    kStore,
+    // The `now` each call passes: deterministic replays and tests; unsafe
+    // across machines whose clocks differ.
+    kCaller,
+  };
+
+  // `redis://HOST:PORT[/DB]` (with optional `user:password@` before HOST)
+  // or `unix:///PATH[?db=DB]`. Empty: no store; every policy is local.
+  std::string url;
+  // Keys the hash that names each bucket in the store; every process that
+  // shares buckets must have the same one. At least 16 bytes.
+  std::string key_secret;
+  // Longest a check waits for the store before the local fallback decides.
+  std::chrono::microseconds timeout{5000};
+  // How often approximate-mode charges are sent to the store.
+  std::chrono::milliseconds sync_interval{50};
+  // While the store is unreachable each shared policy's rate and burst are
+  // scaled by this (e.g. 1/N for N processes), in (0, 1].
+  double fallback_share = 1.0;
+  // Connections to the store per process, 1 to 4.
+  int connections = 1;
+  Clock clock = Clock::kStore;
+  // Ops waiting for the store at most; a check finding the queue full falls
+  // back at once.
+  size_t max_in_flight = 4096;
+  // Deny without asking the store when the local mirror already proves the
+  // store would (docs/shared-state.md: "Local denial").
+  bool local_denial = true;
+
+  static constexpr size_t kMinKeySecretBytes = 16;
+  static constexpr int kMaxConnections = 4;
+};
+
+// Checks every field but `url`'s syntax (the store parses that). Messages
+// name the field as the YAML file spells it (`store.timeout`, ...).
+absl::Status ValidateStoreOptions(const StoreOptions& store);
+
 // A whole limiter configuration, as a YAML file describes it.
 struct LimiterConfig {
   // Whether the documented built-in policies apply (operators may switch them
@@ -59,6 +105,8 @@ struct LimiterConfig {
   ExemptOptions exempt;
   // Operator policies, in file order.
   std::vector<Policy> policies;
+  // Only a `SharedLimiter` reads it.
+  StoreOptions store;
 };
 
 }  // namespace mxlimit

@@ -80,6 +80,13 @@ struct ClientPrefix {
   friend bool operator==(const ClientPrefix&, const ClientPrefix&) = default;
 };
 
+// How a `SharedLimiter` shares a policy's buckets among processes.
+enum class Sharing : uint8_t { kExact, kApproximate, kLocal };
+
+// "exact", "approximate", "local".
+std::string_view SharingName(Sharing sharing);
+std::optional<Sharing> ParseSharing(std::string_view name);
+
 struct Policy {
   // Unique within a set; reports, metrics labels and tab-separated CLI output
   // use it, hence 1 to `kMaxPolicyNameBytes` of [A-Za-z0-9._:-].
@@ -112,6 +119,11 @@ struct Policy {
   // ip-scope only: the prefixes this policy's buckets mask client addresses
   // to (e.g. {24, 48} for a per-network cap); unset = the tables' prefixes.
   std::optional<ClientPrefix> client_prefix;
+  // Where a `SharedLimiter` keeps this policy's buckets (a `Limiter` keeps
+  // every bucket in process): `kExact` in the store, decided there on every
+  // check; `kApproximate` in process, with charges sent to the store in
+  // batches; `kLocal` in process only. docs/shared-state.md compares them.
+  Sharing sharing = Sharing::kExact;
   // Set on the built-in defaults; operator policies win ties against them.
   bool builtin = false;
   // Where the policy was defined (config file line), for error messages; 0

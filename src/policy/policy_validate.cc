@@ -47,6 +47,25 @@ std::string NameProblem(std::string_view name, size_t max_bytes) {
 
 }  // namespace
 
+std::string_view SharingName(Sharing sharing) {
+  switch (sharing) {
+    case Sharing::kExact:
+      return "exact";
+    case Sharing::kApproximate:
+      return "approximate";
+    case Sharing::kLocal:
+      return "local";
+  }
+  return "exact";
+}
+
+std::optional<Sharing> ParseSharing(std::string_view name) {
+  for (Sharing s : {Sharing::kExact, Sharing::kApproximate, Sharing::kLocal}) {
+    if (name == SharingName(s)) return s;
+  }
+  return std::nullopt;
+}
+
 std::string PolicyNameProblem(std::string_view name) {
   return NameProblem(name, kMaxPolicyNameBytes);
 }

@@ -1,0 +1,77 @@
+// The reference semantics of protocol mxl:1 (docs/shared-state.md): what the
+// Redis script does to its keys for one `StoreOp`, written over any map of
+// TATs. `FakeStore` runs it; the conformance test checks the script against
+// it vector by vector.
+//
+// A stored TAT is absolute nanoseconds of the store's clock (or of the
+// caller's, for ops with `caller_clock`). An absent key is a full bucket,
+// and a key is removed (or expires) exactly when its bucket is full again.
+// Every figure stays below 2^53, so the script's Lua numbers are exact: the
+// caller sends no bucket whose tau is 2^53 ns (104 days) or more.
+
+#ifndef MXLIMIT_SHARED_STORE_OPS_H_
+#define MXLIMIT_SHARED_STORE_OPS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "src/shared/store.h"
+
+namespace mxlimit::internal {
+
+// The largest tau a shared bucket may have: Lua numbers are doubles.
+inline constexpr int64_t kMaxSharedToleranceNs = (int64_t{1} << 53) - 1;
+
+// `Map` has `std::optional<int64_t> Get(const StoreKey&)`,
+// `void Set(const StoreKey&, int64_t tat, int64_t now)` (TTL: the key may go
+// once `now` reaches `tat`) and `void Erase(const StoreKey&)`.
+template <typename Map>
+StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
+  StoreResult r;
+  r.status = StoreStatus::kOk;
+  r.allowed = true;
+  // The raw lead (before clamping) tells whether a backwards clock left the
+  // TAT beyond now + tau: a pull-back to persist.
+  std::array<int64_t, kMaxStoreBuckets> raw{};
+  for (size_t i = 0; i < op.count; ++i) {
+    const StoreBucket& b = op.buckets[i];
+    const int64_t tau = b.burst * b.interval_ns;
+    const std::optional<int64_t> tat = map.Get(b.key);
+    raw[i] = tat.has_value() ? *tat - now : 0;
+    r.lead[i] = std::clamp<int64_t>(raw[i], 0, tau);
+    if (op.kind != StoreOpKind::kCharge && b.enforcing &&
+        r.lead[i] + op.cost * b.interval_ns > tau) {
+      r.allowed = false;
+    }
+  }
+  if (op.kind == StoreOpKind::kPeek) return r;
+  for (size_t i = 0; i < op.count; ++i) {
+    const StoreBucket& b = op.buckets[i];
+    const int64_t tau = b.burst * b.interval_ns;
+    const int64_t lead = r.lead[i];
+    if (op.kind == StoreOpKind::kCharge) {
+      // GcraCharge: drained by the cost, refunded by a negative one, within
+      // [full, empty].
+      const int64_t n = std::clamp<int64_t>(op.cost, -b.burst, b.burst);
+      const int64_t next = std::clamp<int64_t>(lead + n * b.interval_ns, 0, tau);
+      if (next == 0) {
+        map.Erase(b.key);
+      } else {
+        map.Set(b.key, now + next, now);
+      }
+      continue;
+    }
+    const bool room = lead + op.cost * b.interval_ns <= tau;
+    if (r.allowed && room) {
+      map.Set(b.key, now + lead + op.cost * b.interval_ns, now);
+    } else if (raw[i] > tau) {
+      map.Set(b.key, now + tau, now);  // The pull-back, as GcraApply keeps it.
+    }
+  }
+  return r;
+}
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_SHARED_STORE_OPS_H_
