@@ -199,7 +199,7 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 //
 // A reload keeps a policy's buckets (its clients' budgets carry over) when a
 // policy of the same name is in both configs and none of what shapes its
-// buckets changed: scope, rate, share_threshold, layer and client_prefix.
+// buckets changed: scope, rate, share_threshold, layer, client_prefix and sharing.
 // Matching patterns, methods and shadow mode may change freely.
 
 // What a reload that replaces `before` by `after` (the same name) changes

@@ -74,6 +74,10 @@
 
 namespace mxlimit {
 
+namespace internal {
+class SharedCore;
+}  // namespace internal
+
 class ShardedLimiter {
  public:
   // Most shards accepted. More shards than threads only costs memory.
@@ -151,6 +155,10 @@ class ShardedLimiter {
   size_t UserShard(std::string_view user_id) const;
 
  private:
+  // A SharedLimiter (shared_limiter.h) runs the engine protocol over these
+  // shards itself, with a store round trip between its steps.
+  friend class internal::SharedCore;
+
   struct Shard {
     mutable internal::Mutex mu;
     std::unique_ptr<internal::Engine> engine ABSL_PT_GUARDED_BY(mu);

@@ -17,8 +17,6 @@
 namespace mxlimit::daemon {
 namespace {
 
-constexpr char kBase64Url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 constexpr char kHex[] = "0123456789abcdef";
 
 int HexValue(char c) {
@@ -74,18 +72,7 @@ TokenUserId TokenHashUserId(const internal::SipKey& secret,
   char* p = id.bytes.data();
   *p++ = '@';
   *p++ = 't';
-  // 128 bits in 22 base64url digits (the last carries 2 bits), no padding.
-  uint32_t acc = 0;
-  int bits = 0;
-  for (uint8_t byte : d) {
-    acc = (acc << 8) | byte;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      *p++ = kBase64Url[(acc >> bits) & 0x3F];
-    }
-  }
-  *p++ = kBase64Url[(acc << (6 - bits)) & 0x3F];
+  p = internal::AppendBase64Url(d, p);
   constexpr std::string_view kSuffix = ":mxlimit";
   std::copy(kSuffix.begin(), kSuffix.end(), p);
   return id;

@@ -387,7 +387,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
 }
 
 void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
-                    int64_t cost) {
+                    int64_t cost, bool admit_leads) {
   const BucketCheck* checks = e.checks.items;
   const size_t n = e.count;
   // Located buckets first (relinked to the recent end), then admissions,
@@ -409,7 +409,8 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
-    if (!(c.verdict.allowed && d.allowed)) {
+    if (!(c.verdict.allowed && d.allowed) &&
+        !(admit_leads && c.verdict.lead > 0)) {
       SettleOne(c, nullptr, d, now, cost);
       continue;
     }
@@ -443,6 +444,32 @@ void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
     }
   }
   // Allowed here but denied elsewhere: nothing happened.
+}
+
+void Engine::EraseSharedBuckets() {
+  std::vector<bool> shared(size_t{1} << 16, false);
+  for (size_t id = 0; id < policies_->size(); ++id) {
+    const Policy& p = policies_->policy(static_cast<PolicyId>(id));
+    if (p.sharing != Sharing::kLocal) shared[bucket_token_[id]] = true;
+  }
+  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
+    return shared[k.policy];
+  });
+  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
+    return shared[k.policy()];
+  });
+}
+
+void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
+                     MonotonicTime now) {
+  if (!c.has_bucket || extra_ns <= 0) return;
+  GcraState* bucket = c.scope == Scope::kIp ? ip_table_.Find(c.key.ip)
+                                            : user_table_.Find(c.key.user);
+  if (bucket == nullptr) return;
+  const Rate& rate = c.spec->rate;
+  const int64_t at = internal::ClampNow(now);
+  const int64_t lead = internal::GcraLead(rate, *bucket, at);
+  bucket->tat = at + std::min(lead + extra_ns, rate.tolerance_ns());
 }
 
 MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,

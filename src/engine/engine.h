@@ -174,8 +174,19 @@ class Engine {
   // never admitted). Buckets already in a table are settled before new ones
   // are admitted, so an admission can never evict a bucket this request
   // still has to write.
+  //
+  // `admit_leads` (a SharedLimiter installing what the store reported):
+  // also admits a bucket the request was not charged to when its verdict
+  // carries a lead, so the mirror learns of buckets other processes drained.
   void Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
-              int64_t cost);
+              int64_t cost, bool admit_leads = false);
+  // --- For a SharedLimiter's mirror (cold paths). ---------------------------
+  // Drops the buckets of every policy that is not `Sharing::kLocal`: the
+  // store they mirrored lost its state.
+  void EraseSharedBuckets();
+  // Drains the bucket of `c` (settled, so in a table if charged) by a
+  // further `extra_ns`, up to empty: a charge larger than cost * T.
+  void AddLead(const BucketCheck& c, int64_t extra_ns, MonotonicTime now);
   // `Charge` for the scopes in `mask`: charges (or refunds, cost < 0) every
   // applying limited policy's bucket without checking.
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);

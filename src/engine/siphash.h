@@ -119,6 +119,26 @@ inline SipKey RandomSipKey() {
   return key;
 }
 
+// The 22 base64url digits (RFC 4648 section 5, no padding) of a digest:
+// 128 bits, the last digit carrying 2. Writes exactly 22 bytes at `out`.
+inline constexpr size_t kSipDigestBase64UrlSize = 22;
+inline char* AppendBase64Url(const SipDigest& d, char* out) {
+  constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t byte : d) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      *out++ = kDigits[(acc >> bits) & 0x3F];
+    }
+  }
+  *out++ = kDigits[(acc << (6 - bits)) & 0x3F];
+  return out;
+}
+
 }  // namespace mxlimit::internal
 
 #endif  // MXLIMIT_ENGINE_SIPHASH_H_

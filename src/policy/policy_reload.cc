@@ -29,7 +29,8 @@ bool KeepsBuckets(const Policy& before, const Policy& after) {
   return before.scope == after.scope && before.rate == after.rate &&
          before.share_threshold == after.share_threshold &&
          before.layer == after.layer &&
-         before.client_prefix == after.client_prefix;
+         before.client_prefix == after.client_prefix &&
+         before.sharing == after.sharing;
 }
 
 std::string BucketResetReason(const Policy& before, const Policy& after) {
@@ -52,6 +53,12 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
   if (before.client_prefix != after.client_prefix) {
     return absl::StrCat("client_prefix ", PrefixText(before.client_prefix),
                         " -> ", PrefixText(after.client_prefix));
+  }
+  if (before.sharing != after.sharing) {
+    // A shared bucket mirrors the store and a local one is the whole truth:
+    // neither can stand for the other.
+    return absl::StrCat("sharing ", ToAbsl(SharingName(before.sharing)),
+                        " -> ", ToAbsl(SharingName(after.sharing)));
   }
   return "";
 }

@@ -113,6 +113,35 @@ class ABSL_SCOPED_LOCKABLE MutexPairLock {
   Mutex& b_;
 };
 
+// `MutexPairLock`, or a plain lock when `a` and `b` are the same mutex: for
+// a request whose two scopes may live in one shard or in two.
+class ABSL_SCOPED_LOCKABLE MutexOneOrTwoLock {
+ public:
+  MutexOneOrTwoLock(Mutex& a, Mutex& b, bool a_first)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(a, b)
+      : a_(a), b_(&a == &b ? nullptr : &b) {
+    if (b_ == nullptr) {
+      a.Lock();
+    } else if (a_first) {
+      a.Lock();
+      b.Lock();
+    } else {
+      b.Lock();
+      a.Lock();
+    }
+  }
+  ~MutexOneOrTwoLock() ABSL_UNLOCK_FUNCTION() {
+    a_.Unlock();
+    if (b_ != nullptr) b_->Unlock();
+  }
+  MutexOneOrTwoLock(const MutexOneOrTwoLock&) = delete;
+  MutexOneOrTwoLock& operator=(const MutexOneOrTwoLock&) = delete;
+
+ private:
+  Mutex& a_;
+  Mutex* b_;
+};
+
 }  // namespace mxlimit::internal
 
 #endif  // MXLIMIT_INTERNAL_MUTEX_H_

@@ -1,0 +1,510 @@
+#include "src/shared/shared_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/mutex.h"
+#include "src/shared/store_ops.h"
+
+namespace mxlimit::internal {
+
+namespace {
+
+// A shared bucket the store can hold: a limited rate whose tau fits the
+// script's exact arithmetic.
+bool StoreCanHold(const Policy& p) {
+  return p.rate.kind() == Rate::Kind::kLimited &&
+         p.rate.tolerance_ns() <= kMaxSharedToleranceNs;
+}
+
+// Whether `c` is decided by the store: an exact-shared bucket that can pass
+// at all (`cost > burst` is answered here, with `never`).
+bool DecidedByStore(const Engine::BucketCheck& c) {
+  return c.has_bucket && c.spec->sharing == Sharing::kExact &&
+         !c.verdict.never && StoreCanHold(*c.spec);
+}
+
+// The verdict of a bucket whose lead the store reported.
+GcraVerdict VerdictFromLead(const Engine::BucketCheck& c, int64_t lead,
+                            MonotonicTime now, int64_t cost) {
+  GcraState state;
+  state.tat = ClampNow(now) + lead;
+  return GcraEvaluate(c.spec->rate, state, now, cost);
+}
+
+// The fallback's verdict for a shared bucket with its rate and burst both
+// scaled by `share`: the same tau, each request draining cost * T / share
+// (at most tau, so a burst scaled below one still lets one through).
+GcraVerdict ScaledVerdict(const Rate& rate, const GcraVerdict& local,
+                          int64_t cost, double share, int64_t& charge_ns) {
+  const double exact = static_cast<double>(cost) *
+                       static_cast<double>(rate.interval_ns()) / share;
+  charge_ns = std::min<int64_t>(static_cast<int64_t>(std::ceil(exact)),
+                                rate.tolerance_ns());
+  GcraVerdict v;
+  v.lead = local.lead;
+  const int64_t wait = local.lead + charge_ns - rate.tolerance_ns();
+  if (wait > 0) {
+    v.retry_after = std::chrono::nanoseconds(wait);
+    return v;
+  }
+  v.allowed = true;
+  v.slack = -wait;
+  return v;
+}
+
+template <typename F>
+void ForEachCheck(Engine::Evaluation& ip_part, Engine::Evaluation& user_part,
+                  bool split, F&& f) {
+  for (uint8_t i = 0; i < ip_part.count; ++i) f(ip_part.checks.items[i], false, i);
+  if (!split) return;
+  for (uint8_t i = 0; i < user_part.count; ++i)
+    f(user_part.checks.items[i], true, i);
+}
+
+}  // namespace
+
+SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
+                       const StoreOptions& options)
+    : mirror_(mirror),
+      store_(std::move(store)),
+      options_(options),
+      keyer_(options.key_secret) {
+  store_->SetLateReplyHandler(this);
+  generation_seen_.store(store_->generation(), std::memory_order_relaxed);
+}
+
+SharedCore::~SharedCore() { store_->SetLateReplyHandler(nullptr); }
+
+int64_t SharedCore::SteadyNow() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
+                          MonotonicTime now, bool inspect, Pass& pass) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Callers hold both shards' locks (the analysis cannot follow them
+  // through the references).
+  pass.split = &a != &b;
+  const Engine::ScopeMask first =
+      pass.split ? Engine::kIpScope : Engine::kBothScopes;
+  if (inspect) {
+    a.engine->Inspect(request, now, first, pass.ip_part);
+  } else {
+    a.engine->Evaluate(request, now, first, pass.ip_part);
+  }
+  if (pass.ip_part.exempt || !pass.split) return;
+  if (inspect) {
+    b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
+                      &pass.ip_part.route);
+  } else {
+    b.engine->Evaluate(request, now, Engine::kUserScope, pass.user_part,
+                       &pass.ip_part.route);
+  }
+}
+
+void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
+                        const Pass& pass, StoreOpKind kind, MonotonicTime now,
+                        Plan& plan) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  StoreOp& op = plan.op;
+  op.kind = kind;
+  op.cost = kind == StoreOpKind::kCharge ? request.cost
+                                         : std::max<int64_t>(request.cost, 0);
+  op.caller_clock = options_.clock == StoreOptions::Clock::kCaller;
+  op.now_ns = now.nanoseconds();
+  op.count = 0;
+  plan.ip_policies = &a.engine->policies();
+  plan.user_policies = &b.engine->policies();
+  auto add = [&](const BucketCheck& c, bool user_part, uint8_t index) {
+    if (kind == StoreOpKind::kCharge
+            ? !(c.has_bucket && c.spec->sharing == Sharing::kExact &&
+                StoreCanHold(*c.spec))
+            : !DecidedByStore(c)) {
+      return;
+    }
+    const Engine& engine = user_part ? *b.engine : *a.engine;
+    const RouteId route =
+        c.scope == Scope::kIp ? c.key.ip.route : c.key.user.route();
+    const std::string_view route_text =
+        route == kSharedBucketRoute ? std::string_view("*")
+                                    : engine.normalizer().key(route);
+    StoreBucket& out = op.buckets[op.count];
+    if (c.scope == Scope::kIp) {
+      IpAddress masked;
+      masked.bytes = c.key.ip.address;
+      out.key = keyer_.IpKey(*c.spec, route_text, masked);
+    } else {
+      out.key = keyer_.UserKey(
+          *c.spec, route_text, request.user_id,
+          c.key.user.kind() == UserBucketKey::Kind::kOverflow);
+    }
+    out.interval_ns = c.spec->rate.interval_ns();
+    out.burst = c.spec->rate.burst();
+    out.enforcing = !c.shadow;
+    plan.from[op.count] = OpSource{user_part, index};
+    ++op.count;
+  };
+  for (uint8_t i = 0; i < pass.ip_part.count; ++i) {
+    const BucketCheck& c = pass.ip_part.checks.items[i];
+    if (pass.split && c.scope != Scope::kIp) continue;
+    add(c, false, i);
+  }
+  if (pass.split) {
+    for (uint8_t i = 0; i < pass.user_part.count; ++i) {
+      const BucketCheck& c = pass.user_part.checks.items[i];
+      if (c.scope == Scope::kUser) add(c, true, i);
+    }
+  }
+}
+
+bool SharedCore::DeniedLocally(const Pass& pass) {
+  auto final_denial = [](const BucketCheck& c) {
+    return !c.shadow && !c.verdict.allowed && !DecidedByStore(c);
+  };
+  for (const BucketCheck& c : pass.ip_part.all()) {
+    if (final_denial(c)) return true;
+  }
+  if (pass.split) {
+    for (const BucketCheck& c : pass.user_part.all()) {
+      if (final_denial(c)) return true;
+    }
+  }
+  return false;
+}
+
+void SharedCore::Finish(Shard& a, Shard& b, Pass& pass, Decision& d,
+                        MonotonicTime now, int64_t cost, bool from_store)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  a.engine->Settle(pass.ip_part, d, now, cost, from_store);
+  if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
+  a.engine->CountDecision(d);
+  ShardedLimiter::PinNames(a, b, d);
+}
+
+Decision SharedCore::Check(const Request& request, MonotonicTime now) {
+  SyncGeneration();
+  const size_t ip = mirror_.IpShard(request.client);
+  const size_t user =
+      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  Plan plan;
+  {
+    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    Pass pass;
+    Evaluate(a, b, request, now, /*inspect=*/false, pass);
+    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+    Decision d = a.engine->Combine(pass.ip_part, pass.user());
+    bool shared = false;
+    ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+                 [&](const BucketCheck& c, bool, uint8_t) {
+                   shared = shared || DecidedByStore(c);
+                 });
+    const bool local_denial =
+        !d.allowed && (options_.local_denial || DeniedLocally(pass));
+    if (!shared || local_denial) {
+      Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+      if (shared) local_denials_.fetch_add(1, std::memory_order_relaxed);
+      return d;
+    }
+    if (!breaker_.Allow(SteadyNow())) {
+      // Decided right here, under the locks already held.
+      fallbacks_[static_cast<int>(Fallback::kBreaker)].fetch_add(
+          1, std::memory_order_relaxed);
+    } else {
+      PlanOp(a, b, request, pass, StoreOpKind::kCheck, now, plan);
+    }
+    if (plan.op.count == 0) {
+      // Breaker open: the fallback decision.
+      if (options_.fallback_share < 1.0) {
+        // Re-decided below with scaled rates, outside this scope.
+      } else {
+        Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+        return d;
+      }
+    }
+  }
+  if (plan.op.count == 0) {
+    return DecideLocally(ip, user, request, now, Fallback::kBreaker);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const StoreResult result = store_->Execute(
+      plan.op, start + std::chrono::duration_cast<
+                           std::chrono::steady_clock::duration>(
+                           options_.timeout));
+  breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
+  switch (result.status) {
+    case StoreStatus::kOk:
+      break;
+    case StoreStatus::kTimeout:
+      return DecideLocally(ip, user, request, now, Fallback::kTimeout);
+    case StoreStatus::kError:
+      return DecideLocally(ip, user, request, now, Fallback::kError);
+    case StoreStatus::kUnavailable:
+      return DecideLocally(ip, user, request, now, Fallback::kUnavailable);
+  }
+  SyncGeneration();
+  return Install(ip, user, request, now, plan, result);
+}
+
+Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
+                             MonotonicTime now, const Plan& plan,
+                             const StoreResult& result) {
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  if (&a.engine->policies() != plan.ip_policies ||
+      &b.engine->policies() != plan.user_policies) {
+    // A reload came in between: the buckets the store charged may belong
+    // to policies that are gone. Give the charge back; this one request is
+    // decided by the new policies locally.
+    Refund(plan.op, result);
+    Pass pass;
+    Evaluate(a, b, request, now, /*inspect=*/false, pass);
+    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+    Decision d = a.engine->Combine(pass.ip_part, pass.user());
+    Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+    return d;
+  }
+  Pass pass;
+  Evaluate(a, b, request, now, /*inspect=*/false, pass);
+  // The same policies resolve the same checks in the same order.
+  for (uint8_t i = 0; i < plan.op.count; ++i) {
+    const OpSource& from = plan.from[i];
+    BucketCheck& c = (from.user_part ? pass.user_part : pass.ip_part)
+                         .checks.items[from.index];
+    c.verdict = VerdictFromLead(c, result.lead[i], now, cost);
+  }
+  Decision d = a.engine->Combine(pass.ip_part, pass.user());
+  // A local bucket of the same request may have run out meanwhile (another
+  // thread, same shard): the store charged a request that is denied.
+  if (result.allowed && !d.allowed) Refund(plan.op, result);
+  Finish(a, b, pass, d, now, cost, /*from_store=*/true);
+  store_decisions_.fetch_add(1, std::memory_order_relaxed);
+  return d;
+}
+
+Decision SharedCore::DecideLocally(size_t ip, size_t user,
+                                   const Request& request, MonotonicTime now,
+                                   Fallback why) {
+  if (why != Fallback::kBreaker) {
+    fallbacks_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  Pass pass;
+  Evaluate(a, b, request, now, /*inspect=*/false, pass);
+  if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+  const double share = options_.fallback_share;
+  // Charges beyond cost * T that the scaled rates ask for, per check.
+  std::array<int64_t, kMaxResolved> extra_ip{}, extra_user{};
+  if (share < 1.0) {
+    ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+                 [&](BucketCheck& c, bool user_part, uint8_t i) {
+                   if (!DecidedByStore(c)) return;
+                   int64_t charge_ns = 0;
+                   c.verdict = ScaledVerdict(c.spec->rate, c.verdict, cost,
+                                             share, charge_ns);
+                   (user_part ? extra_user : extra_ip)[i] =
+                       charge_ns - cost * c.spec->rate.interval_ns();
+                 });
+  }
+  Decision d = a.engine->Combine(pass.ip_part, pass.user());
+  Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+  if (share < 1.0 && d.allowed) {
+    ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+                 [&](BucketCheck& c, bool user_part, uint8_t i) 
+                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                   const int64_t extra = (user_part ? extra_user : extra_ip)[i];
+                   if (extra <= 0 || !c.verdict.allowed) return;
+                   (user_part ? b : a).engine->AddLead(c, extra, now);
+                 });
+  }
+  return d;
+}
+
+Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
+  const size_t ip = mirror_.IpShard(request.client);
+  const size_t user =
+      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  Plan plan;
+  {
+    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    Pass pass;
+    Evaluate(a, b, request, now, /*inspect=*/true, pass);
+    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+    Decision d = a.engine->Combine(pass.ip_part, pass.user());
+    if (!d.allowed && DeniedLocally(pass)) {
+      ShardedLimiter::PinNames(a, b, d);
+      return d;
+    }
+    PlanOp(a, b, request, pass, StoreOpKind::kPeek, now, plan);
+    if (plan.op.count == 0 || breaker_.open()) {
+      ShardedLimiter::PinNames(a, b, d);
+      return d;
+    }
+  }
+  const StoreResult result = store_->Execute(
+      plan.op, std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<
+                       std::chrono::steady_clock::duration>(options_.timeout));
+  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  Pass pass;
+  Evaluate(a, b, request, now, /*inspect=*/true, pass);
+  if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+  if (result.status == StoreStatus::kOk &&
+      &a.engine->policies() == plan.ip_policies &&
+      &b.engine->policies() == plan.user_policies) {
+    for (uint8_t i = 0; i < plan.op.count; ++i) {
+      const OpSource& from = plan.from[i];
+      BucketCheck& c = (from.user_part ? pass.user_part : pass.ip_part)
+                           .checks.items[from.index];
+      c.verdict = VerdictFromLead(c, result.lead[i], now, cost);
+    }
+  }
+  Decision d = a.engine->Combine(pass.ip_part, pass.user());
+  ShardedLimiter::PinNames(a, b, d);
+  return d;
+}
+
+void SharedCore::Charge(const Request& request, MonotonicTime now) {
+  // The mirror first: the whole truth for local policies, and for shared
+  // ones the same change the store gets (a refund lowers this process's
+  // lower bound by what it lowers the store's).
+  mirror_.Charge(request, now);
+  if (request.cost == 0) return;
+  const size_t ip = mirror_.IpShard(request.client);
+  const size_t user =
+      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  Plan plan;
+  {
+    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    Pass pass;
+    Evaluate(a, b, request, now, /*inspect=*/true, pass);
+    if (pass.ip_part.exempt) return;
+    PlanOp(a, b, request, pass, StoreOpKind::kCharge, now, plan);
+  }
+  if (plan.op.count == 0 || !breaker_.Allow(SteadyNow())) return;
+  const StoreResult result = store_->Execute(
+      plan.op, std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<
+                       std::chrono::steady_clock::duration>(options_.timeout));
+  breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
+}
+
+void SharedCore::Refund(const StoreOp& op, const StoreResult& result) {
+  if (op.kind != StoreOpKind::kCheck || !result.allowed) return;
+  StoreOp refund;
+  refund.kind = StoreOpKind::kCharge;
+  refund.cost = -op.cost;
+  refund.caller_clock = op.caller_clock;
+  refund.now_ns = op.now_ns;
+  for (uint8_t i = 0; i < op.count; ++i) {
+    const StoreBucket& bucket = op.buckets[i];
+    const int64_t tau = bucket.burst * bucket.interval_ns;
+    // Only the buckets with room were charged.
+    if (result.lead[i] + op.cost * bucket.interval_ns > tau) continue;
+    refund.buckets[refund.count++] = bucket;
+  }
+  if (refund.count == 0 || op.cost == 0) return;
+  store_->Post(refund);
+  refunds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SharedCore::OnLateReply(const StoreOp& op, const StoreResult& result) {
+  // The check fell back (and charged the mirror if it allowed); the store
+  // charged too. Keep the store's budget for what the fallback decided:
+  // give the store's charge back.
+  if (result.status == StoreStatus::kOk) Refund(op, result);
+}
+
+void SharedCore::SyncGeneration() {
+  const uint64_t now_gen = store_->generation();
+  uint64_t seen = generation_seen_.load(std::memory_order_acquire);
+  if (now_gen == seen) return;
+  if (!generation_seen_.compare_exchange_strong(seen, now_gen,
+                                                std::memory_order_acq_rel)) {
+    return;  // Another thread is resetting.
+  }
+  // The store restarted empty: every shared bucket is full there, and the
+  // mirror's would over-deny until they drained.
+  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
+    Shard& s = mirror_.shards_[i];
+    MutexLock lock(s.mu);
+    s.engine->EraseSharedBuckets();
+  }
+  mirror_resets_.fetch_add(1, std::memory_order_relaxed);
+}
+
+SharedStoreStats SharedCore::Stats() const {
+  const StoreCounters c = store_->counters();
+  SharedStoreStats s;
+  s.store_decisions = store_decisions_.load(std::memory_order_relaxed);
+  s.local_denials = local_denials_.load(std::memory_order_relaxed);
+  s.fallback_timeout = fallbacks_[0].load(std::memory_order_relaxed);
+  s.fallback_error = fallbacks_[1].load(std::memory_order_relaxed);
+  s.fallback_unavailable = fallbacks_[2].load(std::memory_order_relaxed);
+  s.fallback_breaker_open = fallbacks_[3].load(std::memory_order_relaxed);
+  s.late_replies = c.late_replies;
+  s.refunds = refunds_.load(std::memory_order_relaxed);
+  s.mirror_resets = mirror_resets_.load(std::memory_order_relaxed);
+  s.script_reloads = c.script_reloads;
+  s.reconnects = c.reconnects;
+  s.connected = c.connected;
+  s.breaker_open = breaker_.open();
+  s.in_flight = c.in_flight;
+  return s;
+}
+
+std::vector<std::string> SharedCore::DescribeStoreKeys(
+    const Request& request) const {
+  std::vector<std::string> out;
+  const size_t ip = mirror_.IpShard(request.client);
+  const size_t user =
+      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
+  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  Pass pass;
+  Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);
+  if (pass.ip_part.exempt) return out;
+  Plan plan;
+  // Charge ops list every shared bucket, whatever its verdict.
+  Request one = request;
+  one.cost = 1;
+  PlanOp(a, b, one, pass, StoreOpKind::kCharge, MonotonicTime(), plan);
+  uint8_t next = 0;
+  ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+               [&](const BucketCheck& c, bool user_part, uint8_t i) {
+                 if (!c.has_bucket) return;
+                 if (pass.split && (c.scope == Scope::kUser) != user_part) return;
+                 const std::string name = c.spec->name;
+                 if (next < plan.op.count && plan.from[next].user_part == user_part &&
+                     plan.from[next].index == i) {
+                   out.push_back(absl::StrCat(
+                       name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
+                       ToAbsl(plan.op.buckets[next].key.view())));
+                   ++next;
+                 } else {
+                   out.push_back(absl::StrCat(name, " local"));
+                 }
+               });
+  return out;
+}
+
+}  // namespace mxlimit::internal

@@ -1,0 +1,194 @@
+#include "mxlimit/shared_limiter.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "src/shared/shared_core.h"
+#include "src/shared/store_factory.h"
+#include "src/shared/store_ops.h"
+
+namespace mxlimit {
+
+namespace {
+
+// Exact sharing runs the GCRA in the store's Lua numbers, exact below 2^53
+// nanoseconds of tau (104 days); a policy beyond that cannot be shared.
+absl::Status CheckShareable(const LimiterConfig& config) {
+  std::vector<Policy> all = config.policies;
+  if (config.builtin_policies) {
+    for (Policy& p : BuiltinPolicies()) all.push_back(std::move(p));
+  }
+  for (const Policy& p : all) {
+    if (p.sharing == Sharing::kLocal) continue;
+    if (p.rate.kind() != Rate::Kind::kLimited) continue;
+    if (p.rate.tolerance_ns() > internal::kMaxSharedToleranceNs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy \"", p.name, "\": sharing: ",
+          internal::ToAbsl(SharingName(p.sharing)), " needs burst * (unit / "
+          "requests_per_unit) under 104 days (the store computes in exact "
+          "53-bit numbers); got ", p.rate.ToString(),
+          ". Set sharing: local, or a smaller burst"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+SharedLimiter::SharedLimiter(std::unique_ptr<ShardedLimiter> mirror,
+                             std::unique_ptr<internal::SharedCore> core)
+    : mirror_(std::move(mirror)), core_(std::move(core)) {}
+
+SharedLimiter::~SharedLimiter() = default;
+
+absl::StatusOr<std::unique_ptr<SharedLimiter>> SharedLimiter::Create(
+    const LimiterConfig& config, size_t shards) {
+  if (config.store.url.empty()) {
+    return CreateWithStore(config, nullptr, shards);
+  }
+  absl::Status valid = ValidateStoreOptions(config.store);
+  if (!valid.ok()) return valid;
+  absl::StatusOr<std::unique_ptr<internal::Store>> store =
+      internal::MakeStore(config.store);
+  if (!store.ok()) return store.status();
+  return CreateWithStore(config, *std::move(store), shards);
+}
+
+absl::StatusOr<std::unique_ptr<SharedLimiter>> SharedLimiter::CreateWithStore(
+    const LimiterConfig& config, std::unique_ptr<internal::Store> store,
+    size_t shards) {
+  if (store != nullptr) {
+    absl::Status valid = ValidateStoreOptions(config.store);
+    if (!valid.ok()) return valid;
+    absl::Status shareable = CheckShareable(config);
+    if (!shareable.ok()) return shareable;
+  }
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> mirror =
+      ShardedLimiter::Create(config, shards);
+  if (!mirror.ok()) return mirror.status();
+  std::unique_ptr<internal::SharedCore> core;
+  if (store != nullptr) {
+    core = std::make_unique<internal::SharedCore>(**mirror, std::move(store),
+                                                  config.store);
+  }
+  return std::unique_ptr<SharedLimiter>(
+      new SharedLimiter(*std::move(mirror), std::move(core)));
+}
+
+bool SharedLimiter::has_store() const { return core_ != nullptr; }
+
+Decision SharedLimiter::Check(const Request& request, MonotonicTime now) {
+  if (core_ == nullptr) return mirror_->Check(request, now);
+  return core_->Check(request, now);
+}
+
+Decision SharedLimiter::Peek(const Request& request, MonotonicTime now) const {
+  if (core_ == nullptr) return mirror_->Peek(request, now);
+  return core_->Peek(request, now);
+}
+
+void SharedLimiter::Charge(const Request& request, MonotonicTime now) {
+  if (core_ == nullptr) return mirror_->Charge(request, now);
+  core_->Charge(request, now);
+}
+
+absl::Status SharedLimiter::Reload(const LimiterConfig& config) {
+  if (core_ != nullptr) {
+    const StoreOptions& was = core_->options();
+    const StoreOptions& next = config.store;
+    if (was.url != next.url || was.key_secret != next.key_secret ||
+        was.timeout != next.timeout ||
+        was.sync_interval != next.sync_interval ||
+        was.fallback_share != next.fallback_share ||
+        was.connections != next.connections || was.clock != next.clock ||
+        was.max_in_flight != next.max_in_flight ||
+        was.local_denial != next.local_denial) {
+      return absl::FailedPreconditionError(
+          "store: the store section changed; restart to apply it (the old "
+          "policies and store stay in force)");
+    }
+    absl::Status shareable = CheckShareable(config);
+    if (!shareable.ok()) return shareable;
+  } else if (!config.store.url.empty()) {
+    return absl::FailedPreconditionError(
+        "store.url: this process started without a store; restart to use "
+        "one (the old policies stay in force)");
+  }
+  return mirror_->Reload(config);
+}
+
+LimiterStats SharedLimiter::Stats() const { return mirror_->Stats(); }
+
+SharedStoreStats SharedLimiter::StoreStats() const {
+  if (core_ == nullptr) return SharedStoreStats{};
+  return core_->Stats();
+}
+
+std::vector<std::string> SharedLimiter::DescribeStoreKeys(
+    const Request& request) const {
+  if (core_ == nullptr) return {};
+  return core_->DescribeStoreKeys(request);
+}
+
+std::string FormatStorePrometheus(const SharedStoreStats& s) {
+  std::string out;
+  absl::StrAppend(
+      &out,
+      "# HELP mxlimit_store_decisions_total Checks decided by the store, by "
+      "how.\n",
+      "# TYPE mxlimit_store_decisions_total counter\n",
+      "mxlimit_store_decisions_total{result=\"store\"} ", s.store_decisions,
+      "\n", "mxlimit_store_decisions_total{result=\"local_deny\"} ",
+      s.local_denials, "\n",
+      "mxlimit_store_decisions_total{result=\"fallback_timeout\"} ",
+      s.fallback_timeout, "\n",
+      "mxlimit_store_decisions_total{result=\"fallback_error\"} ",
+      s.fallback_error, "\n",
+      "mxlimit_store_decisions_total{result=\"fallback_unavailable\"} ",
+      s.fallback_unavailable, "\n",
+      "mxlimit_store_decisions_total{result=\"fallback_breaker_open\"} ",
+      s.fallback_breaker_open, "\n");
+  auto counter = [&](std::string_view name, std::string_view help,
+                     uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", internal::ToAbsl(name), " ",
+                    internal::ToAbsl(help), "\n# TYPE ",
+                    internal::ToAbsl(name), " counter\n",
+                    internal::ToAbsl(name), " ", value, "\n");
+  };
+  auto gauge = [&](std::string_view name, std::string_view help,
+                   uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", internal::ToAbsl(name), " ",
+                    internal::ToAbsl(help), "\n# TYPE ",
+                    internal::ToAbsl(name), " gauge\n",
+                    internal::ToAbsl(name), " ", value, "\n");
+  };
+  counter("mxlimit_store_late_replies_total",
+          "Store answers that came after their check had fallen back.",
+          s.late_replies);
+  counter("mxlimit_store_refunds_total",
+          "Charges given back to the store.", s.refunds);
+  counter("mxlimit_store_sync_batches_total",
+          "Approximate-mode batches sent to the store.", s.sync_batches);
+  counter("mxlimit_store_sync_dropped_total",
+          "Approximate-mode charges dropped (pending table full).",
+          s.sync_dropped);
+  counter("mxlimit_store_mirror_resets_total",
+          "Times the mirror dropped its shared buckets (store lost state).",
+          s.mirror_resets);
+  counter("mxlimit_store_script_reloads_total",
+          "Scripts loaded again after the store forgot them (NOSCRIPT).",
+          s.script_reloads);
+  counter("mxlimit_store_reconnects_total", "Connections to the store made again.",
+          s.reconnects);
+  gauge("mxlimit_store_connected", "1 while a store connection is up.",
+        s.connected ? 1 : 0);
+  gauge("mxlimit_store_breaker_open",
+        "1 while the circuit breaker sends checks to the local fallback.",
+        s.breaker_open ? 1 : 0);
+  gauge("mxlimit_store_in_flight", "Store operations sent, not yet answered.",
+        s.in_flight);
+  return out;
+}
+
+}  // namespace mxlimit

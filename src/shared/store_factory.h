@@ -1,0 +1,20 @@
+// Builds the store a `store.url` names. Internal: not installed.
+
+#ifndef MXLIMIT_SHARED_STORE_FACTORY_H_
+#define MXLIMIT_SHARED_STORE_FACTORY_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "mxlimit/options.h"
+#include "src/shared/store.h"
+
+namespace mxlimit::internal {
+
+// A `RedisStore` for `redis://` and `unix://` URLs; InvalidArgument naming
+// `store.url` for anything else.
+absl::StatusOr<std::unique_ptr<Store>> MakeStore(const StoreOptions& options);
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_SHARED_STORE_FACTORY_H_

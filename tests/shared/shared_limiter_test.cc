@@ -1,0 +1,336 @@
+// SharedLimiter over the in-process FakeStore, with the built-in policies
+// on: several processes' limiters share one budget exactly, deny locally
+// what their mirror proves, and fall back without error when the store
+// fails.
+
+#include "mxlimit/shared_limiter.h"
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mxlimit/limiter.h"
+#include "src/replay/log_parsers.h"
+#include "src/shared/fake_store.h"
+#include "tests/testing/limiter_fixtures.h"
+
+namespace mxlimit {
+namespace {
+
+using internal::FakeStore;
+using testing::At;
+using testing::kSecond;
+using testing::MakePolicy;
+using testing::MakeRequest;
+
+constexpr char kSecret[] = "0123456789abcdef-test-secret";
+
+LimiterConfig SharedConfig(bool caller_clock = true) {
+  LimiterConfig config;  // Built-in policies on.
+  config.store.key_secret = kSecret;
+  if (caller_clock) config.store.clock = StoreOptions::Clock::kCaller;
+  return config;
+}
+
+// N processes' limiters over one store (the FakeStore outlives them: the
+// processes own non-owning wrappers).
+class ForwardingStore final : public internal::Store {
+ public:
+  explicit ForwardingStore(internal::Store& to) : to_(to) {}
+  internal::StoreResult Execute(
+      const internal::StoreOp& op,
+      std::chrono::steady_clock::time_point deadline) override {
+    return to_.Execute(op, deadline);
+  }
+  bool Post(const internal::StoreOp& op) override { return to_.Post(op); }
+  uint64_t generation() const override { return to_.generation(); }
+  internal::StoreCounters counters() const override { return to_.counters(); }
+  // The last process to start gets the late replies.
+  void SetLateReplyHandler(internal::LateReplyHandler* h) override {
+    to_.SetLateReplyHandler(h);
+  }
+
+ private:
+  internal::Store& to_;
+};
+
+std::vector<std::unique_ptr<SharedLimiter>> Processes(
+    FakeStore& store, int n, const LimiterConfig& config, size_t shards = 2) {
+  std::vector<std::unique_ptr<SharedLimiter>> out;
+  for (int i = 0; i < n; ++i) {
+    auto limiter = SharedLimiter::CreateWithStore(
+        config, std::make_unique<ForwardingStore>(store), shards);
+    EXPECT_TRUE(limiter.ok()) << limiter.status();
+    out.push_back(*std::move(limiter));
+  }
+  return out;
+}
+
+Request Login(std::string_view ip) {
+  return MakeRequest("POST", "/_matrix/client/v3/login", ip);
+}
+
+TEST(SharedLimiterTest, WithoutStoreIsAShardedLimiter) {
+  LimiterConfig config;
+  auto shared = SharedLimiter::Create(config, 2);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_FALSE((*shared)->has_store());
+  auto local = ShardedLimiter::Create(config, 2);
+  for (int i = 0; i < 20; ++i) {
+    Decision a = (*shared)->Check(Login("192.0.2.1"), At(1));
+    Decision b = (*local)->Check(Login("192.0.2.1"), At(1));
+    EXPECT_EQ(a.allowed, b.allowed);
+    EXPECT_EQ(a.retry_after, b.retry_after);
+  }
+}
+
+TEST(SharedLimiterTest, ProcessesShareTheBuiltInLoginBudget) {
+  FakeStore store;
+  auto procs = Processes(store, 3, SharedConfig());
+  auto one = Limiter::Create(LimiterConfig{});
+  ASSERT_TRUE(one.ok());
+  // Round-robin over three processes gives what one process gives.
+  for (int i = 0; i < 12; ++i) {
+    Decision shared = procs[i % 3]->Check(Login("198.51.100.7"), At(10));
+    Decision single = (*one)->Check(Login("198.51.100.7"), At(10));
+    EXPECT_EQ(shared.allowed, single.allowed) << "request " << i;
+    EXPECT_EQ(shared.policy, single.policy) << "request " << i;
+  }
+  // With per-process buckets, three processes would have let three times
+  // the burst through: check that the shared total equals one process's.
+  int allowed = 0;
+  for (int i = 0; i < 30; ++i) {
+    allowed += procs[i % 3]->Check(Login("203.0.113.9"), At(20)).allowed;
+  }
+  int single_allowed = 0;
+  for (int i = 0; i < 30; ++i) {
+    single_allowed += (*one)->Check(Login("203.0.113.9"), At(20)).allowed;
+  }
+  EXPECT_EQ(allowed, single_allowed);
+  EXPECT_GT(single_allowed, 0);
+  EXPECT_LT(single_allowed, 30);
+}
+
+TEST(SharedLimiterTest, StoreKeysAreHashedAndNameNoClient) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  const Request r = MakeRequest("PUT",
+                                "/_matrix/client/v3/rooms/!r:example.org/send/"
+                                "m.room.message/t1",
+                                "192.0.2.55", "@alice:example.org");
+  std::vector<std::string> keys = procs[0]->DescribeStoreKeys(r);
+  ASSERT_FALSE(keys.empty());
+  for (const std::string& line : keys) {
+    EXPECT_EQ(line.find("alice"), std::string::npos) << line;
+    EXPECT_EQ(line.find("192.0.2.55"), std::string::npos) << line;
+    const size_t at = line.find("mxl:1:");
+    ASSERT_NE(at, std::string::npos) << line;
+    EXPECT_EQ(line.size() - at, 30u) << line;  // mxl:1:x: + 22 digits
+  }
+  // Another secret names other keys; the same secret the same ones.
+  LimiterConfig other = SharedConfig();
+  other.store.key_secret = "another-secret-of-16-bytes";
+  auto procs2 = Processes(store, 1, other);
+  auto procs3 = Processes(store, 1, SharedConfig());
+  EXPECT_NE(procs2[0]->DescribeStoreKeys(r), keys);
+  EXPECT_EQ(procs3[0]->DescribeStoreKeys(r), keys);
+}
+
+TEST(SharedLimiterTest, LocalDenialSkipsTheStore) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  for (int i = 0; i < 10; ++i) procs[0]->Check(Login("192.0.2.1"), At(1));
+  const uint64_t before = store.executed();
+  const uint64_t local_before = procs[0]->StoreStats().local_denials;
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_FALSE(procs[0]->Check(Login("192.0.2.1"), At(1)).allowed);
+  }
+  EXPECT_EQ(store.executed(), before);
+  EXPECT_EQ(procs[0]->StoreStats().local_denials, local_before + 100);
+}
+
+TEST(SharedLimiterTest, MirrorLearnsOfBucketsOtherProcessesDrained) {
+  FakeStore store;
+  auto procs = Processes(store, 2, SharedConfig());
+  for (int i = 0; i < 10; ++i) procs[0]->Check(Login("192.0.2.2"), At(1));
+  // Process 1 never charged this client: the store denies, and its mirror
+  // then holds the lead, so the next denial is local.
+  EXPECT_FALSE(procs[1]->Check(Login("192.0.2.2"), At(1)).allowed);
+  const uint64_t before = store.executed();
+  EXPECT_FALSE(procs[1]->Check(Login("192.0.2.2"), At(1)).allowed);
+  EXPECT_EQ(store.executed(), before);
+}
+
+TEST(SharedLimiterTest, StoreDownFallsBackLocallyAndBreakerOpens) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  store.SetDown(true);
+  auto one = Limiter::Create(LimiterConfig{});
+  for (int i = 0; i < 10; ++i) {
+    Decision d = procs[0]->Check(Login("192.0.2.3"), At(1));
+    EXPECT_EQ(d.allowed, (*one)->Check(Login("192.0.2.3"), At(1)).allowed);
+  }
+  SharedStoreStats s = procs[0]->StoreStats();
+  EXPECT_TRUE(s.breaker_open);
+  EXPECT_GE(s.fallback_unavailable, 5u);
+  EXPECT_GT(s.fallback_breaker_open + s.local_denials, 0u);
+}
+
+TEST(SharedLimiterTest, SlowStoreTimesOutWithinTheDeadline) {
+  FakeStore store;
+  LimiterConfig config = SharedConfig();
+  config.store.timeout = std::chrono::milliseconds(2);
+  auto procs = Processes(store, 1, config);
+  store.SetLatency(std::chrono::milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  Decision d = procs[0]->Check(Login("192.0.2.4"), At(1));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(d.allowed);
+  EXPECT_LT(took, std::chrono::milliseconds(2) + std::chrono::milliseconds(1));
+  EXPECT_EQ(procs[0]->StoreStats().fallback_timeout, 1u);
+  // The store applied the op late; the late answer gave its charge back.
+  EXPECT_EQ(procs[0]->StoreStats().refunds, 1u);
+}
+
+TEST(SharedLimiterTest, FallbackShareScalesSharedBudgets) {
+  FakeStore store;
+  LimiterConfig config = SharedConfig();
+  config.builtin_policies = false;
+  config.policies.push_back(
+      MakePolicy("p", "/_matrix/client/v3/login", Scope::kIp, 10,
+                 TimeUnit::kMinute, 8));
+  config.store.fallback_share = 0.25;
+  auto procs = Processes(store, 1, config);
+  store.SetDown(true);
+  int allowed = 0;
+  for (int i = 0; i < 20; ++i) {
+    allowed += procs[0]->Check(Login("192.0.2.5"), At(1)).allowed;
+  }
+  EXPECT_EQ(allowed, 2);  // A quarter of the burst of 8.
+}
+
+TEST(SharedLimiterTest, StoreRestartClearsTheMirror) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  for (int i = 0; i < 10; ++i) procs[0]->Check(Login("192.0.2.6"), At(1));
+  EXPECT_FALSE(procs[0]->Check(Login("192.0.2.6"), At(1)).allowed);
+  store.Restart();
+  // The store forgot every bucket; the mirror must not keep denying.
+  EXPECT_TRUE(procs[0]->Check(Login("192.0.2.6"), At(1)).allowed);
+  EXPECT_EQ(procs[0]->StoreStats().mirror_resets, 1u);
+}
+
+TEST(SharedLimiterTest, RefundReachesTheStore) {
+  FakeStore store;
+  auto procs = Processes(store, 2, SharedConfig());
+  int first = 0;
+  while (procs[0]->Check(Login("192.0.2.7"), At(1)).allowed) ++first;
+  Request refund = Login("192.0.2.7");
+  refund.cost = -1;
+  procs[0]->Charge(refund, At(1));
+  // Another process sees the refunded token.
+  EXPECT_TRUE(procs[1]->Check(Login("192.0.2.7"), At(1)).allowed);
+  EXPECT_FALSE(procs[1]->Check(Login("192.0.2.7"), At(1)).allowed);
+}
+
+TEST(SharedLimiterTest, PeekChargesNothing) {
+  FakeStore store;
+  auto procs = Processes(store, 2, SharedConfig());
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(procs[i % 2]->Peek(Login("192.0.2.8"), At(1)).allowed);
+  }
+  EXPECT_TRUE(procs[0]->Check(Login("192.0.2.8"), At(1)).allowed);
+}
+
+TEST(SharedLimiterTest, ReloadRefusesAStoreChange) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  LimiterConfig next = SharedConfig();
+  next.store.timeout = std::chrono::milliseconds(9);
+  absl::Status s = procs[0]->Reload(next);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(procs[0]->Reload(SharedConfig()).ok());
+}
+
+TEST(SharedLimiterTest, LocalPoliciesStayPerProcess) {
+  FakeStore store;
+  LimiterConfig config = SharedConfig();
+  config.builtin_policies = false;
+  Policy p = MakePolicy("p", "/_matrix/client/v3/login", Scope::kIp, 10,
+                        TimeUnit::kMinute, 2);
+  p.sharing = Sharing::kLocal;
+  config.policies.push_back(p);
+  auto procs = Processes(store, 2, config);
+  int allowed = 0;
+  for (int i = 0; i < 10; ++i) {
+    allowed += procs[i % 2]->Check(Login("192.0.2.9"), At(1)).allowed;
+  }
+  EXPECT_EQ(allowed, 4);  // Each process its own burst of 2.
+  EXPECT_EQ(store.executed(), 0u);
+}
+
+// The accuracy check: the bundled Synapse log, round-robin over 4
+// processes, decides exactly as one Limiter.
+class SampleReplay : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SampleReplay, RoundRobinOverFourMatchesOneLimiter) {
+  const bool local_denial = GetParam();
+  std::ifstream in(MXLIMIT_SOURCE_DIR "/examples/data/sample-synapse.log");
+  ASSERT_TRUE(in) << "sample log missing";
+  FakeStore store;
+  LimiterConfig config = SharedConfig();
+  config.store.local_denial = local_denial;
+  auto procs = Processes(store, 4, config);
+  auto one = Limiter::Create(LimiterConfig{});
+  ASSERT_TRUE(one.ok());
+  std::string line;
+  int64_t clock_ms = 0;
+  size_t n = 0, denied = 0, shorter_retry = 0;
+  while (std::getline(in, line)) {
+    replay::LogRecord rec;
+    if (replay::ParseSynapseLine(line, &rec) != replay::ParseResult::kOk) {
+      continue;
+    }
+    auto client = ParseIpAddress(rec.client_ip);
+    if (!client.ok()) continue;
+    Request r;
+    r.method = rec.method;
+    r.target = rec.target;
+    r.client = *client;
+    r.user_id = rec.user;
+    clock_ms = std::max(clock_ms, rec.time_ms);
+    const MonotonicTime now = MonotonicTime::FromMilliseconds(clock_ms);
+    const Decision a = procs[n % 4]->Check(r, now);
+    const Decision b = (*one)->Check(r, now);
+    ++n;
+    ASSERT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
+    if (b.allowed) continue;
+    ++denied;
+    ASSERT_EQ(a.never, b.never) << "line " << n;
+    if (!local_denial) {
+      ASSERT_EQ(a.limited_by, b.limited_by) << "line " << n;
+      ASSERT_EQ(a.policy, b.policy) << "line " << n;
+      ASSERT_EQ(a.retry_after, b.retry_after) << "line " << n;
+    } else {
+      // A local denial's wait is a lower bound of the shared one.
+      ASSERT_LE(a.retry_after, b.retry_after) << "line " << n;
+      shorter_retry += a.retry_after < b.retry_after;
+    }
+  }
+  EXPECT_GT(n, 20000u);
+  EXPECT_GT(denied, 0u);
+  if (local_denial) {
+    RecordProperty("shorter_retry", static_cast<int>(shorter_retry));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LocalDenial, SampleReplay, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "On" : "Off";
+                         });
+
+}  // namespace
+}  // namespace mxlimit
