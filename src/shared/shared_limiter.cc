@@ -21,6 +21,11 @@ absl::Status CheckShareable(const LimiterConfig& config) {
   }
   for (const Policy& p : all) {
     if (p.sharing == Sharing::kLocal) continue;
+    if (p.sharing == Sharing::kApproximate) {
+      return absl::UnimplementedError(absl::StrCat(
+          "policy \"", p.name, "\": sharing: approximate is not available "
+          "yet in this version; use exact (the default) or local"));
+    }
     if (p.rate.kind() != Rate::Kind::kLimited) continue;
     if (p.rate.tolerance_ns() > internal::kMaxSharedToleranceNs) {
       return absl::InvalidArgumentError(absl::StrCat(
