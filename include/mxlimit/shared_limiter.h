@@ -162,6 +162,12 @@ class SharedLimiter {
   // its store key, e.g. "exact mxl:1:u:3q2-7wAAAAAAAAAAAAAAAA".
   std::vector<std::string> DescribeStoreKeys(const Request& request) const;
 
+  // Sends the charges approximate-sharing policies allowed since the last
+  // sync now, at `now` (on the caller's clock). Syncs happen on their own
+  // every `store.sync_interval`; tests and harnesses call this to control
+  // when.
+  void SyncNow(MonotonicTime now);
+
   // Whether buckets are shared at all (a store is configured).
   bool has_store() const;
   const ShardedLimiter& mirror() const { return *mirror_; }

@@ -472,6 +472,32 @@ void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
   bucket->tat = at + std::min(lead + extra_ns, rate.tolerance_ns());
 }
 
+int64_t Engine::UnclampedLead(const BucketCheck& c, MonotonicTime now) const {
+  if (!c.has_bucket) return 0;
+  const GcraState* state = nullptr;
+  if (c.slot != 0) {
+    state = c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
+                                  : user_table_.StateAt(c.slot);
+  } else {
+    state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
+                                  : user_table_.Peek(c.key.user);
+  }
+  const int64_t at = internal::ClampNow(now);
+  if (state == nullptr || state->tat <= at) return 0;
+  const uint64_t lead =
+      static_cast<uint64_t>(state->tat) - static_cast<uint64_t>(at);
+  // The store caps a synced lead; `RaiseLead` installs no more than it says.
+  return static_cast<int64_t>(lead);
+}
+
+void Engine::RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
+                       MonotonicTime now) {
+  GcraState* bucket = scope == Scope::kIp ? ip_table_.FindOrAdmit(key.ip)
+                                          : user_table_.FindOrAdmit(key.user);
+  const int64_t tat = internal::ClampNow(now) + lead;
+  if (bucket->tat < tat) bucket->tat = tat;
+}
+
 MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
                                        MonotonicTime now) {
   Evaluation e;

@@ -187,6 +187,13 @@ class Engine {
   // Drains the bucket of `c` (settled, so in a table if charged) by a
   // further `extra_ns`, up to empty: a charge larger than cost * T.
   void AddLead(const BucketCheck& c, int64_t extra_ns, MonotonicTime now);
+  // The lead of the (evaluated or inspected) bucket of `c` without rate.h's
+  // pull-back to tau: approximate sharing keeps debt there.
+  int64_t UnclampedLead(const BucketCheck& c, MonotonicTime now) const;
+  // Raises the bucket of `key` (admitting it if absent) to at least
+  // `lead` ahead of `now`, unclamped: what the store reported after a sync.
+  void RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
+                 MonotonicTime now);
   // `Charge` for the scopes in `mask`: charges (or refunds, cost < 0) every
   // applying limited policy's bucket without checking.
   void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);

@@ -18,7 +18,7 @@ namespace {
 // script's exact arithmetic.
 bool StoreCanHold(const Policy& p) {
   return p.rate.kind() == Rate::Kind::kLimited &&
-         p.rate.tolerance_ns() <= kMaxSharedToleranceNs;
+         MaxStoreLead(p.rate, p.sharing) <= kMaxSharedLeadNs;
 }
 
 // Whether `c` is decided by the store: an exact-shared bucket that can pass
@@ -57,6 +57,36 @@ GcraVerdict ScaledVerdict(const Rate& rate, const GcraVerdict& local,
   return v;
 }
 
+// Approximate sharing: decided here, from a mirror that may carry debt.
+bool Approximate(const Engine::BucketCheck& c) {
+  return c.has_bucket && c.spec->sharing == Sharing::kApproximate &&
+         !c.verdict.never && StoreCanHold(*c.spec);
+}
+
+// GcraEvaluate's verdict with the lead as the mirror holds it, past tau when
+// the store reported debt: the wait then exceeds tau, and a denial keeps the
+// lead (GcraApply persists a positive lead as it is).
+GcraVerdict DebtVerdict(const Rate& rate, int64_t lead, int64_t cost) {
+  GcraVerdict v;
+  v.lead = lead;
+  const int64_t wait =
+      lead + std::max<int64_t>(cost, 0) * rate.interval_ns() -
+      rate.tolerance_ns();
+  if (wait > 0) {
+    v.retry_after = std::chrono::nanoseconds(wait);
+    return v;
+  }
+  v.allowed = true;
+  v.slack = -wait;
+  return v;
+}
+
+int64_t SteadyNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 template <typename F>
 void ForEachCheck(Engine::Evaluation& ip_part, Engine::Evaluation& user_part,
                   bool split, F&& f) {
@@ -76,14 +106,98 @@ SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
       keyer_(options.key_secret) {
   store_->SetLateReplyHandler(this);
   generation_seen_.store(store_->generation(), std::memory_order_relaxed);
+  // Room for a busy sync interval's charges, allocated once.
+  pending_capacity_ =
+      std::max<size_t>(1024, size_t{1 << 16} / mirror_.shard_count_);
+  pending_ = std::make_unique<PendingShard[]>(mirror_.shard_count_);
+  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
+    pending_[i].charges.reserve(pending_capacity_);
+  }
+  batch_.reserve(pending_capacity_ * (mirror_.shard_count_ + 1));
+  watch_.reserve(pending_capacity_);
+  sync_ops_ = std::make_unique<StoreOp[]>(kSyncOpsPerBatch);
+  sync_results_ = std::make_unique<StoreResult[]>(kSyncOpsPerBatch);
+  if (options_.clock == StoreOptions::Clock::kStore) {
+    sync_thread_ = std::thread([this] { SyncLoop(); });
+  }
 }
 
-SharedCore::~SharedCore() { store_->SetLateReplyHandler(nullptr); }
+SharedCore::~SharedCore() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  store_->SetLateReplyHandler(nullptr);
+}
 
-int64_t SharedCore::SteadyNow() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+int64_t SharedCore::SteadyNow() const { return SteadyNanoseconds(); }
+
+StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
+                           std::string_view user_id) const {
+  const RouteId route =
+      c.scope == Scope::kIp ? c.key.ip.route : c.key.user.route();
+  const std::string_view route_text =
+      route == kSharedBucketRoute ? std::string_view("*")
+                                  : engine.normalizer().key(route);
+  if (c.scope == Scope::kIp) {
+    IpAddress masked;
+    masked.bytes = c.key.ip.address;
+    return keyer_.IpKey(*c.spec, route_text, masked);
+  }
+  return keyer_.UserKey(*c.spec, route_text, user_id,
+                        c.key.user.kind() == UserBucketKey::Kind::kOverflow);
+}
+
+void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
+                           MonotonicTime now, int64_t cost) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+               [&](BucketCheck& c, bool user_part, uint8_t) {
+                 if (!Approximate(c)) return;
+                 const Engine& engine = user_part ? *b.engine : *a.engine;
+                 c.verdict = DebtVerdict(c.spec->rate,
+                                         engine.UnclampedLead(c, now), cost);
+               });
+}
+
+void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
+                              const Request& request, int64_t cost)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (cost == 0) return;
+  auto queue = [&](const BucketCheck& c, size_t shard, const Engine& engine) {
+    if (!Approximate(c) || !c.verdict.allowed) return;
+    std::vector<PendingCharge>& charges = pending_[shard].charges;
+    if (charges.size() == pending_capacity_) {
+      // Full until the next sync: this charge stays local (under-counted).
+      sync_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    PendingCharge& p = charges.emplace_back();
+    p.key = KeyOf(engine, c, request.user_id);
+    p.delta_ns = cost * c.spec->rate.interval_ns();
+    p.interval_ns = c.spec->rate.interval_ns();
+    p.burst = c.spec->rate.burst();
+    p.shard = static_cast<uint32_t>(shard);
+    p.scope = c.scope;
+    p.engine_key = c.key;
+    any_pending_.store(true, std::memory_order_relaxed);
+  };
+  const Engine& ip_engine = *mirror_.shards_[ip].engine;
+  const Engine& user_engine = *mirror_.shards_[user].engine;
+  for (const BucketCheck& c : pass.ip_part.all()) {
+    if (pass.split || c.scope == Scope::kIp) {
+      queue(c, ip, ip_engine);
+    } else {
+      queue(c, user, user_engine);  // One shard: user == ip.
+    }
+  }
+  if (pass.split) {
+    for (const BucketCheck& c : pass.user_part.all()) {
+      queue(c, user, user_engine);
+    }
+  }
 }
 
 void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
@@ -99,14 +213,17 @@ void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
   } else {
     a.engine->Evaluate(request, now, first, pass.ip_part);
   }
-  if (pass.ip_part.exempt || !pass.split) return;
-  if (inspect) {
-    b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
-                      &pass.ip_part.route);
-  } else {
-    b.engine->Evaluate(request, now, Engine::kUserScope, pass.user_part,
-                       &pass.ip_part.route);
+  if (pass.ip_part.exempt) return;
+  if (pass.split) {
+    if (inspect) {
+      b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
+                        &pass.ip_part.route);
+    } else {
+      b.engine->Evaluate(request, now, Engine::kUserScope, pass.user_part,
+                         &pass.ip_part.route);
+    }
   }
+  ApplyDebt(a, b, pass, now, std::max<int64_t>(request.cost, 0));
 }
 
 void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
@@ -129,21 +246,8 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
       return;
     }
     const Engine& engine = user_part ? *b.engine : *a.engine;
-    const RouteId route =
-        c.scope == Scope::kIp ? c.key.ip.route : c.key.user.route();
-    const std::string_view route_text =
-        route == kSharedBucketRoute ? std::string_view("*")
-                                    : engine.normalizer().key(route);
     StoreBucket& out = op.buckets[op.count];
-    if (c.scope == Scope::kIp) {
-      IpAddress masked;
-      masked.bytes = c.key.ip.address;
-      out.key = keyer_.IpKey(*c.spec, route_text, masked);
-    } else {
-      out.key = keyer_.UserKey(
-          *c.spec, route_text, request.user_id,
-          c.key.user.kind() == UserBucketKey::Kind::kOverflow);
-    }
+    out.key = KeyOf(engine, c, request.user_id);
     out.interval_ns = c.spec->rate.interval_ns();
     out.burst = c.spec->rate.burst();
     out.enforcing = !c.shadow;
@@ -178,17 +282,42 @@ bool SharedCore::DeniedLocally(const Pass& pass) {
   return false;
 }
 
-void SharedCore::Finish(Shard& a, Shard& b, Pass& pass, Decision& d,
-                        MonotonicTime now, int64_t cost, bool from_store)
+void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
+                        const Request& request, MonotonicTime now,
+                        int64_t cost, bool from_store)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Shard& a = mirror_.shards_[ip];
+  Shard& b = mirror_.shards_[user];
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
   a.engine->CountDecision(d);
+  if (d.allowed) QueueCharges(ip, user, pass, request, cost);
   ShardedLimiter::PinNames(a, b, d);
 }
 
 Decision SharedCore::Check(const Request& request, MonotonicTime now) {
   SyncGeneration();
+  if (options_.clock == StoreOptions::Clock::kCaller) {
+    // Syncs run at the caller's time: one checking thread does it when due.
+    int64_t due = next_sync_ns_.load(std::memory_order_relaxed);
+    if (due == kNoSyncYet) {
+      // The first sync window starts with the first check.
+      next_sync_ns_.compare_exchange_strong(
+          due, now.nanoseconds() +
+                   std::chrono::nanoseconds(options_.sync_interval).count(),
+          std::memory_order_relaxed);
+    } else if (now.nanoseconds() >= due &&
+        any_pending_.load(std::memory_order_relaxed) &&
+        next_sync_ns_.compare_exchange_strong(
+            due, now.nanoseconds() +
+                     std::chrono::nanoseconds(options_.sync_interval).count(),
+            std::memory_order_relaxed)) {
+      Sync(now);
+    }
+  } else {
+    last_now_ns_.store(now.nanoseconds(), std::memory_order_relaxed);
+    last_now_steady_ns_.store(SteadyNow(), std::memory_order_relaxed);
+  }
   const size_t ip = mirror_.IpShard(request.client);
   const size_t user =
       request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
@@ -210,7 +339,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     const bool local_denial =
         !d.allowed && (options_.local_denial || DeniedLocally(pass));
     if (!shared || local_denial) {
-      Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+      Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
       if (shared) local_denials_.fetch_add(1, std::memory_order_relaxed);
       return d;
     }
@@ -226,7 +355,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
       if (options_.fallback_share < 1.0) {
         // Re-decided below with scaled rates, outside this scope.
       } else {
-        Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+        Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
         return d;
       }
     }
@@ -271,7 +400,7 @@ Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
     Evaluate(a, b, request, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
-    Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+    Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
     return d;
   }
   Pass pass;
@@ -287,7 +416,7 @@ Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
   // A local bucket of the same request may have run out meanwhile (another
   // thread, same shard): the store charged a request that is denied.
   if (result.allowed && !d.allowed) Refund(plan.op, result);
-  Finish(a, b, pass, d, now, cost, /*from_store=*/true);
+  Finish(ip, user, pass, d, request, now, cost, /*from_store=*/true);
   store_decisions_.fetch_add(1, std::memory_order_relaxed);
   return d;
 }
@@ -320,7 +449,7 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
                  });
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  Finish(a, b, pass, d, now, cost, /*from_store=*/false);
+  Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
   if (share < 1.0 && d.allowed) {
     ForEachCheck(pass.ip_part, pass.user_part, pass.split,
                  [&](BucketCheck& c, bool user_part, uint8_t i) 
@@ -451,6 +580,117 @@ void SharedCore::SyncGeneration() {
   mirror_resets_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void SharedCore::SyncNow(MonotonicTime now) { Sync(now); }
+
+void SharedCore::DropPending() {
+  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
+    Shard& s = mirror_.shards_[i];
+    MutexLock lock(s.mu);
+    pending_[i].charges.clear();
+  }
+}
+
+void SharedCore::SyncLoop() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stop_) {
+    stop_cv_.wait_for(lock, options_.sync_interval);
+    if (stop_ || !any_pending_.load(std::memory_order_relaxed)) continue;
+    lock.unlock();
+    // The caller's clock, carried forward from its latest reading.
+    const int64_t now = last_now_ns_.load(std::memory_order_relaxed) +
+                        (SteadyNow() - last_now_steady_ns_.load(
+                                           std::memory_order_relaxed));
+    Sync(MonotonicTime::FromNanoseconds(now));
+    lock.lock();
+  }
+}
+
+void SharedCore::Sync(MonotonicTime now) {
+  std::unique_lock<std::mutex> one(sync_mu_, std::try_to_lock);
+  if (!one.owns_lock()) return;
+  // Take every shard's queue (each keeps its reserved capacity), then the
+  // buckets still in debt at the last sync, asked again with nothing to
+  // add: a process learns of other processes' charges only from a sync's
+  // answer, and one that stopped charging a bucket would otherwise keep an
+  // old, low lead and over-admit when it next sees the client. Everything
+  // here reuses buffers allocated once, so a sync allocates nothing either.
+  batch_.clear();
+  any_pending_.store(false, std::memory_order_relaxed);
+  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
+    Shard& s = mirror_.shards_[i];
+    MutexLock lock(s.mu);
+    std::vector<PendingCharge>& charges = pending_[i].charges;
+    batch_.insert(batch_.end(), charges.begin(), charges.end());
+    charges.clear();
+  }
+  for (PendingCharge& w : watch_) {
+    w.delta_ns = 0;
+    batch_.push_back(w);
+  }
+  watch_.clear();
+  if (batch_.empty()) return;
+  // One bucket per key, its charges summed.
+  std::sort(batch_.begin(), batch_.end(),
+            [](const PendingCharge& a, const PendingCharge& b) {
+              return a.key.view() < b.key.view();
+            });
+  size_t buckets = 0;
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    if (buckets > 0 && batch_[buckets - 1].key == batch_[i].key) {
+      batch_[buckets - 1].delta_ns += batch_[i].delta_ns;
+    } else {
+      batch_[buckets++] = batch_[i];
+    }
+  }
+  const size_t per_batch = kSyncOpsPerBatch * kMaxStoreBuckets;
+  for (size_t first = 0; first < buckets; first += per_batch) {
+    const size_t n = std::min(per_batch, buckets - first);
+    const size_t ops = (n + kMaxStoreBuckets - 1) / kMaxStoreBuckets;
+    for (size_t o = 0; o < ops; ++o) {
+      StoreOp& op = sync_ops_[o];
+      op.kind = StoreOpKind::kSync;
+      op.cost = 0;
+      op.caller_clock = options_.clock == StoreOptions::Clock::kCaller;
+      op.now_ns = now.nanoseconds();
+      op.count = 0;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const PendingCharge& p = batch_[first + i];
+      StoreOp& op = sync_ops_[i / kMaxStoreBuckets];
+      StoreBucket& b = op.buckets[op.count++];
+      b.key = p.key;
+      b.interval_ns = p.interval_ns;
+      b.burst = p.burst;
+      b.delta_ns = p.delta_ns;
+    }
+    store_->ExecuteBatch(
+        std::span<const StoreOp>(sync_ops_.get(), ops),
+        std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                options_.timeout),
+        std::span<StoreResult>(sync_results_.get(), ops));
+    sync_batches_.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+      const StoreResult& r = sync_results_[i / kMaxStoreBuckets];
+      const PendingCharge& p = batch_[first + i];
+      if (r.status != StoreStatus::kOk) {
+        if (p.delta_ns > 0) sync_dropped_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      const int64_t lead = r.lead[i % kMaxStoreBuckets];
+      {
+        Shard& s = mirror_.shards_[p.shard];
+        MutexLock lock(s.mu);
+        // The store's lead includes this process's charges and everyone
+        // else's; installed as it is, debt and all.
+        s.engine->RaiseLead(p.scope, p.engine_key, lead, now);
+      }
+      if (lead > 0 && watch_.size() < pending_capacity_) watch_.push_back(p);
+    }
+  }
+  if (!watch_.empty()) any_pending_.store(true, std::memory_order_relaxed);
+}
+
 SharedStoreStats SharedCore::Stats() const {
   const StoreCounters c = store_->counters();
   SharedStoreStats s;
@@ -463,6 +703,8 @@ SharedStoreStats SharedCore::Stats() const {
   s.late_replies = c.late_replies;
   s.refunds = refunds_.load(std::memory_order_relaxed);
   s.mirror_resets = mirror_resets_.load(std::memory_order_relaxed);
+  s.sync_batches = sync_batches_.load(std::memory_order_relaxed);
+  s.sync_dropped = sync_dropped_.load(std::memory_order_relaxed);
   s.script_reloads = c.script_reloads;
   s.reconnects = c.reconnects;
   s.connected = c.connected;

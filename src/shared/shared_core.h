@@ -14,15 +14,27 @@
 // A failed or late store call, or an open breaker, makes step 3 a local
 // decision instead (the fallback).
 //
+// Approximate sharing: such buckets are decided in step 1 from the mirror,
+// whose lead may exceed tau (debt the store reported), and each charge they
+// allow is queued per shard. Every `sync_interval` one batch of kSync ops
+// sends the queued charges, summed per bucket, and raises each mirror
+// bucket to the lead the store answers, never pulling it back: a thread of
+// its own with the store's clock; the checking thread itself, at the
+// caller's time, with the caller's clock (deterministic replays).
+//
 // Internal: not installed.
 
 #ifndef MXLIMIT_SHARED_SHARED_CORE_H_
 #define MXLIMIT_SHARED_SHARED_CORE_H_
 
 #include <atomic>
+#include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mxlimit/decision.h"
@@ -52,6 +64,11 @@ class SharedCore final : public LateReplyHandler {
 
   void OnLateReply(const StoreOp& op, const StoreResult& result) override;
 
+  // Sends the queued approximate charges now (tests; the caller's clock).
+  void SyncNow(MonotonicTime now);
+  // Forgets queued approximate charges (a reload may reuse their buckets).
+  void DropPending();
+
  private:
   using Shard = ShardedLimiter::Shard;
   using Evaluation = Engine::Evaluation;
@@ -78,6 +95,20 @@ class SharedCore final : public LateReplyHandler {
     const PolicySet* user_policies = nullptr;
   };
   enum class Fallback : uint8_t { kTimeout, kError, kUnavailable, kBreaker };
+  // One approximate charge waiting for the next sync.
+  struct PendingCharge {
+    StoreKey key;
+    int64_t delta_ns = 0;
+    int64_t interval_ns = 0;
+    int64_t burst = 0;
+    uint32_t shard = 0;
+    Scope scope = Scope::kIp;
+    BucketCheck::Key engine_key;
+  };
+  // Guarded by the shard's mutex (the checks that fill it hold it anyway).
+  struct PendingShard {
+    std::vector<PendingCharge> charges;
+  };
 
   // Step 1: evaluates `request` (`inspect`: without admitting or counting)
   // and lists its exact-shared buckets in `plan`.
@@ -89,9 +120,22 @@ class SharedCore final : public LateReplyHandler {
   // Whether an enforcing check that the store has no say in (a local
   // policy, a blocked one, `cost > burst`) denies: final without the store.
   static bool DeniedLocally(const Pass& pass);
-  // Settles a decided pass on the mirror and counts it.
-  void Finish(Shard& a, Shard& b, Pass& pass, Decision& d, MonotonicTime now,
-              int64_t cost, bool from_store);
+  // Settles a decided pass on the mirror, counts it, and queues its
+  // approximate charges.
+  void Finish(size_t ip, size_t user, Pass& pass, Decision& d,
+              const Request& request, MonotonicTime now, int64_t cost,
+              bool from_store);
+  // The key of `c`'s bucket in the store.
+  StoreKey KeyOf(const Engine& engine, const BucketCheck& c,
+                 std::string_view user_id) const;
+  // Replaces the verdicts of approximate buckets by ones that honour debt.
+  void ApplyDebt(const Shard& a, const Shard& b, Pass& pass, MonotonicTime now,
+                 int64_t cost) const;
+  // Queues the approximate charges of a settled, allowed request.
+  void QueueCharges(size_t ip, size_t user, const Pass& pass,
+                    const Request& request, int64_t cost);
+  void Sync(MonotonicTime now);
+  void SyncLoop();
   // Step 3 of a check the store answered.
   Decision Install(size_t ip, size_t user, const Request& request,
                    MonotonicTime now, const Plan& plan,
@@ -118,6 +162,32 @@ class SharedCore final : public LateReplyHandler {
   std::atomic<uint64_t> fallbacks_[4] = {};
   std::atomic<uint64_t> refunds_{0};
   std::atomic<uint64_t> mirror_resets_{0};
+
+  // Approximate sharing.
+  std::unique_ptr<PendingShard[]> pending_;
+  size_t pending_capacity_ = 0;
+  std::atomic<bool> any_pending_{false};
+  static constexpr int64_t kNoSyncYet = INT64_MIN;
+  std::atomic<int64_t> next_sync_ns_{kNoSyncYet};  // Caller's clock.
+  // The latest caller time seen, and when (steady clock): the sync thread
+  // maps its own time onto the caller's with them.
+  std::atomic<int64_t> last_now_ns_{0};
+  std::atomic<int64_t> last_now_steady_ns_{0};
+  std::mutex sync_mu_;  // One sync at a time.
+  // Guarded by sync_mu_, allocated once: the charges being sent, the
+  // buckets the last sync found in debt (asked again at the next one), and
+  // one pipelined batch of ops and their results.
+  static constexpr size_t kSyncOpsPerBatch = 64;
+  std::vector<PendingCharge> batch_;
+  std::vector<PendingCharge> watch_;
+  std::unique_ptr<StoreOp[]> sync_ops_;
+  std::unique_ptr<StoreResult[]> sync_results_;
+  std::atomic<uint64_t> sync_batches_{0};
+  std::atomic<uint64_t> sync_dropped_{0};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread sync_thread_;
 };
 
 }  // namespace mxlimit::internal

@@ -12,8 +12,9 @@ namespace mxlimit {
 
 namespace {
 
-// Exact sharing runs the GCRA in the store's Lua numbers, exact below 2^53
-// nanoseconds of tau (104 days); a policy beyond that cannot be shared.
+// The store runs the GCRA in Lua numbers, exact below 2^53 nanoseconds of
+// lead (store_ops.h): a policy whose buckets could lead further cannot be
+// shared.
 absl::Status CheckShareable(const LimiterConfig& config) {
   std::vector<Policy> all = config.policies;
   if (config.builtin_policies) {
@@ -21,19 +22,20 @@ absl::Status CheckShareable(const LimiterConfig& config) {
   }
   for (const Policy& p : all) {
     if (p.sharing == Sharing::kLocal) continue;
-    if (p.sharing == Sharing::kApproximate) {
-      return absl::UnimplementedError(absl::StrCat(
-          "policy \"", p.name, "\": sharing: approximate is not available "
-          "yet in this version; use exact (the default) or local"));
-    }
+
     if (p.rate.kind() != Rate::Kind::kLimited) continue;
-    if (p.rate.tolerance_ns() > internal::kMaxSharedToleranceNs) {
+    if (internal::MaxStoreLead(p.rate, p.sharing) >
+        internal::kMaxSharedLeadNs) {
       return absl::InvalidArgumentError(absl::StrCat(
           "policy \"", p.name, "\": sharing: ",
-          internal::ToAbsl(SharingName(p.sharing)), " needs burst * (unit / "
-          "requests_per_unit) under 104 days (the store computes in exact "
-          "53-bit numbers); got ", p.rate.ToString(),
-          ". Set sharing: local, or a smaller burst"));
+          internal::ToAbsl(SharingName(p.sharing)),
+          p.sharing == Sharing::kApproximate
+              ? " needs 17 * burst * (unit / requests_per_unit) under 104 "
+                "days (the store keeps up to 16 bursts of debt, in exact "
+                "53-bit numbers); got "
+              : " needs burst * (unit / requests_per_unit) under 104 days "
+                "(the store computes in exact 53-bit numbers); got ",
+          p.rate.ToString(), ". Set sharing: local, or a smaller burst"));
     }
   }
   return absl::OkStatus();
@@ -83,6 +85,10 @@ absl::StatusOr<std::unique_ptr<SharedLimiter>> SharedLimiter::CreateWithStore(
 
 bool SharedLimiter::has_store() const { return core_ != nullptr; }
 
+void SharedLimiter::SyncNow(MonotonicTime now) {
+  if (core_ != nullptr) core_->SyncNow(now);
+}
+
 Decision SharedLimiter::Check(const Request& request, MonotonicTime now) {
   if (core_ == nullptr) return mirror_->Check(request, now);
   return core_->Check(request, now);
@@ -120,7 +126,9 @@ absl::Status SharedLimiter::Reload(const LimiterConfig& config) {
         "store.url: this process started without a store; restart to use "
         "one (the old policies stay in force)");
   }
-  return mirror_->Reload(config);
+  absl::Status reloaded = mirror_->Reload(config);
+  if (reloaded.ok() && core_ != nullptr) core_->DropPending();
+  return reloaded;
 }
 
 LimiterStats SharedLimiter::Stats() const { return mirror_->Stats(); }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -26,6 +27,12 @@ namespace mxlimit::internal {
 
 // A request never has more buckets than it resolves policies.
 inline constexpr size_t kMaxStoreBuckets = kMaxResolved;
+
+// Approximate sharing keeps debt: a synced bucket may lead by up to
+// (1 + kDebtTaus) * tau. Enough to repay what N processes can over-admit in
+// a sync window, (N-1) * (burst + S/T + 1) intervals, for the fleets this is
+// meant for (a burst-1 policy at N = 8 needs 14 tau); part of protocol mxl:1.
+inline constexpr int64_t kDebtTaus = 16;
 
 // `mxl:1:<i|u>:<22 characters of base64url>`: 30 bytes (store_keys.h).
 struct StoreKey {
@@ -50,6 +57,11 @@ enum class StoreOpKind : uint8_t {
   // GcraCharge on every bucket: drain by cost (refund when negative), no
   // decision.
   kCharge,
+  // Approximate sharing: adds each bucket's `delta_ns` (the charges one
+  // process allowed since its last sync) to its TAT, keeping debt: the lead
+  // may grow past tau, up to (1 + kDebtTaus) * tau, and is not pulled back.
+  // Answers each bucket's lead after the op.
+  kSync,
 };
 
 // One bucket of an op: its key and its policy's rate. The store needs the
@@ -62,6 +74,8 @@ struct StoreBucket {
   // False for a shadow policy's bucket: it is evaluated and charged like
   // the others but never blocks the request.
   bool enforcing = true;
+  // kSync only: the charge to add, in nanoseconds (cost * T summed).
+  int64_t delta_ns = 0;
 };
 
 struct StoreOp {
@@ -89,11 +103,12 @@ enum class StoreStatus : uint8_t {
 struct StoreResult {
   StoreStatus status = StoreStatus::kUnavailable;
   // kCheck: every enforcing bucket had room and every bucket with room was
-  // charged. kPeek: what kCheck would have answered. kCharge: true.
+  // charged. kPeek: what kCheck would have answered. kCharge, kSync: true.
   bool allowed = false;
   // Each bucket's lead before the op, in nanoseconds of the store's clock,
   // clamped to [0, tau] (rate.h's lead). With the bucket's rate and the
-  // op's cost the caller derives the same verdict the store reached.
+  // op's cost the caller derives the same verdict the store reached. For
+  // kSync: the lead after the op, in [0, (1 + kDebtTaus) * tau].
   std::array<int64_t, kMaxStoreBuckets> lead{};
 };
 
@@ -130,6 +145,17 @@ class Store {
   virtual StoreResult Execute(const StoreOp& op,
                               std::chrono::steady_clock::time_point deadline) =
       0;
+
+  // `Execute` for each of `ops`, all sent before waiting for any (one
+  // pipelined write on a network store), each answered by the deadline or
+  // timed out. `results` has ops.size() elements.
+  virtual void ExecuteBatch(std::span<const StoreOp> ops,
+                            std::chrono::steady_clock::time_point deadline,
+                            std::span<StoreResult> results) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      results[i] = Execute(ops[i], deadline);
+    }
+  }
 
   // Queues `op` without waiting (refunds, approximate-mode syncs). False
   // when it could not be queued (queue full, not connected): the op is

@@ -7,7 +7,8 @@
 // caller's, for ops with `caller_clock`). An absent key is a full bucket,
 // and a key is removed (or expires) exactly when its bucket is full again.
 // Every figure stays below 2^53, so the script's Lua numbers are exact: the
-// caller sends no bucket whose tau is 2^53 ns (104 days) or more.
+// caller sends no bucket whose lead could reach 2^53 ns (104 days): tau below
+// that for exact sharing, (1 + kDebtTaus) * tau below it for approximate.
 
 #ifndef MXLIMIT_SHARED_STORE_OPS_H_
 #define MXLIMIT_SHARED_STORE_OPS_H_
@@ -16,12 +17,22 @@
 #include <cstdint>
 #include <optional>
 
+#include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
 #include "src/shared/store.h"
 
 namespace mxlimit::internal {
 
-// The largest tau a shared bucket may have: Lua numbers are doubles.
-inline constexpr int64_t kMaxSharedToleranceNs = (int64_t{1} << 53) - 1;
+// The largest lead a shared bucket may reach: Lua numbers are doubles.
+inline constexpr int64_t kMaxSharedLeadNs = (int64_t{1} << 53) - 1;
+
+// The largest lead a bucket of this sharing can reach in the store.
+inline int64_t MaxStoreLead(const Rate& rate, Sharing sharing) {
+  const int64_t tau = rate.tolerance_ns();
+  if (sharing != Sharing::kApproximate) return tau;
+  // Saturates instead of overflowing (tau <= 2^61).
+  return tau > kMaxSharedLeadNs ? tau : (1 + kDebtTaus) * tau;
+}
 
 // `Map` has `std::optional<int64_t> Get(const StoreKey&)`,
 // `void Set(const StoreKey&, int64_t tat, int64_t now)` (TTL: the key may go
@@ -31,6 +42,25 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
   StoreResult r;
   r.status = StoreStatus::kOk;
   r.allowed = true;
+  if (op.kind == StoreOpKind::kSync) {
+    // Debt is kept: no clamp to tau, no pull-back (clamping here is what
+    // makes approximate sharing over-admit N-fold when T < the interval).
+    for (size_t i = 0; i < op.count; ++i) {
+      const StoreBucket& b = op.buckets[i];
+      const int64_t tau = b.burst * b.interval_ns;
+      const std::optional<int64_t> tat = map.Get(b.key);
+      const int64_t lead = tat.has_value() ? std::max<int64_t>(*tat - now, 0) : 0;
+      const int64_t after =
+          std::clamp<int64_t>(lead + b.delta_ns, 0, (1 + kDebtTaus) * tau);
+      r.lead[i] = after;
+      if (after == 0) {
+        map.Erase(b.key);
+      } else {
+        map.Set(b.key, now + after, now);
+      }
+    }
+    return r;
+  }
   // The raw lead (before clamping) tells whether a backwards clock left the
   // TAT beyond now + tau: a pull-back to persist.
   std::array<int64_t, kMaxStoreBuckets> raw{};

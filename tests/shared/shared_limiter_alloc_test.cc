@@ -23,6 +23,15 @@ TEST(SharedLimiterAllocationTest, CheckPeekChargeAndFallbackAllocateNothing) {
   config.store.key_secret = "a-secret-of-at-least-16-bytes";
   config.store.clock = StoreOptions::Clock::kCaller;
   config.store.fallback_share = 0.5;
+  // An approximate cap too: its charges queue, and syncs run inline at the
+  // caller's time (every 50 ms of it).
+  Policy cap;
+  cap.name = "approximate-cap";
+  cap.match = {"*"};
+  cap.layer = "approx";
+  cap.sharing = Sharing::kApproximate;
+  cap.rate = *Rate::Create(100, TimeUnit::kSecond, 500);
+  config.policies.push_back(cap);
   auto store = std::make_unique<internal::FakeStore>();
   internal::FakeStore& fake = *store;
   auto limiter = SharedLimiter::CreateWithStore(config, std::move(store), 2);
@@ -49,9 +58,9 @@ TEST(SharedLimiterAllocationTest, CheckPeekChargeAndFallbackAllocateNothing) {
   }
   auto run = [&](int64_t& t) {
     for (const Request& r : requests) {
-      (*limiter)->Check(r, At(t++));
-      (*limiter)->Peek(r, At(t));
-      (*limiter)->Charge(r, At(t));
+      (*limiter)->Check(r, MonotonicTime::FromNanoseconds(t++ * 10'000'000));
+      (*limiter)->Peek(r, MonotonicTime::FromNanoseconds(t * 10'000'000));
+      (*limiter)->Charge(r, MonotonicTime::FromNanoseconds(t * 10'000'000));
     }
   };
   // Warm up: the store's table and the mirror reach their working size.
@@ -67,6 +76,7 @@ TEST(SharedLimiterAllocationTest, CheckPeekChargeAndFallbackAllocateNothing) {
   EXPECT_GT(s.store_decisions, 0u);
   EXPECT_GT(s.local_denials, 0u);
   EXPECT_GT(s.fallback_unavailable + s.fallback_breaker_open, 0u);
+  EXPECT_GT(s.sync_batches, 0u);
 }
 
 }  // namespace
