@@ -9,7 +9,7 @@
 -- ARGV[2]           cost: an integer; negative (a refund) only for charge
 -- ARGV[3], ARGV[4]  now: seconds and nanoseconds (0..999999999) of the
 --                   caller's clock, or both empty for the server's (TIME)
--- ARGV[3+3i..5+3i]  bucket i: T (emission interval, ns), burst, and
+-- ARGV[2+3i..4+3i]  bucket i: T (emission interval, ns), burst, and
 --                   enforcing (1, or 0 for a shadow policy's bucket)
 --
 -- A key holds its bucket's TAT as "<sec>:<nsec>". An absent key is a full
@@ -61,7 +61,7 @@ local T, burst, tau, raw, lead = {}, {}, {}, {}, {}
 local allowed = 1
 -- Every key is read before any is written, as store_ops.h does.
 for i = 1, n do
-  local a = 3 + 3 * i
+  local a = 2 + 3 * i
   T[i], burst[i] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   tau[i] = burst[i] * T[i]
   local v = redis.call('GET', KEYS[i])
