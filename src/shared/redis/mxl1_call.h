@@ -30,10 +30,10 @@ constexpr size_t kArgs = 3 + 4 + 4 * kMaxStoreBuckets;
 // The longest call: every bucket used, every number at its widest.
 inline constexpr size_t kMxl1CallMaxBytes = [] {
   using namespace mxl1_call_internal;
-  size_t n = 1 + Digits(kArgs) + 2;                    // *<argc>
+  size_t n = 1 + Digits(kArgs) + 2;                          // *<argc>
   n += Bulk(7) + Bulk(40) + Bulk(Digits(kMaxStoreBuckets));  // EVALSHA sha N
-  n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);   // keys
-  n += Bulk(6) + 3 * Bulk(kInt64Chars);                // op cost now_s now_ns
+  n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
+  n += Bulk(6) + 3 * Bulk(kInt64Chars);  // op cost now_s now_ns
   n += kMaxStoreBuckets * (2 * Bulk(kInt64Chars) + Bulk(1));
   return n;
 }();

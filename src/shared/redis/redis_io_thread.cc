@@ -90,9 +90,8 @@ RedisIoThread::RedisIoThread(RedisEndpoint endpoint, int connections,
     : endpoint_(std::move(endpoint)),
       slots_(slots),
       shared_(shared),
-      random_state_(static_cast<uint64_t>(
-                        Clock::now().time_since_epoch().count()) |
-                    1) {
+      random_state_(
+          static_cast<uint64_t>(Clock::now().time_since_epoch().count()) | 1) {
   for (int i = 0; i < connections; ++i) {
     connections_.push_back(std::make_unique<Connection>(
         static_cast<size_t>(i), slots.capacity() + kMaxControlsInFlight));
@@ -421,7 +420,7 @@ void RedisIoThread::Finish(uint32_t slot) {
     case SlotQueue::Completion::kDelivered:
       return;  // The caller counts its own outcome.
     case SlotQueue::Completion::kPostedDone:
-      (status == StoreStatus::kOk          ? shared_.ok
+      (status == StoreStatus::kOk            ? shared_.ok
        : status == StoreStatus::kUnavailable ? shared_.unavailable
                                              : shared_.error)
           .fetch_add(1, std::memory_order_relaxed);
@@ -453,11 +452,10 @@ void RedisIoThread::Flush(Connection& c, Clock::time_point now) {
         data = body.command;
         size = body.command_size;
       } else {
-        const std::string& command =
-            entry == kAuth     ? auth_command_
-            : entry == kSelect ? select_command_
-            : entry == kInfo   ? info_command_
-                               : script_load_command_;
+        const std::string& command = entry == kAuth     ? auth_command_
+                                     : entry == kSelect ? select_command_
+                                     : entry == kInfo   ? info_command_
+                                                        : script_load_command_;
         data = command.data();
         size = command.size();
       }
@@ -549,8 +547,7 @@ int RedisIoThread::NextTimeoutMs(Clock::time_point now) const {
   if (next == Clock::time_point::max()) return -1;
   if (next <= now) return 0;
   // Rounded up: waking a little late is fine, waking early spins.
-  const auto ms =
-      std::chrono::ceil<milliseconds>(next - now).count();
+  const auto ms = std::chrono::ceil<milliseconds>(next - now).count();
   return static_cast<int>(std::min<int64_t>(ms, 1000)) + 1;
 }
 
@@ -570,8 +567,8 @@ std::chrono::nanoseconds RedisIoThread::Jitter(std::chrono::nanoseconds d) {
   random_state_ ^= random_state_ << 17;
   const int64_t half = d.count() / 2;
   return std::chrono::nanoseconds(
-      half + static_cast<int64_t>(random_state_ %
-                                  static_cast<uint64_t>(half + 1)));
+      half +
+      static_cast<int64_t>(random_state_ % static_cast<uint64_t>(half + 1)));
 }
 
 }  // namespace mxlimit::internal

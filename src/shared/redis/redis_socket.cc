@@ -17,8 +17,7 @@ namespace {
 
 ConnectAttempt Connect(int family, const sockaddr* addr, socklen_t len) {
   ConnectAttempt a;
-  const int fd =
-      socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     a.error = std::string("socket: ") + std::strerror(errno);
     return a;
@@ -67,7 +66,8 @@ ConnectAttempt StartConnect(const RedisEndpoint& endpoint, size_t attempt) {
           getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found);
       rc != 0) {
     ConnectAttempt a;
-    a.error = std::string("resolving ") + endpoint.host + ": " + gai_strerror(rc);
+    a.error =
+        std::string("resolving ") + endpoint.host + ": " + gai_strerror(rc);
     return a;
   }
   size_t count = 0;

@@ -45,14 +45,14 @@ uint32_t RedisStore::Submit(const StoreOp& op, bool posted) {
   if (slot == SlotQueue::kNone) return slot;
   SlotBody& body = slots_.body(slot);
   body.op = op;
-  body.command_size = static_cast<uint32_t>(
-      FormatMxl1Call(op, kMxl1ScriptSha1, body.command));
+  body.command_size =
+      static_cast<uint32_t>(FormatMxl1Call(op, kMxl1ScriptSha1, body.command));
   if (slots_.Submit(slot, posted)) io_.Wake();
   return slot;
 }
 
-StoreResult RedisStore::Execute(const StoreOp& op,
-                                std::chrono::steady_clock::time_point deadline) {
+StoreResult RedisStore::Execute(
+    const StoreOp& op, std::chrono::steady_clock::time_point deadline) {
   StoreResult result;
   if (op.count > kMaxStoreBuckets) {
     result.status = StoreStatus::kError;

@@ -15,9 +15,9 @@ constexpr std::string_view kExpected =
     "unix:///path[?db=N]";
 
 absl::Status Invalid(std::string_view why) {
-  return absl::InvalidArgumentError(
-      std::string("store.url: ") + std::string(why) + "; " +
-      std::string(kExpected));
+  return absl::InvalidArgumentError(std::string("store.url: ") +
+                                    std::string(why) + "; " +
+                                    std::string(kExpected));
 }
 
 // A decimal in [lo, hi], the whole of `s`.
@@ -65,11 +65,13 @@ absl::StatusOr<RedisEndpoint> ParseUnix(std::string_view rest) {
     query = rest.substr(q + 1);
   }
   if (path.empty() || path.front() != '/') {
-    return Invalid("a unix URL needs an absolute path (unix:///run/redis.sock)");
+    return Invalid(
+        "a unix URL needs an absolute path (unix:///run/redis.sock)");
   }
   e.unix_path = std::string(path);
   if (!query.empty()) {
-    if (query.substr(0, 3) != "db=" || !ParseInt(query.substr(3), 0, kMaxDb, &e.db)) {
+    if (query.substr(0, 3) != "db=" ||
+        !ParseInt(query.substr(3), 0, kMaxDb, &e.db)) {
       return Invalid("the only query a unix URL takes is ?db=N, N >= 0");
     }
   }
@@ -101,7 +103,8 @@ absl::StatusOr<RedisEndpoint> ParseTcp(std::string_view rest) {
       user = userinfo.substr(0, colon);
       password = userinfo.substr(colon + 1);
     }
-    if (!PercentDecode(user, &e.user) || !PercentDecode(password, &e.password)) {
+    if (!PercentDecode(user, &e.user) ||
+        !PercentDecode(password, &e.password)) {
       return Invalid("bad percent-encoding in the user or password");
     }
     if (e.password.empty()) {
@@ -152,8 +155,9 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(std::string_view url) {
     return ParseUnix(url.substr(kUnix.size()));
   }
   if (url.substr(0, 9) == "rediss://") {
-    return Invalid("TLS (rediss://) is not supported: use a Unix socket or a "
-                   "TLS tunnel");
+    return Invalid(
+        "TLS (rediss://) is not supported: use a Unix socket or a "
+        "TLS tunnel");
   }
   return Invalid("unknown scheme");
 }

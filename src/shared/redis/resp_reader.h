@@ -24,7 +24,14 @@ struct redisReader;  // <hiredis/read.h>
 namespace mxlimit::internal {
 
 struct RespReply {
-  enum class Type : uint8_t { kString, kArray, kInteger, kNil, kStatus, kError };
+  enum class Type : uint8_t {
+    kString,
+    kArray,
+    kInteger,
+    kNil,
+    kStatus,
+    kError
+  };
 
   Type type = Type::kNil;
   // kArray: its elements, which must all be integers (else `malformed`).

@@ -32,8 +32,8 @@ void FutexWaitUntil(std::atomic<uint32_t>& word, uint32_t expected,
   timespec ts;
   ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
   ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-  syscall(SYS_futex, FutexWord(word), FUTEX_WAIT_BITSET_PRIVATE, expected,
-          &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+  syscall(SYS_futex, FutexWord(word), FUTEX_WAIT_BITSET_PRIVATE, expected, &ts,
+          nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
 void FutexWakeAll(std::atomic<uint32_t>& word) {
@@ -47,7 +47,8 @@ SlotQueue::SlotQueue(size_t capacity)
     : capacity_(capacity),
       // operator new creates the SlotBody objects implicitly (they are
       // implicit-lifetime aggregates) without writing to the pages.
-      bodies_(static_cast<SlotBody*>(::operator new(capacity * sizeof(SlotBody)))),
+      bodies_(
+          static_cast<SlotBody*>(::operator new(capacity * sizeof(SlotBody)))),
       states_(new std::atomic<uint32_t>[capacity]) {
   assert(capacity > 0 && capacity < kNone);
   free_.reserve(capacity);
