@@ -404,6 +404,30 @@ TEST_F(RedisStoreTest, NoscriptAfterScriptFlushIsTransparent) {
   EXPECT_EQ(store->counters().script_reloads, 1u);
 }
 
+TEST_F(RedisStoreTest, PipelinedOpsAfterScriptFlushAllSucceed) {
+  std::unique_ptr<RedisStore> store = NewStore();
+  ASSERT_NE(store, nullptr);
+  const StoreOp op =
+      MakeOp(StoreOpKind::kCheck, 1, kEpoch, {{"nsp", kSecond, 1000}});
+  ASSERT_EQ(Run(*store, op).status, StoreStatus::kOk);
+  ASSERT_EQ(redis_->Command({"SCRIPT", "FLUSH"}), "OK");
+  // Every op written before the reload gets NOSCRIPT and is resent after
+  // it: one SCRIPT LOAD, no error.
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(store->Post(op));
+  const StoreResult r = Run(*store, op);
+  EXPECT_EQ(r.status, StoreStatus::kOk);
+  const auto give_up = steady_clock::now() + std::chrono::seconds(3);
+  while (store->counters().in_flight > 0 && steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  const StoreCounters c = store->counters();
+  EXPECT_EQ(c.ops_ok, 52u);
+  EXPECT_EQ(c.ops_error, 0u);
+  EXPECT_EQ(c.script_reloads, 1u);
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:nsp"}),
+            FormatTat(kEpoch + 52 * kSecond));
+}
+
 TEST_F(RedisStoreTest, RestartBumpsGenerationAndRecoversWithinASecond) {
   std::unique_ptr<RedisStore> store = NewStore();
   ASSERT_NE(store, nullptr);
