@@ -1,0 +1,119 @@
+-- mxl:1
+-- mxlimit's shared GCRA buckets: one atomic step over every bucket of one
+-- request. The protocol is docs/shared-state.md, "Protocol mxl:1";
+-- src/shared/store_ops.h is its reference in C++, and
+-- tests/shared/redis_store_test.cc holds this script to it op by op.
+--
+-- KEYS[i]           bucket i, i = 1..N
+-- ARGV[1]           op: check | peek | charge
+-- ARGV[2]           cost: an integer; negative (a refund) only for charge
+-- ARGV[3], ARGV[4]  now: seconds and nanoseconds (0..999999999) of the
+--                   caller's clock, or both empty for the server's (TIME)
+-- ARGV[2+3i..4+3i]  bucket i: T (emission interval, ns), burst, and
+--                   enforcing (1, or 0 for a shadow policy's bucket)
+--
+-- A key holds its bucket's TAT as "<sec>:<nsec>". An absent key is a full
+-- bucket, and every write sets PX so that the key goes exactly when its
+-- bucket is full again: nothing to scan, nothing to clean up.
+--
+-- Reply: {allowed, lead_1, ..., lead_N}, each lead (TAT - now, before the
+-- op) clamped to [0, tau], tau = burst * T.
+--
+-- Exactness: Lua numbers are doubles, exact below 2^53. Absolute times in ns
+-- (about 1.7e18) are not, so times stay (sec, nsec) pairs and only
+-- differences become numbers: leads, which the caller keeps below 2^53 by
+-- never sending a tau of 2^53 ns or more.
+
+-- Writes after TIME need effects replication before Redis 5; a no-op since.
+if redis.replicate_commands then redis.replicate_commands() end
+
+local E9 = 1000000000
+
+-- q, r with a = q * b + r and 0 <= r < b, exactly: the float division may
+-- round q up or down by one next to a multiple of b.
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q, r = q - 1, r + b
+  elseif r >= b then
+    q, r = q + 1, r - b
+  end
+  return q, r
+end
+
+local op = ARGV[1]
+local cost = tonumber(ARGV[2])
+local now_s, now_ns
+if ARGV[3] == '' and ARGV[4] == '' then
+  local t = redis.call('TIME')
+  now_s, now_ns = tonumber(t[1]), tonumber(t[2]) * 1000
+else
+  now_s, now_ns = tonumber(ARGV[3]), tonumber(ARGV[4])
+end
+if (op ~= 'check' and op ~= 'peek' and op ~= 'charge') or cost == nil or
+    now_s == nil or now_ns == nil or #ARGV ~= 4 + 3 * #KEYS then
+  return redis.error_reply('ERR mxl:1 bad arguments')
+end
+
+local n = #KEYS
+local T, burst, tau, raw, lead = {}, {}, {}, {}, {}
+local allowed = 1
+-- Every key is read before any is written, as store_ops.h does.
+for i = 1, n do
+  local a = 2 + 3 * i
+  T[i], burst[i] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  tau[i] = burst[i] * T[i]
+  local v = redis.call('GET', KEYS[i])
+  local s, ns
+  if v then s, ns = string.match(v, '^(%d+):(%d+)$') end
+  -- A value in another format is treated as absent (a full bucket) and
+  -- overwritten by the next write: self-healing rather than stuck.
+  if s then
+    raw[i] = (tonumber(s) - now_s) * E9 + (tonumber(ns) - now_ns)
+  else
+    raw[i] = 0
+  end
+  lead[i] = math.min(math.max(raw[i], 0), tau[i])
+  if op ~= 'charge' and ARGV[a + 2] == '1' and
+      lead[i] + cost * T[i] > tau[i] then
+    allowed = 0
+  end
+end
+
+-- Sets bucket i's TAT to now + after (after: its lead after the op, ns) with
+-- PX floor(after / 1 ms) + 1; a TAT not after now is a full bucket: DEL.
+-- KEYS[i] goes straight into redis.call: cluster proxies reject scripts that
+-- compute key names.
+local function store(i, after)
+  if after <= 0 then
+    redis.call('DEL', KEYS[i])
+    return
+  end
+  local s, ns = divmod(after, E9)
+  s, ns = now_s + s, now_ns + ns
+  if ns >= E9 then s, ns = s + 1, ns - E9 end
+  local ms = divmod(after, 1000000)
+  redis.call('SET', KEYS[i], string.format('%d:%d', s, ns),
+             'PX', string.format('%d', ms + 1))
+end
+
+if op ~= 'peek' then
+  for i = 1, n do
+    if op == 'charge' then
+      -- Drained by the cost, refunded by a negative one, within
+      -- [full, empty]; no decision.
+      local c = math.min(math.max(cost, -burst[i]), burst[i])
+      store(i, math.min(math.max(lead[i] + c * T[i], 0), tau[i]))
+    elseif allowed == 1 and lead[i] + cost * T[i] <= tau[i] then
+      store(i, lead[i] + cost * T[i])
+    elseif raw[i] > tau[i] then
+      -- The clock stepped back: persist the pull-back to now + tau.
+      store(i, tau[i])
+    end
+  end
+end
+
+local reply = {allowed}
+for i = 1, n do reply[i + 1] = lead[i] end
+return reply

@@ -1,0 +1,112 @@
+#include "src/shared/redis/mxl1_call.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+
+namespace mxlimit::internal {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+// Appends RESP to a buffer the caller sized; no bounds checks on the hot
+// path, kMxl1CallMaxBytes is the proof.
+class RespWriter {
+ public:
+  explicit RespWriter(char* out) : begin_(out), p_(out) {}
+
+  void Header(size_t argc) {
+    *p_++ = '*';
+    Number(static_cast<int64_t>(argc));
+  }
+  void Bulk(std::string_view s) {
+    *p_++ = '$';
+    Number(static_cast<int64_t>(s.size()));
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    *p_++ = '\r';
+    *p_++ = '\n';
+  }
+  void BulkInt(int64_t v) {
+    char digits[24];
+    const auto r = std::to_chars(digits, digits + sizeof digits, v);
+    Bulk(std::string_view(digits, static_cast<size_t>(r.ptr - digits)));
+  }
+  size_t size() const { return static_cast<size_t>(p_ - begin_); }
+
+ private:
+  // A number and CRLF, as after '*' and '$'.
+  void Number(int64_t v) {
+    p_ = std::to_chars(p_, p_ + 24, v).ptr;
+    *p_++ = '\r';
+    *p_++ = '\n';
+  }
+
+  char* begin_;
+  char* p_;
+};
+
+std::string_view OpName(StoreOpKind kind) {
+  switch (kind) {
+    case StoreOpKind::kCheck:
+      return "check";
+    case StoreOpKind::kPeek:
+      return "peek";
+    case StoreOpKind::kCharge:
+      return "charge";
+  }
+  return "check";
+}
+
+}  // namespace
+
+size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
+  assert(op.count <= kMaxStoreBuckets);
+  assert(sha1.size() == 40);
+  const size_t n = std::min<size_t>(op.count, kMaxStoreBuckets);
+  RespWriter w(out);
+  w.Header(3 + 4 + 4 * n);
+  w.Bulk("EVALSHA");
+  w.Bulk(sha1);
+  w.BulkInt(static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const StoreKey& key = op.buckets[i].key;
+    w.Bulk(std::string_view(key.bytes.data(),
+                            std::min<size_t>(key.size, StoreKey::kCapacity)));
+  }
+  w.Bulk(OpName(op.kind));
+  w.BulkInt(op.cost);
+  if (op.caller_clock) {
+    // Seconds and nanoseconds: the script never holds an absolute time in
+    // ns as one (inexact) Lua number.
+    const int64_t now = std::max<int64_t>(op.now_ns, 0);
+    w.BulkInt(now / kNanosPerSecond);
+    w.BulkInt(now % kNanosPerSecond);
+  } else {
+    w.Bulk("");
+    w.Bulk("");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const StoreBucket& b = op.buckets[i];
+    w.BulkInt(b.interval_ns);
+    w.BulkInt(b.burst);
+    w.Bulk(b.enforcing ? "1" : "0");
+  }
+  assert(w.size() <= kMxl1CallMaxBytes);
+  return w.size();
+}
+
+std::string FormatRespCommand(std::initializer_list<std::string_view> args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (std::string_view a : args) {
+    out += "$" + std::to_string(a.size()) + "\r\n";
+    out.append(a);
+    out += "\r\n";
+  }
+  return out;
+}
+
+}  // namespace mxlimit::internal

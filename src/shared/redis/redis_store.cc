@@ -1,0 +1,121 @@
+#include "src/shared/redis/redis_store.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "src/shared/redis/mxl1_call.h"
+#include "src/shared/redis/mxl1_script.h"
+#include "src/shared/redis/redis_url.h"
+
+namespace mxlimit::internal {
+
+absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
+    const StoreOptions& options) {
+  absl::StatusOr<RedisEndpoint> endpoint = ParseRedisUrl(options.url);
+  if (!endpoint.ok()) return endpoint.status();
+  if (options.connections < 1 ||
+      options.connections > StoreOptions::kMaxConnections) {
+    return absl::InvalidArgumentError(
+        "store.connections: " + std::to_string(options.connections) +
+        "; expected 1 to " + std::to_string(StoreOptions::kMaxConnections));
+  }
+  if (options.max_in_flight < 1 || options.max_in_flight > kMaxInFlightLimit) {
+    return absl::InvalidArgumentError(
+        "store.max_in_flight: " + std::to_string(options.max_in_flight) +
+        "; expected 1 to " + std::to_string(kMaxInFlightLimit));
+  }
+  std::unique_ptr<RedisStore> store(
+      new RedisStore(*std::move(endpoint), options));
+  if (absl::Status s = store->io_.Start(); !s.ok()) return s;
+  return store;
+}
+
+RedisStore::RedisStore(RedisEndpoint endpoint, const StoreOptions& options)
+    : slots_(options.max_in_flight),
+      io_(std::move(endpoint), options.connections, slots_, shared_) {}
+
+std::string_view RedisStore::Script() { return kMxl1Script; }
+std::string_view RedisStore::ScriptSha1() { return kMxl1ScriptSha1; }
+
+uint32_t RedisStore::Submit(const StoreOp& op, bool posted) {
+  if (!shared_.connected.load(std::memory_order_acquire)) {
+    return SlotQueue::kNone;
+  }
+  const uint32_t slot = slots_.Acquire();
+  if (slot == SlotQueue::kNone) return slot;
+  SlotBody& body = slots_.body(slot);
+  body.op = op;
+  body.command_size =
+      static_cast<uint32_t>(FormatMxl1Call(op, kMxl1ScriptSha1, body.command));
+  if (slots_.Submit(slot, posted)) io_.Wake();
+  return slot;
+}
+
+StoreResult RedisStore::Execute(
+    const StoreOp& op, std::chrono::steady_clock::time_point deadline) {
+  StoreResult result;
+  if (op.count > kMaxStoreBuckets) {
+    result.status = StoreStatus::kError;
+    shared_.error.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+  if (std::chrono::steady_clock::now() >= deadline) {
+    result.status = StoreStatus::kTimeout;
+    shared_.timeout.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+  const uint32_t slot = Submit(op, /*posted=*/false);
+  if (slot == SlotQueue::kNone) {
+    shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
+    return result;  // kUnavailable
+  }
+  if (!slots_.Wait(slot, deadline)) {
+    // The slot now belongs to the I/O thread, which reports the reply as a
+    // late one when it comes.
+    result.status = StoreStatus::kTimeout;
+    shared_.timeout.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+  result = slots_.body(slot).result;
+  slots_.Release(slot);
+  switch (result.status) {
+    case StoreStatus::kOk:
+      shared_.ok.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case StoreStatus::kUnavailable:
+      shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
+      break;
+    default:
+      shared_.error.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+  return result;
+}
+
+bool RedisStore::Post(const StoreOp& op) {
+  if (op.count > kMaxStoreBuckets) {
+    shared_.error.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (Submit(op, /*posted=*/true) == SlotQueue::kNone) {
+    shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+StoreCounters RedisStore::counters() const {
+  StoreCounters c;
+  c.ops_ok = shared_.ok.load(std::memory_order_relaxed);
+  c.ops_timeout = shared_.timeout.load(std::memory_order_relaxed);
+  c.ops_error = shared_.error.load(std::memory_order_relaxed);
+  c.ops_unavailable = shared_.unavailable.load(std::memory_order_relaxed);
+  c.late_replies = shared_.late_replies.load(std::memory_order_relaxed);
+  c.script_reloads = shared_.script_reloads.load(std::memory_order_relaxed);
+  c.reconnects = shared_.reconnects.load(std::memory_order_relaxed);
+  c.connected = shared_.connected.load(std::memory_order_relaxed);
+  c.in_flight = slots_.in_use();
+  return c;
+}
+
+}  // namespace mxlimit::internal
