@@ -45,12 +45,12 @@
 // Thread safety: every method may be called from any number of threads.
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<mxlimit::SharedLimiter>> Start() {
-//     absl::StatusOr<mxlimit::LimiterConfig> config =
-//         mxlimit::LoadConfigFile("/etc/mxlimit/mxlimit.yaml");
-//     if (!config.ok()) return config.status();
-//     // config->store.url is e.g. "redis://127.0.0.1:6379/0".
-//     return mxlimit::SharedLimiter::Create(*config);
+//   // `config` as mxlimit::LoadConfigFile (config.h) read it; its store
+//   // section names the Redis and the key secret every process shares.
+//   absl::StatusOr<std::unique_ptr<mxlimit::SharedLimiter>> Start(
+//       mxlimit::LimiterConfig config) {
+//     config.store.url = "redis://127.0.0.1:6379/0";
+//     return mxlimit::SharedLimiter::Create(config);
 //   }
 
 #ifndef MXLIMIT_SHARED_LIMITER_H_

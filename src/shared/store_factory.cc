@@ -1,13 +1,16 @@
 #include "src/shared/store_factory.h"
 
-#include "absl/status/status.h"
+#include <utility>
+
+#include "src/shared/redis/redis_store.h"
 
 namespace mxlimit::internal {
 
 absl::StatusOr<std::unique_ptr<Store>> MakeStore(const StoreOptions& options) {
-  // Replaced by the Redis store when it lands.
-  return absl::UnimplementedError("store.url: " + options.url +
-                                  ": no Redis store in this build yet");
+  absl::StatusOr<std::unique_ptr<RedisStore>> redis =
+      RedisStore::Create(options);
+  if (!redis.ok()) return redis.status();
+  return std::unique_ptr<Store>(*std::move(redis));
 }
 
 }  // namespace mxlimit::internal

@@ -5,7 +5,7 @@
 -- tests/shared/redis_store_test.cc holds this script to it op by op.
 --
 -- KEYS[i]           bucket i, i = 1..N
--- ARGV[1]           op: check | peek | charge
+-- ARGV[1]           op: check | peek | charge | sync
 -- ARGV[2]           cost: an integer; negative (a refund) only for charge
 -- ARGV[3], ARGV[4]  now: seconds and nanoseconds (0..999999999) of the
 --                   caller's clock, or both empty for the server's (TIME)
@@ -17,7 +17,9 @@
 -- bucket is full again: nothing to scan, nothing to clean up.
 --
 -- Reply: {allowed, lead_1, ..., lead_N}, each lead (TAT - now, before the
--- op) clamped to [0, tau], tau = burst * T.
+-- op) clamped to [0, tau], tau = burst * T. For sync: {1, lead after_1, ...}:
+-- sync (approximate sharing) adds each charge to the TAT and keeps debt, a
+-- lead past tau up to DEBT_TAUS + 1 taus, never pulled back.
 --
 -- Exactness: Lua numbers are doubles, exact below 2^53. Absolute times in ns
 -- (about 1.7e18) are not, so times stay (sec, nsec) pairs and only
@@ -28,6 +30,9 @@
 if redis.replicate_commands then redis.replicate_commands() end
 
 local E9 = 1000000000
+-- How many taus of debt a synced bucket may carry beyond tau (store.h's
+-- kDebtTaus).
+local DEBT_TAUS = 16
 
 -- q, r with a = q * b + r and 0 <= r < b, exactly: the float division may
 -- round q up or down by one next to a multiple of b.
@@ -51,7 +56,8 @@ if ARGV[3] == '' and ARGV[4] == '' then
 else
   now_s, now_ns = tonumber(ARGV[3]), tonumber(ARGV[4])
 end
-if (op ~= 'check' and op ~= 'peek' and op ~= 'charge') or cost == nil or
+if (op ~= 'check' and op ~= 'peek' and op ~= 'charge' and op ~= 'sync') or
+    cost == nil or
     now_s == nil or now_ns == nil or #ARGV ~= 4 + 3 * #KEYS then
   return redis.error_reply('ERR mxl:1 bad arguments')
 end
@@ -75,7 +81,7 @@ for i = 1, n do
     raw[i] = 0
   end
   lead[i] = math.min(math.max(raw[i], 0), tau[i])
-  if op ~= 'charge' and ARGV[a + 2] == '1' and
+  if (op == 'check' or op == 'peek') and ARGV[a + 2] == '1' and
       lead[i] + cost * T[i] > tau[i] then
     allowed = 0
   end
@@ -96,6 +102,18 @@ local function store(i, after)
   local ms = divmod(after, 1000000)
   redis.call('SET', KEYS[i], string.format('%d:%d', s, ns),
              'PX', string.format('%d', ms + 1))
+end
+
+if op == 'sync' then
+  -- Approximate sharing: add each process's charges, keep the debt.
+  local reply = {1}
+  for i = 1, n do
+    local after = math.max(raw[i], 0) + tonumber(ARGV[4 + 3 * i])
+    after = math.min(math.max(after, 0), (1 + DEBT_TAUS) * tau[i])
+    store(i, after)
+    reply[i + 1] = after
+  end
+  return reply
 end
 
 if op ~= 'peek' then

@@ -57,6 +57,8 @@ std::string_view OpName(StoreOpKind kind) {
       return "peek";
     case StoreOpKind::kCharge:
       return "charge";
+    case StoreOpKind::kSync:
+      return "sync";
   }
   return "check";
 }
@@ -93,7 +95,11 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
     const StoreBucket& b = op.buckets[i];
     w.BulkInt(b.interval_ns);
     w.BulkInt(b.burst);
-    w.Bulk(b.enforcing ? "1" : "0");
+    if (op.kind == StoreOpKind::kSync) {
+      w.BulkInt(b.delta_ns);
+    } else {
+      w.Bulk(b.enforcing ? "1" : "0");
+    }
   }
   assert(w.size() <= kMxl1CallMaxBytes);
   return w.size();

@@ -4,6 +4,7 @@
 //
 // EVALSHA <sha1> N key_1..key_N op cost now_s now_ns
 //         [T_ns_i burst_i enforcing_i] for i = 1..N
+// (for op `sync`, delta_ns_i in place of enforcing_i)
 //
 // Internal: not installed.
 
@@ -34,7 +35,7 @@ inline constexpr size_t kMxl1CallMaxBytes = [] {
   n += Bulk(7) + Bulk(40) + Bulk(Digits(kMaxStoreBuckets));  // EVALSHA sha N
   n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
   n += Bulk(6) + 3 * Bulk(kInt64Chars);  // op cost now_s now_ns
-  n += kMaxStoreBuckets * (2 * Bulk(kInt64Chars) + Bulk(1));
+  n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst enforcing|delta
   return n;
 }();
 

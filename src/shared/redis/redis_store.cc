@@ -92,6 +92,45 @@ StoreResult RedisStore::Execute(
   return result;
 }
 
+void RedisStore::ExecuteBatch(std::span<const StoreOp> ops,
+                              std::chrono::steady_clock::time_point deadline,
+                              std::span<StoreResult> results) {
+  // Every op queued before waiting for any: the I/O thread then writes them
+  // in one go (flush when drained), one round trip for the batch.
+  constexpr uint32_t kNotQueued = SlotQueue::kNone;
+  uint32_t slots[64];
+  for (size_t first = 0; first < ops.size(); first += 64) {
+    const size_t n = std::min<size_t>(64, ops.size() - first);
+    for (size_t i = 0; i < n; ++i) {
+      const StoreOp& op = ops[first + i];
+      slots[i] = op.count > kMaxStoreBuckets ? kNotQueued
+                                             : Submit(op, /*posted=*/false);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      StoreResult& result = results[first + i];
+      result = StoreResult{};
+      if (slots[i] == kNotQueued) {
+        shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (!slots_.Wait(slots[i], deadline)) {
+        result.status = StoreStatus::kTimeout;
+        shared_.timeout.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      result = slots_.body(slots[i]).result;
+      slots_.Release(slots[i]);
+      if (result.status == StoreStatus::kOk) {
+        shared_.ok.fetch_add(1, std::memory_order_relaxed);
+      } else if (result.status == StoreStatus::kUnavailable) {
+        shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        shared_.error.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
 bool RedisStore::Post(const StoreOp& op) {
   if (op.count > kMaxStoreBuckets) {
     shared_.error.fetch_add(1, std::memory_order_relaxed);

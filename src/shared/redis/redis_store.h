@@ -56,6 +56,9 @@ class RedisStore final : public Store {
 
   StoreResult Execute(const StoreOp& op,
                       std::chrono::steady_clock::time_point deadline) override;
+  void ExecuteBatch(std::span<const StoreOp> ops,
+                    std::chrono::steady_clock::time_point deadline,
+                    std::span<StoreResult> results) override;
   bool Post(const StoreOp& op) override;
   uint64_t generation() const override {
     return shared_.generation.load(std::memory_order_acquire);
