@@ -45,6 +45,8 @@
 // Thread safety: every method may be called from any number of threads.
 //
 // Example:
+//   #include "mxlimit/config.h"
+//
 //   absl::StatusOr<std::unique_ptr<mxlimit::SharedLimiter>> Start() {
 //     absl::StatusOr<mxlimit::LimiterConfig> config =
 //         mxlimit::LoadConfigFile("/etc/mxlimit/mxlimit.yaml");
