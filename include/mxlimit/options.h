@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -92,6 +93,19 @@ struct StoreOptions {
 // Checks every field but `url`'s syntax (the store parses that). Messages
 // name the field as the YAML file spells it (`store.timeout`, ...).
 absl::Status ValidateStoreOptions(const StoreOptions& store);
+
+// What is wrong with the shape of a `store.url`, or "" when it has one of
+// the two accepted shapes: `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` (HOST a
+// DNS name, an IPv4 address or a bracketed IPv6 one; PORT 1-65535; DB a
+// decimal number) or `unix:///PATH[?db=DB]`. The YAML loader, mxlimitd's
+// `--store` and `mxlimit replay --store` apply it, so a typo is reported
+// where it was written rather than when the store first connects; the
+// store parses the URL again. The message never repeats a password.
+std::string StoreUrlProblem(std::string_view url);
+
+// `url` with the password of a `redis://USER:PASSWORD@` URL replaced by
+// `***`, for logs and messages. Any other text is returned unchanged.
+std::string RedactStoreUrl(std::string_view url);
 
 // A whole limiter configuration, as a YAML file describes it.
 struct LimiterConfig {

@@ -168,6 +168,20 @@ class SharedLimiter {
   // when.
   void SyncNow(MonotonicTime now);
 
+  // The lines `DescribeStoreKeys` gives on a SharedLimiter created from
+  // `config`, without connecting to (or needing) the store: a key depends
+  // only on the policies and `store.key_secret`. Errors: those of Create,
+  // but for the store's own (the URL is not parsed). With no `store.url`
+  // every bucket is local and the list is empty.
+  static absl::StatusOr<std::vector<std::string>> DescribeStoreKeys(
+      const LimiterConfig& config, const Request& request);
+
+  // Checks what Create checks of `config.store` and of the policies'
+  // sharing (ValidateStoreOptions; exact sharing needs a tolerance the
+  // store computes exactly), without building anything or connecting. For
+  // `mxlimit check-config`. OK when `store.url` is empty.
+  static absl::Status ValidateSharing(const LimiterConfig& config);
+
   // Whether buckets are shared at all (a store is configured).
   bool has_store() const;
   const ShardedLimiter& mirror() const { return *mirror_; }

@@ -22,6 +22,7 @@
 #include "mxlimit/policy.h"
 #include "mxlimit/policy_set.h"
 #include "mxlimit/sharded_limiter.h"
+#include "mxlimit/shared_limiter.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
@@ -109,6 +110,14 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
   const std::unique_ptr<Limiter> limiter =
       LoadLimiter(kCommand, opts.path, &config, &warnings, shards);
   if (limiter == nullptr) return kExitFinding;
+  // The store section as mxlimitd's SharedLimiter would check it: the
+  // fields together, and each shared policy's rate against the store's
+  // arithmetic. The store itself is not contacted.
+  if (absl::Status sharing = SharedLimiter::ValidateSharing(config);
+      !sharing.ok()) {
+    PrintErrors(kCommand, opts.path, FromAbsl(sharing.message()));
+    return kExitFinding;
+  }
   const TableOptions& t = config.tables;
   const size_t total = limiter->policies().size();
   std::string text = absl::StrCat(
@@ -117,7 +126,11 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
       " policies in force); tables ip ", t.ip_capacity, " (IPv4 /",
       t.ipv4_prefix, ", IPv6 /", t.ipv6_prefix, "), user ", t.user_capacity,
       "; exempt ", config.exempt.ips.size(), " networks, ",
-      config.exempt.users.size(), " users\n");
+      config.exempt.users.size(), " users",
+      config.store.url.empty()
+          ? ""
+          : absl::StrCat("; store ", RedactStoreUrl(config.store.url)),
+      "\n");
   for (const std::string& w : warnings) absl::StrAppend(&text, w, "\n");
   // Written before the reload check, so that a refusal on standard error
   // follows the summary of the file it refuses.

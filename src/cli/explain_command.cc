@@ -1,7 +1,8 @@
 // `mxlimit explain`: show how the limiter treats one request: the route it
 // normalizes to, every policy whose pattern matched and through which form
 // (route key or raw path), the one chosen per scope and why, and the bucket
-// keys a Check would charge.
+// keys a Check would charge. With a `store:` section, also each bucket's key
+// in the store (or "local"), computed without connecting.
 //
 //   mxlimit explain [--config F] [--ip ADDR] [--user USER] METHOD TARGET
 //
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -20,6 +22,7 @@
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
+#include "mxlimit/shared_limiter.h"
 #include "mxlimit/user_id.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
@@ -216,6 +219,23 @@ int RunExplain(const ExplainOptions& opts) {
   // A bucket key names the user ID.
   for (const std::string& b : buckets) {
     absl::StrAppend(&out, "  ", EscapeForOutput(b), "\n");
+  }
+  if (!config.store.url.empty()) {
+    absl::StatusOr<std::vector<std::string>> keys =
+        SharedLimiter::DescribeStoreKeys(config, request);
+    if (!keys.ok()) {
+      PrintErrors(kCommand, opts.config_path,
+                  internal::FromAbsl(keys.status().message()));
+      return kExitFinding;
+    }
+    // Hashed keys hold no user ID or address, but a policy name is the
+    // operator's; escaped like every other echoed name.
+    absl::StrAppend(&out, "\nstore keys (", RedactStoreUrl(config.store.url),
+                    "):\n");
+    if (keys->empty()) out += "  (none: no limited policy applies)\n";
+    for (const std::string& k : *keys) {
+      absl::StrAppend(&out, "  ", EscapeForOutput(k), "\n");
+    }
   }
   return Write(out);
 }

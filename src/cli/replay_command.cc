@@ -2,7 +2,13 @@
 // timestamps as the clock, and report what the limiter would have done.
 //
 //   mxlimit replay [--config F] [--format auto|tsv|synapse|nginx]
-//                  [--decisions] [--json] FILE|-
+//                  [--store URL] [--decisions] [--json] FILE|-
+//
+// `--store URL` replays through a SharedLimiter whose buckets live in that
+// store (the run's results then include whatever other processes charged
+// there), with `store.clock: caller` forced so that the store's time is the
+// log's. The key secret is the config's `store.key_secret[_file]`, else
+// kReplayKeySecret. Without it, the replay is one Limiter, as it always was.
 //
 // `--decisions` prints exactly one line per input line, in order:
 //   DECISION \t RETRY_AFTER_MS \t POLICY \t ROUTE_KEY \t LAYER
@@ -46,6 +52,8 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/matrix_response.h"
+#include "mxlimit/options.h"
+#include "mxlimit/shared_limiter.h"
 #include "src/cli/choice.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
@@ -59,6 +67,7 @@ namespace mxlimit::cli {
 struct ReplayOptions {
   std::string config_path;
   std::string format = "auto";
+  std::string store;
   bool decisions = false;
   bool json = false;
   std::string input;
@@ -72,6 +81,12 @@ constexpr std::string_view kCommand = "replay";
 
 // Lines looked at to detect the format.
 constexpr size_t kDetectLines = 100;
+
+// The key secret of `--store` when the config has none: replays against a
+// private Redis need no secret of their own, and a fixed one makes a replay's
+// keys the same from run to run. Documented (docs/cli.md) as unfit for a
+// store that production processes use.
+constexpr std::string_view kReplayKeySecret = "mxlimit-replay-only-key-secret";
 
 class Progress {
  public:
@@ -206,13 +221,17 @@ void AppendDecision(const Decision& d, Output& out) {
   out.Line(layer.empty() ? "-" : layer);
 }
 
-// Every line of the log through one Limiter, in order, on the log's clock
-// made monotonic (see the top of this file).
+// Every line of the log through one limiter (`Limiter`, or `SharedLimiter`
+// for --store), in order, on the log's clock made monotonic (see the top of
+// this file). `lookup` names the policies the decisions' ids refer to: the
+// limiter itself, or one compiled from the same config.
+template <typename Decider>
 class ReplayLoop {
  public:
-  ReplayLoop(Limiter& limiter, replay::LogFormat format, bool decisions,
-             ReplayReport& report, Output& out)
-      : limiter_(limiter),
+  ReplayLoop(Decider& decider, const Limiter& lookup, replay::LogFormat format,
+             bool decisions, ReplayReport& report, Output& out)
+      : decider_(decider),
+        limiter_(lookup),
         format_(format),
         decisions_(decisions),
         report_(report),
@@ -242,7 +261,7 @@ class ReplayLoop {
     request.user_id = record.user;
     clock_ms_ = std::max(clock_ms_, record.time_ms);
     const Decision d =
-        limiter_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
+        decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
     report_.Record(d, BucketOwner(d, *client, limiter_), record.user);
     if (decisions_) AppendDecision(d, out_);
   }
@@ -250,7 +269,8 @@ class ReplayLoop {
   uint64_t lines() const { return lines_; }
 
  private:
-  Limiter& limiter_;
+  Decider& decider_;
+  const Limiter& limiter_;
   const replay::LogFormat format_;
   const bool decisions_;
   ReplayReport& report_;
@@ -261,8 +281,9 @@ class ReplayLoop {
 
 // Replays the lines read ahead, then the rest of the input. Stops early once
 // standard output fails: nothing more could be written.
+template <typename Loop>
 void ReplayLines(std::vector<PendingLine>& pending, replay::LineReader& reader,
-                 const Output& out, Progress& progress, ReplayLoop& loop) {
+                 const Output& out, Progress& progress, Loop& loop) {
   for (const PendingLine& p : pending) {
     loop.Handle(p.number, p.too_long, p.text, p.head);
   }
@@ -278,7 +299,7 @@ void ReplayLines(std::vector<PendingLine>& pending, replay::LineReader& reader,
 // --- The summary -------------------------------------------------------------
 
 std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
-                    const ReplayReport& report, const Limiter& limiter,
+                    const ReplayReport& report, const LimiterStats& stats,
                     double seconds, uint64_t lines) {
   ReplayReport::Run run;
   run.input = opts.input == "-" ? "stdin" : opts.input;
@@ -287,8 +308,45 @@ std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
       opts.config_path.empty() ? "built-in policies" : opts.config_path;
   run.seconds = seconds;
   run.lines = lines;
-  return opts.json ? report.Json(run, limiter.Stats())
-                   : report.Text(run, limiter.Stats());
+  return opts.json ? report.Json(run, stats) : report.Text(run, stats);
+}
+
+// The SharedLimiter of `--store`: the config's store section with the URL
+// from the command line and the caller's (the log's) clock. Null, with the
+// error printed, when it cannot be built.
+std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
+                                                LimiterConfig config) {
+  config.store.url = opts.store;
+  config.store.clock = StoreOptions::Clock::kCaller;
+  if (config.store.key_secret.empty()) {
+    config.store.key_secret = std::string(kReplayKeySecret);
+  }
+  // One shard: one thread replays, and one shard keeps the tables' eviction
+  // order that of a single Limiter.
+  absl::StatusOr<std::unique_ptr<SharedLimiter>> shared =
+      SharedLimiter::Create(config, 1);
+  if (!shared.ok()) {
+    PrintError(kCommand, absl::StrCat("--store ", RedactStoreUrl(opts.store),
+                                      ": ", shared.status().message()));
+    return nullptr;
+  }
+  return *std::move(shared);
+}
+
+// A replay whose decisions partly came from the local fallback is not what
+// the store would have decided: say so, on standard error.
+void ReportFallbacks(const SharedStoreStats& s, uint64_t lines) {
+  const uint64_t fallbacks = s.fallback_timeout + s.fallback_error +
+                             s.fallback_unavailable + s.fallback_breaker_open;
+  if (fallbacks == 0) return;
+  PrintError(kCommand,
+             absl::StrCat(fallbacks, " of ", lines,
+                          " lines were decided locally because the store did "
+                          "not answer in time (timeout ",
+                          s.fallback_timeout, ", error ", s.fallback_error,
+                          ", unavailable ", s.fallback_unavailable,
+                          ", breaker open ", s.fallback_breaker_open,
+                          "); raise store.timeout or check the store"));
 }
 
 int RunReplay(const ReplayOptions& opts) {
@@ -296,6 +354,11 @@ int RunReplay(const ReplayOptions& opts) {
   const std::unique_ptr<Limiter> limiter =
       LoadLimiter(kCommand, opts.config_path, &config);
   if (limiter == nullptr) return kExitFinding;
+  std::unique_ptr<SharedLimiter> shared;
+  if (!opts.store.empty()) {
+    shared = MakeStoreLimiter(opts, config);
+    if (shared == nullptr) return kExitFinding;
+  }
   Input input;
   if (!OpenInput(opts.input, &input)) return kExitUsage;
   replay::LineReader reader(input.file);
@@ -307,9 +370,22 @@ int RunReplay(const ReplayOptions& opts) {
 
   Output out(kCommand);
   ReplayReport report;
-  ReplayLoop loop(*limiter, format, opts.decisions, report, out);
   const auto started = std::chrono::steady_clock::now();
-  ReplayLines(pending, reader, out, progress, loop);
+  uint64_t lines = 0;
+  if (shared == nullptr) {
+    ReplayLoop<Limiter> loop(*limiter, *limiter, format, opts.decisions, report,
+                             out);
+    ReplayLines(pending, reader, out, progress, loop);
+    lines = loop.lines();
+  } else {
+    // The Limiter compiled the same config as the SharedLimiter's mirror,
+    // so a decision's policy id names the same policy in both.
+    ReplayLoop<SharedLimiter> loop(*shared, *limiter, format, opts.decisions,
+                                   report, out);
+    ReplayLines(pending, reader, out, progress, loop);
+    lines = loop.lines();
+    ReportFallbacks(shared->StoreStats(), lines);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
@@ -320,7 +396,9 @@ int RunReplay(const ReplayOptions& opts) {
     return kExitFinding;
   }
   if (!opts.decisions && out.ok()) {
-    out.Append(Summary(opts, format, report, *limiter, seconds, loop.lines()));
+    const LimiterStats stats =
+        shared != nullptr ? shared->Stats() : limiter->Stats();
+    out.Append(Summary(opts, format, report, stats, seconds, lines));
   }
   return out.Finish() ? kExitOk : kExitFinding;
 }
@@ -344,6 +422,11 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", opts->format, "Log format")
       ->transform(OneOf({"auto", "tsv", "synapse", "nginx"}))
       ->capture_default_str();
+  cmd->add_option("--store", opts->store,
+                  "Replay through a SharedLimiter whose buckets live in this "
+                  "store (redis://HOST:PORT[/DB] or unix:///PATH[?db=DB]), "
+                  "on the log's clock (store.clock: caller)")
+      ->check([](const std::string& url) { return StoreUrlProblem(url); });
   CLI::Option* decisions =
       cmd->add_flag("--decisions", opts->decisions,
                     "Instead of a summary, one line per input line: "

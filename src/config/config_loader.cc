@@ -55,10 +55,12 @@ void ReadPrefix(const MapFields& map, std::string_view key, int max,
   }
 }
 
-void ReadTopLevel(const YAML::Node& root, size_t shards, LimiterConfig& config,
-                  ConfigErrors& errors, ConfigErrors& warnings) {
+void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
+                  size_t shards, LimiterConfig& config, ConfigErrors& errors,
+                  ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
-      "builtin_policies", "shadow_mode", "tables", "exempt", "policies"};
+      "builtin_policies", "shadow_mode", "tables",
+      "exempt",           "policies",    "store"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = top.Find("builtin_policies")) {
     std::optional<bool> v = ReadBool(*f, errors);
@@ -76,6 +78,9 @@ void ReadTopLevel(const YAML::Node& root, size_t shards, LimiterConfig& config,
   }
   if (const Field* f = top.Find("policies")) {
     ReadPolicies(*f, config.tables, config.policies, errors, warnings);
+  }
+  if (const Field* f = top.Find("store")) {
+    ReadStore(*f, file_name, config.store, errors, warnings);
   }
 }
 
@@ -119,8 +124,9 @@ std::optional<YAML::Mark> FindStuckParser(const std::string& text) {
 
 // Parses the text and reads it into `config`; every problem goes to `errors`.
 // Catches everything yaml-cpp throws.
-void ParseInto(std::string_view text, size_t shards, LimiterConfig& config,
-               ConfigErrors& errors, ConfigErrors& warnings) {
+void ParseInto(std::string_view text, std::string_view file_name, size_t shards,
+               LimiterConfig& config, ConfigErrors& errors,
+               ConfigErrors& warnings) {
   try {
     const std::string owned(text);
     if (std::optional<YAML::Mark> stuck = FindStuckParser(owned)) {
@@ -141,7 +147,7 @@ void ParseInto(std::string_view text, size_t shards, LimiterConfig& config,
         return;
       }
     }
-    ReadTopLevel(documents[0], shards, config, errors, warnings);
+    ReadTopLevel(documents[0], file_name, shards, config, errors, warnings);
   } catch (const YAML::Exception& e) {
     // ParserException (syntax) carries the position yaml-cpp stopped at.
     // yaml-cpp's message may quote raw input bytes; escape them so each
@@ -230,8 +236,8 @@ absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
   CheckedConfig checked;
   config_internal::ConfigErrors errors;
   config_internal::ConfigErrors warnings("warning: ");
-  config_internal::ParseInto(yaml_text, shards, checked.config, errors,
-                             warnings);
+  config_internal::ParseInto(yaml_text, file_name, shards, checked.config,
+                             errors, warnings);
   if (!errors.empty()) {
     return absl::InvalidArgumentError(errors.Render(file_name));
   }

@@ -151,6 +151,32 @@ void WarnCapacity(const Field& field, size_t capacity, size_t shards,
                    "least one bucket"));
 }
 
+void WarnCallerClock(const Field& field, ConfigErrors& warnings) {
+  warnings.Add(field.mark(),
+               absl::StrCat(field.path,
+                            ": caller: every process times the shared buckets "
+                            "with its own clock, so a machine whose clock runs "
+                            "ahead gets extra requests; meant for replays and "
+                            "tests on one machine (the default, store, uses "
+                            "the store's clock)"));
+}
+
+void WarnApproximateSharing(const Field& field, const Policy& policy,
+                            ConfigErrors& warnings) {
+  if (policy.rate.kind() != Rate::Kind::kLimited) return;
+  if (policy.rate.burst() >= kApproximateMinBurst) return;
+  warnings.Add(
+      field.mark(),
+      absl::StrCat(field.path, ": approximate on a policy with burst ",
+                   policy.rate.burst(),
+                   ": each process admits up to a burst of its own between "
+                   "syncs, so N processes may let through about N times the "
+                   "limit; approximate is meant for high-volume catch-alls "
+                   "(burst ",
+                   kApproximateMinBurst,
+                   " or more), see docs/shared-state.md; use exact here"));
+}
+
 void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
                           ConfigErrors& warnings) {
   // What resolution compares, in a form where equal means interchangeable.

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,19 @@ void WarnExemptNetwork(std::string_view path, const YAML::Mark& mark,
 // split it over, which it refuses.
 void WarnCapacity(const Field& field, size_t capacity, size_t shards,
                   ConfigErrors& warnings);
+
+// `store.clock: caller`: each process's own clock times the shared
+// buckets, which is only safe when there is one clock (replays, tests).
+void WarnCallerClock(const Field& field, ConfigErrors& warnings);
+
+// `sharing: approximate` on a policy with a small burst: the over-admission
+// bound grows with the process count, not the burst, so a small policy can
+// be overrun many times over.
+void WarnApproximateSharing(const Field& field, const Policy& policy,
+                            ConfigErrors& warnings);
+
+// Below this burst, `sharing: approximate` draws a warning.
+inline constexpr int64_t kApproximateMinBurst = 10;
 
 // One operator policy as the duplicate check compares it.
 struct PolicyShape {

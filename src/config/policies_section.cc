@@ -36,13 +36,15 @@ using internal::QuoteForError;
 using internal::ToAbsl;
 
 constexpr std::string_view kPolicyKeys[] = {
-    "name",         "match",     "methods",     "scope",           "rate_limit",
-    "burst",        "unlimited", "shadow_mode", "share_threshold", "layer",
-    "client_prefix"};
+    "name",      "match",         "methods",
+    "scope",     "rate_limit",    "burst",
+    "unlimited", "shadow_mode",   "share_threshold",
+    "layer",     "client_prefix", "sharing"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user"};
 constexpr std::string_view kUnits[] = {"second", "minute", "hour", "day"};
+constexpr std::string_view kSharings[] = {"exact", "approximate", "local"};
 
 // The dotted path of `field`'s parent ("policies[0].rate_limit"), so that
 // Rate::Create's "burst: got 0, ..." reads as a full path.
@@ -79,6 +81,7 @@ class PolicyReader {
     ReadLayer(policy);
     ReadClientPrefix(policy);
     ReadRate(policy);
+    ReadSharing(policy);
     return true;
   }
 
@@ -269,6 +272,31 @@ class PolicyReader {
       }
     }
     policy.share_threshold = *share;
+  }
+
+  // How a SharedLimiter shares the policy's buckets; read after the rate,
+  // which the approximate-mode warning looks at.
+  void ReadSharing(Policy& policy) {
+    const Field* f = fields_.Find("sharing");
+    if (f == nullptr) return;  // Default: exact.
+    std::optional<std::string> name =
+        ReadString(*f, "exact, approximate or local", errors_);
+    if (!name.has_value()) return;
+    std::optional<Sharing> sharing = ParseSharing(*name);
+    if (!sharing.has_value()) {
+      std::string message =
+          absl::StrCat(f->path, ": got ", DescribeValue(f->value),
+                       ", expected exact, approximate or local");
+      if (auto near = NearestWord(*name, kSharings)) {
+        absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+      }
+      errors_.Add(f->mark(), std::move(message));
+      return;
+    }
+    policy.sharing = *sharing;
+    if (*sharing == Sharing::kApproximate) {
+      WarnApproximateSharing(*f, policy, warnings_);
+    }
   }
 
   void ReadRate(Policy& policy) {

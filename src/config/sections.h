@@ -33,6 +33,12 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
                   std::vector<Policy>& policies, ConfigErrors& errors,
                   ConfigErrors& warnings);
 
+// `store:` (the shared store of a SharedLimiter). `file_name`: the config
+// file, whose directory a relative `key_secret_file` is read from.
+void ReadStore(const Field& field, std::string_view file_name,
+               StoreOptions& store, ConfigErrors& errors,
+               ConfigErrors& warnings);
+
 }  // namespace mxlimit::config_internal
 
 #endif  // MXLIMIT_SRC_CONFIG_SECTIONS_H_

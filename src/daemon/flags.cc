@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "CLI/CLI.hpp"
+#include "mxlimit/options.h"
 
 namespace mxlimit::daemon {
 
@@ -22,6 +23,16 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
                             the new file has errors
   --secret-file FILE        the token-hash key, created (mode 0600) at first
                             start (default: mxlimitd.secret beside --config)
+  --store URL               share buckets with every process using this
+                            store: redis://HOST:PORT[/DB],
+                            redis://[USER]:PASSWORD@HOST:PORT[/DB] or
+                            unix:///PATH[?db=DB]; sets store.url over the
+                            config's (docs/shared-state.md). A store that
+                            cannot be reached at start only means local
+                            decisions until it can
+  --store-secret-file FILE  the store key secret (at least 16 bytes; one
+                            trailing newline dropped), the same on every
+                            process; sets store.key_secret over the config's
   --trusted-proxy CIDR      a peer whose X-Forwarded-For, Forwarded and
                             X-Real-IP are believed (repeatable; default none:
                             the client is the socket peer)
@@ -133,6 +144,14 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
                 [&](const std::string& v) { o.config_path = v; });
   AddRepeatable(app, "--secret-file",
                 [&](const std::string& v) { o.secret_file = v; });
+  AddRepeatable(app, "--store", [&](const std::string& v) {
+    if (std::string problem = StoreUrlProblem(v); !problem.empty()) {
+      fail("--store", problem);
+    }
+    o.store_url = v;
+  });
+  AddRepeatable(app, "--store-secret-file",
+                [&](const std::string& v) { o.store_secret_file = v; });
   AddRepeatable(app, "--trusted-proxy", [&](const std::string& v) {
     absl::StatusOr<Cidr> net = ParseCidr(v);
     if (!net.ok()) fail("--trusted-proxy", std::string(net.status().message()));

@@ -29,6 +29,9 @@ struct Flags {
   uint16_t listen_port = 8089;
   std::string config_path;
   std::string secret_file;  // empty: mxlimitd.secret next to the config
+  // Set store.url / store.key_secret over the config's (empty: keep them).
+  std::string store_url;
+  std::string store_secret_file;
   std::vector<Cidr> trusted_proxies;
   std::string whoami_url;  // empty: --user-key token-hash
   size_t token_cache = 100'000;

@@ -9,7 +9,8 @@
 
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/sharded_limiter.h"
+#include "mxlimit/options.h"
+#include "mxlimit/shared_limiter.h"
 #include "mxlimit/version.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
@@ -17,6 +18,7 @@
 #include "src/daemon/http_server.h"
 #include "src/daemon/log.h"
 #include "src/daemon/sidecar.h"
+#include "src/daemon/store_flags.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
 
@@ -38,11 +40,17 @@ int Fail(std::string_view what, std::string_view message) {
   return 1;
 }
 
-// Reloads the policy file; the limiter keeps its old policies on any error.
-void Reload(const std::string& path, mxlimit::ShardedLimiter& limiter,
+// Reloads the policy file, with the store flags over it as at the start; the
+// limiter keeps its old policies on any error, a changed store section
+// included (that needs a restart).
+void Reload(const std::string& path,
+            const mxlimit::daemon::StoreOverrides& store,
+            mxlimit::SharedLimiter& limiter,
             mxlimit::daemon::DaemonMetrics& metrics) {
   absl::StatusOr<mxlimit::LimiterConfig> config = mxlimit::LoadConfigFile(path);
-  absl::Status status = config.ok() ? limiter.Reload(*config) : config.status();
+  absl::Status status = config.status();
+  if (status.ok()) status = store.Apply(*config);
+  if (status.ok()) status = limiter.Reload(*config);
   metrics.CountReload(status.ok());
   if (status.ok()) {
     Log("info", "reloaded", {{"config", path}});
@@ -86,8 +94,21 @@ int main(int argc, char** argv) {
     return Fail("cannot load the policy file",
                 mxlimit::internal::FromAbsl(config.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> limiter =
-      mxlimit::ShardedLimiter::Create(*config);
+  absl::StatusOr<mxlimit::daemon::StoreOverrides> store =
+      mxlimit::daemon::StoreOverrides::FromFlags(flags);
+  if (!store.ok()) {
+    return Fail("cannot load the store key secret",
+                mxlimit::internal::FromAbsl(store.status().message()));
+  }
+  if (absl::Status applied = store->Apply(*config); !applied.ok()) {
+    return Fail("cannot configure the store",
+                mxlimit::internal::FromAbsl(applied.message()));
+  }
+  // Without a store this is exactly a ShardedLimiter. With one, Create does
+  // not wait for it: a store that is down only means local decisions until
+  // it is up; a URL no store can be made of stops the start here.
+  absl::StatusOr<std::unique_ptr<mxlimit::SharedLimiter>> limiter =
+      mxlimit::SharedLimiter::Create(*config);
   if (!limiter.ok()) {
     return Fail("cannot build the limiter",
                 mxlimit::internal::FromAbsl(limiter.status().message()));
@@ -145,6 +166,9 @@ int main(int argc, char** argv) {
        {"version", mxlimit::kVersion},
        {"config", flags.config_path},
        {"user_key", whoami ? "whoami" : "token-hash"},
+       {"store", config->store.url.empty()
+                     ? std::string("none")
+                     : mxlimit::RedactStoreUrl(config->store.url)},
        {"threads", std::to_string(flags.threads)},
        {"appservices", std::to_string(appservices->size())}});
 
@@ -152,7 +176,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;
     if (sig == SIGHUP) {
-      Reload(flags.config_path, **limiter, metrics);
+      Reload(flags.config_path, *store, **limiter, metrics);
       continue;
     }
     Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});

@@ -26,7 +26,7 @@ void PlainText(int status, std::string_view text, HttpResponse& out) {
 
 }  // namespace
 
-Sidecar::Sidecar(ShardedLimiter& limiter, SidecarOptions options,
+Sidecar::Sidecar(SharedLimiter& limiter, SidecarOptions options,
                  const internal::SipKey& secret,
                  const AppserviceRegistry& appservices, WhoamiCache* whoami,
                  DaemonMetrics& metrics)
@@ -170,6 +170,8 @@ void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
 
 void Sidecar::Metrics(HttpResponse& out) {
   out.owned = FormatPrometheus(limiter_.Stats());
+  if (limiter_.has_store())
+    out.owned += FormatStorePrometheus(limiter_.StoreStats());
   const HttpServer* server = server_.load(std::memory_order_acquire);
   metrics_.AppendPrometheus(
       server != nullptr ? server->Counters() : ServerCounters{}, whoami_,

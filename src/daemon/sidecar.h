@@ -14,7 +14,8 @@
 //                            Matrix body. Envoy's HTTP ext_authz, which
 //                            sends the original method to
 //                            /_mxlimit/forward_auth<original target>, alike
-//   /_mxlimit/metrics        Prometheus text (GET)
+//   /_mxlimit/metrics        Prometheus text (GET); the store's families
+//                            too when the limiter has a store
 //   /_mxlimit/health         200 "ok" (GET)
 // The two decision endpoints take any method: nginx sends its subrequest
 // with the original request's method.
@@ -32,7 +33,7 @@
 #include <vector>
 
 #include "mxlimit/ip.h"
-#include "mxlimit/sharded_limiter.h"
+#include "mxlimit/shared_limiter.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
 #include "src/daemon/http_server.h"
@@ -50,7 +51,7 @@ class Sidecar : public HttpHandler {
  public:
   // Everything is borrowed and must outlive the Sidecar; `whoami` may be
   // null (token-hash user keys).
-  Sidecar(ShardedLimiter& limiter, SidecarOptions options,
+  Sidecar(SharedLimiter& limiter, SidecarOptions options,
           const internal::SipKey& secret, const AppserviceRegistry& appservices,
           WhoamiCache* whoami, DaemonMetrics& metrics);
 
@@ -70,7 +71,7 @@ class Sidecar : public HttpHandler {
               bool for_nginx, std::string_view path_target, HttpResponse& out);
   void Metrics(HttpResponse& out);
 
-  ShardedLimiter& limiter_;
+  SharedLimiter& limiter_;
   const SidecarOptions options_;
   const internal::SipKey secret_;
   const AppserviceRegistry& appservices_;

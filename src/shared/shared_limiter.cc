@@ -1,6 +1,11 @@
 #include "mxlimit/shared_limiter.h"
 
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
@@ -41,7 +46,39 @@ absl::Status CheckShareable(const LimiterConfig& config) {
   return absl::OkStatus();
 }
 
+// Stands in for the store where only keys are wanted (DescribeStoreKeys on
+// a config): never asked, so it never connects anywhere.
+class KeysOnlyStore final : public internal::Store {
+ public:
+  internal::StoreResult Execute(
+      const internal::StoreOp&,
+      std::chrono::steady_clock::time_point) override {
+    return internal::StoreResult{};  // kUnavailable
+  }
+  bool Post(const internal::StoreOp&) override { return false; }
+  uint64_t generation() const override { return 0; }
+  internal::StoreCounters counters() const override { return {}; }
+  void SetLateReplyHandler(internal::LateReplyHandler*) override {}
+};
+
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> SharedLimiter::DescribeStoreKeys(
+    const LimiterConfig& config, const Request& request) {
+  if (config.store.url.empty()) return std::vector<std::string>();
+  // One shard: the keys do not depend on the shard count.
+  absl::StatusOr<std::unique_ptr<SharedLimiter>> limiter =
+      CreateWithStore(config, std::make_unique<KeysOnlyStore>(), 1);
+  if (!limiter.ok()) return limiter.status();
+  return (*limiter)->DescribeStoreKeys(request);
+}
+
+absl::Status SharedLimiter::ValidateSharing(const LimiterConfig& config) {
+  if (config.store.url.empty()) return absl::OkStatus();
+  absl::Status valid = ValidateStoreOptions(config.store);
+  if (!valid.ok()) return valid;
+  return CheckShareable(config);
+}
 
 SharedLimiter::SharedLimiter(std::unique_ptr<ShardedLimiter> mirror,
                              std::unique_ptr<internal::SharedCore> core)

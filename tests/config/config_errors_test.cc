@@ -41,12 +41,12 @@ TEST(ConfigErrorTest, TopLevelNotAMap) {
       Errors("- a\n- b\n"),
       ElementsAre("test.yaml:1:1: top level: got a list, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "exempt, policies"));
+                  "exempt, policies, store"));
   EXPECT_THAT(
       Errors("hello\n"),
       ElementsAre("test.yaml:1:1: top level: got hello, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "exempt, policies"));
+                  "exempt, policies, store"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -59,9 +59,10 @@ TEST(ConfigErrorTest, MoreThanOneDocument) {
 TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
   EXPECT_THAT(
       Errors("polices: []\n"),
-      ElementsAre("test.yaml:1:1: unknown key \"polices\" in the top level "
-                  "(did you mean \"policies\"?); known keys: "
-                  "builtin_policies, shadow_mode, tables, exempt, policies"));
+      ElementsAre(
+          "test.yaml:1:1: unknown key \"polices\" in the top level "
+          "(did you mean \"policies\"?); known keys: "
+          "builtin_policies, shadow_mode, tables, exempt, policies, store"));
   EXPECT_THAT(
       Errors("tables:\n  ip: { capacty: 5 }\n"),
       ElementsAre("test.yaml:2:9: unknown key \"capacty\" in tables.ip (did "
@@ -73,7 +74,7 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       ElementsAre("test.yaml:5:5: unknown key \"colour\" in policies[0]; "
                   "known keys: name, match, methods, scope, rate_limit, "
                   "burst, unlimited, shadow_mode, share_threshold, layer, "
-                  "client_prefix"));
+                  "client_prefix, sharing"));
   EXPECT_THAT(
       Errors("policies:\n  - name: a\n    match: /a\n"
              "    rate_limit: { unit: day, requests_per_unit: 1, burts: 1 }\n"),
@@ -540,13 +541,23 @@ TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].first == "yaml") yaml.push_back(i);
   }
-  ASSERT_EQ(yaml.size(), 2u);
+  // The file's shape, the store section, the bad file.
+  ASSERT_EQ(yaml.size(), 3u);
   absl::StatusOr<LimiterConfig> shape =
       ParseConfig(blocks[yaml[0]].second, "config.md");
   EXPECT_TRUE(shape.ok()) << shape.status();
-  EXPECT_EQ(blocks[yaml[1]].second, ReadTestData("bad_config.yaml"));
-  ASSERT_GT(blocks.size(), yaml[1] + 1);
-  EXPECT_EQ(blocks[yaml[1] + 1].second, ReadTestData("bad_config.errors"));
+  // The store example names a secret file no test machine has: the same
+  // file with the secret inline must load.
+  std::string store = blocks[yaml[1]].second;
+  const size_t file_key = store.find("key_secret_file:");
+  ASSERT_NE(file_key, std::string::npos);
+  store.replace(file_key, store.find('\n', file_key) - file_key,
+                "key_secret: 0123456789abcdef");
+  absl::StatusOr<LimiterConfig> with_store = ParseConfig(store, "config.md");
+  EXPECT_TRUE(with_store.ok()) << with_store.status();
+  EXPECT_EQ(blocks[yaml[2]].second, ReadTestData("bad_config.yaml"));
+  ASSERT_GT(blocks.size(), yaml[2] + 1);
+  EXPECT_EQ(blocks[yaml[2] + 1].second, ReadTestData("bad_config.errors"));
 }
 
 }  // namespace

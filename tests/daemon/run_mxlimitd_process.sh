@@ -14,7 +14,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && { echo "stderr:"; cat "$tmp/err"; }; exit 1; }
 
 "$bin" --help >"$tmp/help" || fail "--help exited $?"
-for flag in --listen --config --secret-file --trusted-proxy --user-key \
+for flag in --listen --config --secret-file --store --store-secret-file \
+            --trusted-proxy --user-key \
             token-hash whoami= --token-cache --token-ttl --whoami-timeout \
             --appservice-registration --threads --max-connections --version \
             /_mxlimit/auth_request /_mxlimit/forward_auth /_mxlimit/metrics \
@@ -43,6 +44,23 @@ grep -q "bad.yaml:4:" "$tmp/err" || fail "no FILE:LINE for a bad policy file"
 echo "not hex" >"$tmp/secret"
 expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" --secret-file "$tmp/secret"
 grep -q "$tmp/secret" "$tmp/err" || fail "the bad secret file is not named"
+
+# The store flags: a malformed URL is a usage error; a store without a key
+# secret, a short secret file, or a secret file without a store stop the
+# start, each saying which.
+expect_exit 2 --config "$tmp/ok.yaml" --store http://127.0.0.1:6379
+grep -q "redis://HOST:PORT" "$tmp/err" || fail "no URL shape for a bad --store"
+expect_exit 2 --config "$tmp/ok.yaml" --store redis://u:hunter2@h
+grep -q "hunter2" "$tmp/err" && fail "a --store password was printed"
+expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" --store redis://127.0.0.1:1/0
+grep -q "needs a key secret" "$tmp/err" || fail "no message for --store without a secret"
+echo "short" >"$tmp/store.secret"
+expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" --store redis://127.0.0.1:1/0 \
+  --store-secret-file "$tmp/store.secret"
+grep -q "$tmp/store.secret: holds 5 bytes" "$tmp/err" || fail "the short store secret is not named"
+echo "0123456789abcdef0123" >"$tmp/store.secret"
+expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" --store-secret-file "$tmp/store.secret"
+grep -q "no store" "$tmp/err" || fail "no message for a store secret without a store"
 
 # A running daemon: one login allowed per minute, then denied.
 cat >"$tmp/live.yaml" <<'YAML'

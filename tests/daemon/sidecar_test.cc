@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
+#include "src/shared/fake_store.h"
 #include "tests/testing/raw_http.h"
 
 namespace mxlimit::daemon {
@@ -42,7 +43,13 @@ class SidecarTest : public ::testing::Test {
     absl::StatusOr<LimiterConfig> config = ParseConfig(kConfig, "test.yaml");
     ASSERT_TRUE(config.ok()) << config.status();
     ASSERT_TRUE(config->builtin_policies);
-    limiter_ = *ShardedLimiter::Create(*config);
+    if (store_ != nullptr) {
+      config->store.key_secret = "sidecar-test-key-secret";
+      limiter_ = *SharedLimiter::CreateWithStore(*config, std::move(store_),
+                                                 /*shards=*/2);
+    } else {
+      limiter_ = *SharedLimiter::Create(*config);
+    }
     char dir[] = "/tmp/mxlimitd_sidecar_XXXXXX";
     dir_ = mkdtemp(dir);
     std::ofstream(dir_ + "/bridge.yaml")
@@ -98,7 +105,9 @@ class SidecarTest : public ::testing::Test {
 
   internal::SipKey secret_{11, 12};
   std::string dir_;
-  std::unique_ptr<ShardedLimiter> limiter_;
+  // Set by a fixture that wants one, before SetUp.
+  std::unique_ptr<internal::Store> store_;
+  std::unique_ptr<SharedLimiter> limiter_;
   AppserviceRegistry registry_;
   DaemonMetrics metrics_;
   std::unique_ptr<Sidecar> sidecar_;
@@ -287,6 +296,41 @@ TEST_F(SidecarTest, ExemptUsersNeedRealUserIdsTokenHashesAreNeverExempt) {
         Nginx("PUT", Send(i), {"Authorization: Bearer ops"}).status == 204;
   }
   EXPECT_EQ(allowed, 2);
+}
+
+TEST_F(SidecarTest, NoStoreFamiliesWithoutAStore) {
+  EXPECT_FALSE(limiter_->has_store());
+  EXPECT_THAT(Metrics(), Not(HasSubstr("mxlimit_store_")));
+}
+
+// mxlimitd with a store: decisions come from it, and the metrics carry the
+// store's families, each announced once, before the daemon's own.
+class SidecarStoreTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    store_ = std::make_unique<internal::FakeStore>();
+    SidecarTest::SetUp();
+  }
+};
+
+TEST_F(SidecarStoreTest, DecidesThroughTheStoreAndReportsIt) {
+  ASSERT_TRUE(limiter_->has_store());
+  const std::vector<std::string> bob = {"Authorization: Bearer bob_token"};
+  EXPECT_EQ(Nginx("PUT", Send(1), bob).status, 204);
+  EXPECT_EQ(Nginx("PUT", Send(2), bob).status, 204);
+  EXPECT_EQ(Nginx("PUT", Send(3), bob).status, 403);
+  const std::string m = Metrics();
+  EXPECT_THAT(m, HasSubstr("mxlimit_store_decisions_total{result=\"store\"} "));
+  for (const char* family :
+       {"mxlimit_store_decisions_total", "mxlimit_store_connected",
+        "mxlimit_store_in_flight", "mxlimitd_requests_total"}) {
+    const std::string type = std::string("# TYPE ") + family + " ";
+    const size_t first = m.find(type);
+    ASSERT_NE(first, std::string::npos) << family;
+    EXPECT_EQ(m.find(type, first + 1), std::string::npos) << family;
+  }
+  EXPECT_LT(m.find("# TYPE mxlimit_store_decisions_total"),
+            m.find("# TYPE mxlimitd_requests_total"));
 }
 
 }  // namespace

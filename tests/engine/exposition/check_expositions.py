@@ -183,6 +183,13 @@ def check_parsers(workdir):
         families = parse_text(read(workdir, "daemon.prom"), "daemon.prom")
         expect(any(f.name.startswith("mxlimitd_") for f in families),
                "daemon.prom: no mxlimitd_ family")
+        # With a store, its families sit between the limiter's and the
+        # daemon's; every name once.
+        names = [f.name for f in families]
+        expect("mxlimit_store_decisions" in names,
+               "daemon.prom: no mxlimit_store_decisions family")
+        expect(len(names) == len(set(names)),
+               "daemon.prom: a family appears twice")
 
 
 def check_promtool(workdir):

@@ -10,8 +10,9 @@
 //   names      policies and layers with the oddest names the rules allow
 //   hostile    a hand-built LimiterStats whose names hold quotes,
 //              backslashes, newlines and braces: label escaping
-//   daemon     (with mxlimitd) the limiter's text followed by mxlimitd's own
-//              families, as GET /metrics serves it
+//   daemon     (with mxlimitd) the limiter's text, the store's families (as
+//              with a `store:`) and mxlimitd's own, as GET /metrics serves
+//              them
 //
 // Usage: write_expositions DIR
 
@@ -26,6 +27,7 @@
 #include "mxlimit/stats.h"
 #include "tests/testing/limiter_fixtures.h"
 #ifdef MXLIMIT_WITH_DAEMON
+#include "mxlimit/shared_limiter.h"
 #include "src/daemon/daemon_metrics.h"
 #endif
 
@@ -149,6 +151,15 @@ int Main(int argc, char** argv) {
             WritePair(dir, "hostile", HostileStats());
 #ifdef MXLIMIT_WITH_DAEMON
   std::string served = FormatPrometheus((*sharded)->Stats());
+  SharedStoreStats store;
+  store.store_decisions = 40;
+  store.local_denials = 3;
+  store.fallback_timeout = 2;
+  store.late_replies = 1;
+  store.refunds = 1;
+  store.connected = true;
+  store.in_flight = 5;
+  served += FormatStorePrometheus(store);
   daemon::DaemonMetrics metrics;
   metrics.AppendPrometheus(daemon::ServerCounters{}, nullptr, served);
   ok = ok && Write(dir, "daemon.prom", served);

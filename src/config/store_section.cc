@@ -1,0 +1,289 @@
+// The `store:` section of the config file: where a SharedLimiter (mxlimitd,
+// `mxlimit replay --store`) keeps the buckets it shares with other
+// processes. Every other limiter ignores it, but every reader checks it, so
+// that `mxlimit check-config` finds a typo before mxlimitd does.
+//
+// The URL's shape is checked here (StoreUrlProblem, options.h) and the
+// ranges are those of ValidateStoreOptions, worded per key; the store parses
+// the URL again when it connects.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/options.h"
+#include "src/config/config_warnings.h"
+#include "src/config/sections.h"
+#include "src/config/yaml_fields.h"
+#include "src/util/quote.h"
+
+namespace mxlimit::config_internal {
+namespace {
+
+using internal::QuoteForError;
+using internal::ToAbsl;
+
+constexpr std::string_view kStoreKeys[] = {
+    "url",           "key_secret",     "key_secret_file", "timeout",
+    "sync_interval", "fallback_share", "connections",     "clock",
+    "max_in_flight", "local_denial"};
+constexpr std::string_view kClocks[] = {"store", "caller"};
+
+// A secret file larger than this is not a secret file.
+constexpr size_t kMaxSecretFileBytes = 4096;
+
+// "5ms", "250us", "1s": a plain decimal count and a unit. In microseconds.
+std::optional<int64_t> ParseDuration(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    int64_t micros;
+  };
+  static constexpr Unit kUnits[] = {{"us", 1}, {"ms", 1000}, {"s", 1'000'000}};
+  for (const Unit& unit : kUnits) {
+    if (text.size() <= unit.suffix.size() ||
+        text.substr(text.size() - unit.suffix.size()) != unit.suffix) {
+      continue;
+    }
+    const std::string_view count =
+        text.substr(0, text.size() - unit.suffix.size());
+    int64_t value = 0;
+    auto [end, ec] =
+        std::from_chars(count.data(), count.data() + count.size(), value);
+    if (ec != std::errc() || end != count.data() + count.size() || value < 0 ||
+        value > INT64_MAX / unit.micros) {
+      return std::nullopt;
+    }
+    return value * unit.micros;
+  }
+  return std::nullopt;
+}
+
+// A duration in [min_us, max_us], a whole number of `granularity_us`.
+// `expected` completes "expected ...".
+std::optional<int64_t> ReadDuration(const Field& field, int64_t min_us,
+                                    int64_t max_us, int64_t granularity_us,
+                                    std::string_view expected,
+                                    ConfigErrors& errors) {
+  std::optional<std::string> text = ReadString(field, expected, errors);
+  if (!text.has_value()) return std::nullopt;
+  std::optional<int64_t> micros = ParseDuration(*text);
+  if (!micros.has_value() || *micros < min_us || *micros > max_us ||
+      *micros % granularity_us != 0) {
+    std::string message =
+        absl::StrCat(field.path, ": got ", DescribeValue(field.value),
+                     ", expected ", ToAbsl(expected));
+    // A bare number is the likeliest slip: say which unit it lacks.
+    int64_t bare = 0;
+    auto [end, ec] =
+        std::from_chars(text->data(), text->data() + text->size(), bare);
+    if (ec == std::errc() && end == text->data() + text->size()) {
+      absl::StrAppend(&message, " (a duration needs a unit: us, ms or s)");
+    }
+    errors.Add(field.mark(), std::move(message));
+    return std::nullopt;
+  }
+  return micros;
+}
+
+// `fallback_share`: a plain number in (0, 1].
+std::optional<double> ReadShare(const Field& field, ConfigErrors& errors) {
+  constexpr std::string_view kExpected =
+      "a number above 0 and at most 1, e.g. 0.25 for 4 processes";
+  std::optional<std::string> text = ReadString(field, kExpected, errors);
+  if (!text.has_value()) return std::nullopt;
+  double value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
+                                   value, std::chars_format::fixed);
+  if (ec != std::errc() || end != text->data() + text->size() ||
+      !std::isfinite(value) || !(value > 0.0 && value <= 1.0) ||
+      field.value.Tag() == "!" ||
+      field.value.Tag() == "tag:yaml.org,2002:str") {
+    errors.Add(field.mark(),
+               absl::StrCat(field.path, ": got ", DescribeValue(field.value),
+                            ", expected ", ToAbsl(kExpected)));
+    return std::nullopt;
+  }
+  return value;
+}
+
+// `key_secret_file`, relative to the config file's directory. The contents
+// with one trailing newline removed (what `echo` or an editor leaves). Only a
+// regular file: a FIFO or a device would block or never end.
+std::optional<std::string> ReadSecretFile(const Field& field,
+                                          std::string_view config_file,
+                                          ConfigErrors& errors) {
+  std::optional<std::string> path =
+      ReadString(field, "the path of a file holding the secret", errors);
+  if (!path.has_value()) return std::nullopt;
+  std::string full = *path;
+  if (!full.empty() && full.front() != '/') {
+    const size_t slash = config_file.rfind('/');
+    if (slash != std::string_view::npos) {
+      full = absl::StrCat(ToAbsl(config_file.substr(0, slash + 1)), full);
+    }
+  }
+  auto fail = [&](std::string_view why) {
+    errors.Add(field.mark(), absl::StrCat(field.path, ": ", QuoteForError(full),
+                                          ": ", ToAbsl(why)));
+    return std::nullopt;
+  };
+  if (path->empty()) return fail("the path is empty");
+  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail(absl::StrCat("cannot open: ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("is not a regular file");
+  }
+  std::string text;
+  char buffer[kMaxSecretFileBytes + 1];
+  while (text.size() <= kMaxSecretFileBytes) {
+    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int error = errno;
+      ::close(fd);
+      return fail(absl::StrCat("cannot read: ", std::strerror(error)));
+    }
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  if (text.size() > kMaxSecretFileBytes) {
+    return fail(absl::StrCat("is over ", kMaxSecretFileBytes,
+                             " bytes; is this the right file?"));
+  }
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void CheckSecretLength(const Field& field, const std::string& secret,
+                       ConfigErrors& errors) {
+  if (secret.size() >= StoreOptions::kMinKeySecretBytes) return;
+  // The secret itself is never quoted, only its length.
+  errors.Add(field.mark(),
+             absl::StrCat(field.path, ": got ", secret.size(),
+                          " bytes, expected at least ",
+                          StoreOptions::kMinKeySecretBytes,
+                          " (the same random secret on every process that "
+                          "shares buckets, e.g. from openssl rand -hex 32)"));
+}
+
+}  // namespace
+
+void ReadStore(const Field& field, std::string_view file_name,
+               StoreOptions& store, ConfigErrors& errors,
+               ConfigErrors& warnings) {
+  MapFields map(field, kStoreKeys, /*null_is_empty=*/false, errors);
+  if (!field.value.IsMap()) return;
+  auto missing = [&](std::string_view what) {
+    errors.Add(
+        field.value.Mark(),
+        absl::StrCat(field.path, ": missing required key ", ToAbsl(what)));
+  };
+  if (const Field* f = map.Find("url")) {
+    if (std::optional<std::string> url = ReadString(
+            *f, "a store URL such as redis://127.0.0.1:6379/0", errors)) {
+      if (std::string problem = StoreUrlProblem(*url); !problem.empty()) {
+        errors.Add(f->mark(), absl::StrCat(f->path, ": ", problem));
+      } else {
+        store.url = *std::move(url);
+      }
+    }
+  } else {
+    missing("\"url\"");
+  }
+
+  const Field* secret = map.Find("key_secret");
+  const Field* secret_file = map.Find("key_secret_file");
+  if (secret != nullptr && secret_file != nullptr) {
+    errors.Add(
+        secret_file->key.Mark(),
+        absl::StrCat(secret_file->path, ": key_secret is also given (line ",
+                     secret->key.Mark().line + 1, "); keep one of them"));
+  } else if (secret != nullptr) {
+    if (std::optional<std::string> text =
+            ReadString(*secret, "a secret of at least 16 bytes", errors)) {
+      CheckSecretLength(*secret, *text, errors);
+      store.key_secret = *std::move(text);
+    }
+  } else if (secret_file != nullptr) {
+    if (std::optional<std::string> text =
+            ReadSecretFile(*secret_file, file_name, errors)) {
+      CheckSecretLength(*secret_file, *text, errors);
+      store.key_secret = *std::move(text);
+    }
+  } else {
+    missing("\"key_secret\" (or \"key_secret_file\")");
+  }
+
+  if (const Field* f = map.Find("timeout")) {
+    if (std::optional<int64_t> us =
+            ReadDuration(*f, 100, 10'000'000, 1,
+                         "a duration from 100us to 10s, such as 5ms", errors)) {
+      store.timeout = std::chrono::microseconds(*us);
+    }
+  }
+  if (const Field* f = map.Find("sync_interval")) {
+    if (std::optional<int64_t> us = ReadDuration(
+            *f, 1000, 60'000'000, 1000,
+            "a whole number of milliseconds from 1ms to 60s, such as 50ms",
+            errors)) {
+      store.sync_interval = std::chrono::milliseconds(*us / 1000);
+    }
+  }
+  if (const Field* f = map.Find("fallback_share")) {
+    if (std::optional<double> v = ReadShare(*f, errors)) {
+      store.fallback_share = *v;
+    }
+  }
+  if (const Field* f = map.Find("connections")) {
+    if (std::optional<int64_t> v =
+            ReadIntegerInRange(*f, 1, StoreOptions::kMaxConnections, errors)) {
+      store.connections = static_cast<int>(*v);
+    }
+  }
+  if (const Field* f = map.Find("clock")) {
+    if (std::optional<std::string> clock =
+            ReadString(*f, "store or caller", errors)) {
+      if (*clock == "store") {
+        store.clock = StoreOptions::Clock::kStore;
+      } else if (*clock == "caller") {
+        store.clock = StoreOptions::Clock::kCaller;
+        WarnCallerClock(*f, warnings);
+      } else {
+        std::string message =
+            absl::StrCat(f->path, ": got ", DescribeValue(f->value),
+                         ", expected store or caller");
+        if (auto near = NearestWord(*clock, kClocks)) {
+          absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+        }
+        errors.Add(f->mark(), std::move(message));
+      }
+    }
+  }
+  if (const Field* f = map.Find("max_in_flight")) {
+    if (std::optional<int64_t> v =
+            ReadIntegerInRange(*f, 1, 1'000'000, errors)) {
+      store.max_in_flight = static_cast<size_t>(*v);
+    }
+  }
+  if (const Field* f = map.Find("local_denial")) {
+    if (std::optional<bool> v = ReadBool(*f, errors)) store.local_denial = *v;
+  }
+}
+
+}  // namespace mxlimit::config_internal
