@@ -725,26 +725,20 @@ std::vector<std::string> SharedCore::DescribeStoreKeys(
   Pass pass;
   Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return out;
-  Plan plan;
-  // Charge ops list every shared bucket, whatever its verdict.
-  Request one = request;
-  one.cost = 1;
-  PlanOp(a, b, one, pass, StoreOpKind::kCharge, MonotonicTime(), plan);
-  uint8_t next = 0;
   ForEachCheck(pass.ip_part, pass.user_part, pass.split,
-               [&](const BucketCheck& c, bool user_part, uint8_t i) {
+               [&](const BucketCheck& c, bool user_part, uint8_t)
+                   ABSL_NO_THREAD_SAFETY_ANALYSIS {
                  if (!c.has_bucket) return;
-                 if (pass.split && (c.scope == Scope::kUser) != user_part) return;
-                 const std::string name = c.spec->name;
-                 if (next < plan.op.count && plan.from[next].user_part == user_part &&
-                     plan.from[next].index == i) {
-                   out.push_back(absl::StrCat(
-                       name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
-                       ToAbsl(plan.op.buckets[next].key.view())));
-                   ++next;
-                 } else {
-                   out.push_back(absl::StrCat(name, " local"));
+                 if (c.spec->sharing == Sharing::kLocal ||
+                     !StoreCanHold(*c.spec)) {
+                   out.push_back(absl::StrCat(c.spec->name, " local"));
+                   return;
                  }
+                 const Engine& engine = user_part ? *b.engine : *a.engine;
+                 out.push_back(absl::StrCat(
+                     c.spec->name, " ",
+                     ToAbsl(SharingName(c.spec->sharing)), " ",
+                     ToAbsl(KeyOf(engine, c, request.user_id).view())));
                });
   return out;
 }
