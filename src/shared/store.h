@@ -86,6 +86,7 @@ struct StoreOp {
   // replays and tests); otherwise its own clock (Redis `TIME`).
   bool caller_clock = false;
   int64_t now_ns = 0;
+  // Distinct keys: every key is read before any is written.
   uint8_t count = 0;
   std::array<StoreBucket, kMaxStoreBuckets> buckets;
 };

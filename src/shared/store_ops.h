@@ -45,18 +45,21 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
   if (op.kind == StoreOpKind::kSync) {
     // Debt is kept: no clamp to tau, no pull-back (clamping here is what
     // makes approximate sharing over-admit N-fold when T < the interval).
+    // Every key is read before any is written, as for the other ops.
     for (size_t i = 0; i < op.count; ++i) {
       const StoreBucket& b = op.buckets[i];
       const int64_t tau = b.burst * b.interval_ns;
       const std::optional<int64_t> tat = map.Get(b.key);
-      const int64_t lead = tat.has_value() ? std::max<int64_t>(*tat - now, 0) : 0;
-      const int64_t after =
+      const int64_t lead =
+          tat.has_value() ? std::max<int64_t>(*tat - now, 0) : 0;
+      r.lead[i] =
           std::clamp<int64_t>(lead + b.delta_ns, 0, (1 + kDebtTaus) * tau);
-      r.lead[i] = after;
-      if (after == 0) {
-        map.Erase(b.key);
+    }
+    for (size_t i = 0; i < op.count; ++i) {
+      if (r.lead[i] == 0) {
+        map.Erase(op.buckets[i].key);
       } else {
-        map.Set(b.key, now + after, now);
+        map.Set(op.buckets[i].key, now + r.lead[i], now);
       }
     }
     return r;

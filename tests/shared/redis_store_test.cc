@@ -218,7 +218,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
                     uniform(1, 5)});
   }
   int64_t now = kEpoch;
-  int allowed = 0, denied = 0, pullbacks = 0;
+  int allowed = 0, denied = 0, pullbacks = 0, syncs = 0;
   for (int step = 0; step < 4000; ++step) {
     // The clock: mostly forward by up to a few intervals, sometimes not at
     // all, sometimes by less than a millisecond, sometimes backwards.
@@ -238,12 +238,22 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
       buckets.push_back({k.name, k.interval_ns, k.burst, uniform(0, 4) != 0});
     }
     const int64_t kind_roll = uniform(0, 9);
-    const StoreOpKind kind = kind_roll < 6   ? StoreOpKind::kCheck
-                             : kind_roll < 8 ? StoreOpKind::kPeek
-                                             : StoreOpKind::kCharge;
+    const StoreOpKind kind = kind_roll < 5   ? StoreOpKind::kCheck
+                             : kind_roll < 7 ? StoreOpKind::kPeek
+                             : kind_roll < 9 ? StoreOpKind::kCharge
+                                             : StoreOpKind::kSync;
     const int64_t cost =
         kind == StoreOpKind::kCharge ? uniform(-6, 6) : uniform(0, 6);
-    const StoreOp op = MakeOp(kind, cost, now, buckets);
+    StoreOp op = MakeOp(kind, cost, now, buckets);
+    if (kind == StoreOpKind::kSync) {
+      // Approximate sharing's charges: enough to run into debt, and past
+      // the debt cap now and then.
+      for (size_t i = 0; i < op.count; ++i) {
+        op.buckets[i].delta_ns =
+            uniform(0, 40 * op.buckets[i].burst * op.buckets[i].interval_ns);
+      }
+      ++syncs;
+    }
     const StoreResult want =
         fake.Execute(op, steady_clock::now() + milliseconds(100));
     const StoreResult got = Run(*store, op);
@@ -267,6 +277,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
   EXPECT_GT(allowed, 300);
   EXPECT_GT(denied, 300);
   EXPECT_GT(pullbacks, 300);
+  EXPECT_GT(syncs, 300);
   EXPECT_EQ(store->counters().ops_ok, 4000u);
 }
 
