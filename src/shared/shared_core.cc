@@ -153,10 +153,14 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
 void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
                            MonotonicTime now, int64_t cost) const
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Read here, where the analysis is off (the callers hold both locks); a
+  // lambda is analysed on its own.
+  const Engine* ip_engine = a.engine.get();
+  const Engine* user_engine = b.engine.get();
   ForEachCheck(pass.ip_part, pass.user_part, pass.split,
                [&](BucketCheck& c, bool user_part, uint8_t) {
                  if (!Approximate(c)) return;
-                 const Engine& engine = user_part ? *b.engine : *a.engine;
+                 const Engine& engine = user_part ? *user_engine : *ip_engine;
                  c.verdict = DebtVerdict(c.spec->rate,
                                          engine.UnclampedLead(c, now), cost);
                });
@@ -238,6 +242,8 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
   op.count = 0;
   plan.ip_policies = &a.engine->policies();
   plan.user_policies = &b.engine->policies();
+  const Engine* ip_engine = a.engine.get();
+  const Engine* user_engine = b.engine.get();
   auto add = [&](const BucketCheck& c, bool user_part, uint8_t index) {
     if (kind == StoreOpKind::kCharge
             ? !(c.has_bucket && c.spec->sharing == Sharing::kExact &&
@@ -245,7 +251,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
             : !DecidedByStore(c)) {
       return;
     }
-    const Engine& engine = user_part ? *b.engine : *a.engine;
+    const Engine& engine = user_part ? *user_engine : *ip_engine;
     StoreBucket& out = op.buckets[op.count];
     out.key = KeyOf(engine, c, request.user_id);
     out.interval_ns = c.spec->rate.interval_ns();
