@@ -12,7 +12,9 @@
 -- ARGV[2+3i..4+3i]  bucket i: T (emission interval, ns), burst, and
 --                   enforcing (1, or 0 for a shadow policy's bucket)
 --
--- A key holds its bucket's TAT as "<sec>:<nsec>". An absent key is a full
+-- A key holds its bucket's TAT in integer nanoseconds, in decimal (Redis
+-- then stores it as a machine integer, the smallest value it has). An
+-- absent key is a full
 -- bucket, and every write sets PX so that the key goes exactly when its
 -- bucket is full again: nothing to scan, nothing to clean up.
 --
@@ -71,8 +73,16 @@ for i = 1, n do
   T[i], burst[i] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   tau[i] = burst[i] * T[i]
   local v = redis.call('GET', KEYS[i])
+  -- Split into seconds and nanoseconds as text: the whole number is too
+  -- large for a Lua number to hold exactly.
   local s, ns
-  if v then s, ns = string.match(v, '^(%d+):(%d+)$') end
+  if v and string.find(v, '^%d+$') then
+    if #v > 9 then
+      s, ns = string.sub(v, 1, #v - 9), string.sub(v, #v - 8)
+    else
+      s, ns = '0', v
+    end
+  end
   -- A value in another format is treated as absent (a full bucket) and
   -- overwritten by the next write: self-healing rather than stuck.
   if s then
@@ -100,8 +110,9 @@ local function store(i, after)
   s, ns = now_s + s, now_ns + ns
   if ns >= E9 then s, ns = s + 1, ns - E9 end
   local ms = divmod(after, 1000000)
-  redis.call('SET', KEYS[i], string.format('%d:%d', s, ns),
-             'PX', string.format('%d', ms + 1))
+  local tat = s > 0 and string.format('%d%09d', s, ns) or
+                string.format('%d', ns)
+  redis.call('SET', KEYS[i], tat, 'PX', string.format('%d', ms + 1))
 end
 
 if op == 'sync' then
