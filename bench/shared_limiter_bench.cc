@@ -46,8 +46,21 @@ constexpr char kTarget[] = "/_matrix/client/v3/sync?timeout=30000";
 
 IpAddress Address(uint32_t i) {
   IpAddress a;
-  a.bytes = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10,
-             static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8),
+  a.bytes = {0,
+             0,
+             0,
+             0,
+             0,
+             0,
+             0,
+             0,
+             0,
+             0,
+             0xff,
+             0xff,
+             10,
+             static_cast<uint8_t>(i >> 16),
+             static_cast<uint8_t>(i >> 8),
              static_cast<uint8_t>(i)};
   return a;
 }
@@ -128,8 +141,8 @@ BENCHMARK(BM_Sharded_Check_Spread);
 void BM_Shared_BreakerOpen(benchmark::State& state) {
   auto store = std::make_unique<internal::FakeStore>();
   store->SetDown(true);
-  auto limiter = SharedLimiter::CreateWithStore(StoreConfig(),
-                                                std::move(store), 2);
+  auto limiter =
+      SharedLimiter::CreateWithStore(StoreConfig(), std::move(store), 2);
   Workload w(1 << 14, 100'000, 20'000, 1);
   // Open the breaker: five failures in a row.
   for (int k = 0; k < 10; ++k) {
@@ -220,7 +233,8 @@ void RunAgainstRedis(const std::string& url) {
   config.tables.user_capacity = 1 << 17;
   auto limiter = SharedLimiter::Create(config, 2);
   if (!limiter.ok()) {
-    std::fprintf(stderr, "bench: %s\n", std::string(limiter.status().message()).c_str());
+    std::fprintf(stderr, "bench: %s\n",
+                 std::string(limiter.status().message()).c_str());
     std::exit(1);
   }
   redisContext* raw = Connect(url);
@@ -232,8 +246,9 @@ void RunAgainstRedis(const std::string& url) {
   const std::vector<std::string> described =
       (*limiter)->DescribeStoreKeys(w.requests[0]);
   const size_t keys = std::count_if(
-      described.begin(), described.end(),
-      [](const std::string& s) { return s.find("mxl:1:") != std::string::npos; });
+      described.begin(), described.end(), [](const std::string& s) {
+        return s.find("mxl:1:") != std::string::npos;
+      });
 
   // Warm up the connection and the mirror.
   int64_t t = 0;
@@ -245,13 +260,15 @@ void RunAgainstRedis(const std::string& url) {
 
   // The script's SHA, as the store loaded it (the run script passes its
   // text), for the raw EVALSHA baseline.
-  auto* loaded = static_cast<redisReply*>(redisCommand(
-      raw, "SCRIPT LOAD %s", std::getenv("MXLIMIT_BENCH_SCRIPT") != nullptr
-                                 ? std::getenv("MXLIMIT_BENCH_SCRIPT")
-                                 : "return 0"));
-  const std::string sha = loaded != nullptr && loaded->type == REDIS_REPLY_STRING
-                              ? std::string(loaded->str, loaded->len)
-                              : "";
+  auto* loaded = static_cast<redisReply*>(
+      redisCommand(raw, "SCRIPT LOAD %s",
+                   std::getenv("MXLIMIT_BENCH_SCRIPT") != nullptr
+                       ? std::getenv("MXLIMIT_BENCH_SCRIPT")
+                       : "return 0"));
+  const std::string sha =
+      loaded != nullptr && loaded->type == REDIS_REPLY_STRING
+          ? std::string(loaded->str, loaded->len)
+          : "";
   freeReplyObject(loaded);
 
   // Interleaved, so that all three meet the same machine: a check, then a
@@ -314,20 +331,21 @@ void RunAgainstRedis(const std::string& url) {
               eval.p99, eval.max);
   std::printf("  %-28s %8.1f %8.1f %8.1f\n", "SharedLimiter::Check", check.p50,
               check.p99, check.max);
-  std::printf("  check p50 - EVALSHA p50 = %.1f us (goal <= 15); check p99 / "
-              "EVALSHA p99 = %.2f (goal <= 2); max %.1f us (goal <= timeout "
-              "5000 + 1000)\n",
-              check.p50 - eval.p50, check.p99 / eval.p99, check.max);
+  std::printf(
+      "  check p50 - EVALSHA p50 = %.1f us (goal <= 15); check p99 / "
+      "EVALSHA p99 = %.2f (goal <= 2); max %.1f us (goal <= timeout "
+      "5000 + 1000)\n",
+      check.p50 - eval.p50, check.p99 / eval.p99, check.max);
   // The raw EVALSHAs ran too: calls per check counts the checks' share.
-  std::printf("shared-store server: EVALSHA usec_per_call %.2f, %.3f calls "
-              "per check (%lld calls, %llu store decisions, %zu raw)\n",
-              usec_per_call,
-              decided ? static_cast<double>(calls - static_cast<long long>(
-                                                        eval_us.size())) /
-                            decided
-                      : 0.0,
-              calls, static_cast<unsigned long long>(decided),
-              eval_us.size());
+  std::printf(
+      "shared-store server: EVALSHA usec_per_call %.2f, %.3f calls "
+      "per check (%lld calls, %llu store decisions, %zu raw)\n",
+      usec_per_call,
+      decided ? static_cast<double>(calls -
+                                    static_cast<long long>(eval_us.size())) /
+                    decided
+              : 0.0,
+      calls, static_cast<unsigned long long>(decided), eval_us.size());
 
   // Throughput: 16 threads, one connection, no local denials. A generous
   // deadline: 16 threads on a 2-core machine wait for a core as much as for
@@ -363,13 +381,13 @@ void RunAgainstRedis(const std::string& url) {
     for (std::thread& th : threads) th.join();
     const double secs = MicrosSince(start) / 1e6;
     const SharedStoreStats s = (*tl)->StoreStats();
-    std::printf("shared-store throughput: %.0f checks/s (16 threads, 1 "
-                "connection, store decisions only; fallbacks %llu)\n",
-                static_cast<double>(s.store_decisions - before) / secs,
-                static_cast<unsigned long long>(s.fallback_timeout +
-                                                s.fallback_unavailable +
-                                                s.fallback_error +
-                                                s.fallback_breaker_open));
+    std::printf(
+        "shared-store throughput: %.0f checks/s (16 threads, 1 "
+        "connection, store decisions only; fallbacks %llu)\n",
+        static_cast<double>(s.store_decisions - before) / secs,
+        static_cast<unsigned long long>(
+            s.fallback_timeout + s.fallback_unavailable + s.fallback_error +
+            s.fallback_breaker_open));
   }
 
   // Memory: distinct users on a slow policy, so every bucket stays live.
@@ -400,9 +418,10 @@ void RunAgainstRedis(const std::string& url) {
     auto* size = static_cast<redisReply*>(redisCommand(raw, "DBSIZE"));
     const long long live = size != nullptr ? size->integer : 0;
     freeReplyObject(size);
-    std::printf("shared-store memory: %lld live buckets, %.1f bytes each "
-                "(used_memory delta; goal <= 160)\n",
-                live, live ? static_cast<double>(after - before) / live : 0.0);
+    std::printf(
+        "shared-store memory: %lld live buckets, %.1f bytes each "
+        "(used_memory delta; goal <= 160)\n",
+        live, live ? static_cast<double>(after - before) / live : 0.0);
   }
   redisFree(raw);
   std::fflush(stdout);
@@ -415,8 +434,9 @@ int main(int argc, char** argv) {
   if (const char* url = std::getenv("MXLIMIT_BENCH_REDIS_URL")) {
     mxlimit::RunAgainstRedis(url);
   } else {
-    std::printf("shared-store: MXLIMIT_BENCH_REDIS_URL not set; run "
-                "bench/shared_limiter/run for the Redis figures\n");
+    std::printf(
+        "shared-store: MXLIMIT_BENCH_REDIS_URL not set; run "
+        "bench/shared_limiter/run for the Redis figures\n");
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -199,8 +199,8 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 //
 // A reload keeps a policy's buckets (its clients' budgets carry over) when a
 // policy of the same name is in both configs and none of what shapes its
-// buckets changed: scope, rate, share_threshold, layer, client_prefix and sharing.
-// Matching patterns, methods and shadow mode may change freely.
+// buckets changed: scope, rate, share_threshold, layer, client_prefix and
+// sharing. Matching patterns, methods and shadow mode may change freely.
 
 // What a reload that replaces `before` by `after` (the same name) changes
 // that resets the policy's buckets, e.g. "rate 10/minute burst 3 -> 5/minute

@@ -182,31 +182,32 @@ void CheckSecretLength(const Field& field, const std::string& secret,
                           "shares buckets, e.g. from openssl rand -hex 32)"));
 }
 
-}  // namespace
+void MissingKey(const Field& field, std::string_view what,
+                ConfigErrors& errors) {
+  errors.Add(field.value.Mark(),
+             absl::StrCat(field.path, ": missing required key ", ToAbsl(what)));
+}
 
-void ReadStore(const Field& field, std::string_view file_name,
-               StoreOptions& store, ConfigErrors& errors,
-               ConfigErrors& warnings) {
-  MapFields map(field, kStoreKeys, /*null_is_empty=*/false, errors);
-  if (!field.value.IsMap()) return;
-  auto missing = [&](std::string_view what) {
-    errors.Add(
-        field.value.Mark(),
-        absl::StrCat(field.path, ": missing required key ", ToAbsl(what)));
-  };
-  if (const Field* f = map.Find("url")) {
-    if (std::optional<std::string> url = ReadString(
-            *f, "a store URL such as redis://127.0.0.1:6379/0", errors)) {
-      if (std::string problem = StoreUrlProblem(*url); !problem.empty()) {
-        errors.Add(f->mark(), absl::StrCat(f->path, ": ", problem));
-      } else {
-        store.url = *std::move(url);
-      }
-    }
-  } else {
-    missing("\"url\"");
+void ReadUrl(const Field& field, const MapFields& map, StoreOptions& store,
+             ConfigErrors& errors) {
+  const Field* f = map.Find("url");
+  if (f == nullptr) {
+    MissingKey(field, "\"url\"", errors);
+    return;
   }
+  std::optional<std::string> url =
+      ReadString(*f, "a store URL such as redis://127.0.0.1:6379/0", errors);
+  if (!url.has_value()) return;
+  if (std::string problem = StoreUrlProblem(*url); !problem.empty()) {
+    errors.Add(f->mark(), absl::StrCat(f->path, ": ", problem));
+  } else {
+    store.url = *std::move(url);
+  }
+}
 
+void ReadKeySecret(const Field& field, const MapFields& map,
+                   std::string_view file_name, StoreOptions& store,
+                   ConfigErrors& errors) {
   const Field* secret = map.Find("key_secret");
   const Field* secret_file = map.Find("key_secret_file");
   if (secret != nullptr && secret_file != nullptr) {
@@ -214,22 +215,49 @@ void ReadStore(const Field& field, std::string_view file_name,
         secret_file->key.Mark(),
         absl::StrCat(secret_file->path, ": key_secret is also given (line ",
                      secret->key.Mark().line + 1, "); keep one of them"));
-  } else if (secret != nullptr) {
-    if (std::optional<std::string> text =
-            ReadString(*secret, "a secret of at least 16 bytes", errors)) {
-      CheckSecretLength(*secret, *text, errors);
-      store.key_secret = *std::move(text);
-    }
-  } else if (secret_file != nullptr) {
-    if (std::optional<std::string> text =
-            ReadSecretFile(*secret_file, file_name, errors)) {
-      CheckSecretLength(*secret_file, *text, errors);
-      store.key_secret = *std::move(text);
-    }
-  } else {
-    missing("\"key_secret\" (or \"key_secret_file\")");
+    return;
   }
+  if (secret == nullptr && secret_file == nullptr) {
+    MissingKey(field, "\"key_secret\" (or \"key_secret_file\")", errors);
+    return;
+  }
+  std::optional<std::string> text =
+      secret != nullptr
+          ? ReadString(*secret, "a secret of at least 16 bytes", errors)
+          : ReadSecretFile(*secret_file, file_name, errors);
+  if (!text.has_value()) return;
+  CheckSecretLength(secret != nullptr ? *secret : *secret_file, *text, errors);
+  store.key_secret = *std::move(text);
+}
 
+void ReadClock(const Field& f, StoreOptions& store, ConfigErrors& errors,
+               ConfigErrors& warnings) {
+  std::optional<std::string> clock = ReadString(f, "store or caller", errors);
+  if (!clock.has_value()) return;
+  if (*clock == "store") {
+    store.clock = StoreOptions::Clock::kStore;
+  } else if (*clock == "caller") {
+    store.clock = StoreOptions::Clock::kCaller;
+    WarnCallerClock(f, warnings);
+  } else {
+    std::string message = absl::StrCat(f.path, ": got ", DescribeValue(f.value),
+                                       ", expected store or caller");
+    if (auto near = NearestWord(*clock, kClocks)) {
+      absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+    }
+    errors.Add(f.mark(), std::move(message));
+  }
+}
+
+}  // namespace
+
+void ReadStore(const Field& field, std::string_view file_name,
+               StoreOptions& store, ConfigErrors& errors,
+               ConfigErrors& warnings) {
+  MapFields map(field, kStoreKeys, /*null_is_empty=*/false, errors);
+  if (!field.value.IsMap()) return;
+  ReadUrl(field, map, store, errors);
+  ReadKeySecret(field, map, file_name, store, errors);
   if (const Field* f = map.Find("timeout")) {
     if (std::optional<int64_t> us =
             ReadDuration(*f, 100, 10'000'000, 1,
@@ -256,25 +284,8 @@ void ReadStore(const Field& field, std::string_view file_name,
       store.connections = static_cast<int>(*v);
     }
   }
-  if (const Field* f = map.Find("clock")) {
-    if (std::optional<std::string> clock =
-            ReadString(*f, "store or caller", errors)) {
-      if (*clock == "store") {
-        store.clock = StoreOptions::Clock::kStore;
-      } else if (*clock == "caller") {
-        store.clock = StoreOptions::Clock::kCaller;
-        WarnCallerClock(*f, warnings);
-      } else {
-        std::string message =
-            absl::StrCat(f->path, ": got ", DescribeValue(f->value),
-                         ", expected store or caller");
-        if (auto near = NearestWord(*clock, kClocks)) {
-          absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
-        }
-        errors.Add(f->mark(), std::move(message));
-      }
-    }
-  }
+  if (const Field* f = map.Find("clock"))
+    ReadClock(*f, store, errors, warnings);
   if (const Field* f = map.Find("max_in_flight")) {
     if (std::optional<int64_t> v =
             ReadIntegerInRange(*f, 1, 1'000'000, errors)) {

@@ -29,21 +29,24 @@ absl::Status ValidateTableOptions(const TableOptions& t) {
 }
 
 absl::Status ValidateStoreOptions(const StoreOptions& s) {
-  if (!s.url.empty() && s.key_secret.size() < StoreOptions::kMinKeySecretBytes) {
+  if (!s.url.empty() &&
+      s.key_secret.size() < StoreOptions::kMinKeySecretBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "store.key_secret: got ", s.key_secret.size(), " bytes, expected at "
-        "least ", StoreOptions::kMinKeySecretBytes,
+        "store.key_secret: got ", s.key_secret.size(),
+        " bytes, expected at "
+        "least ",
+        StoreOptions::kMinKeySecretBytes,
         " (the same random secret on every process that shares buckets)"));
   }
   if (s.timeout.count() < 100 || s.timeout.count() > 10'000'000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store.timeout: got ", s.timeout.count(),
-        " microseconds, expected 100 microseconds to 10 seconds"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("store.timeout: got ", s.timeout.count(),
+                     " microseconds, expected 100 microseconds to 10 seconds"));
   }
   if (s.sync_interval.count() < 1 || s.sync_interval.count() > 60'000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store.sync_interval: got ", s.sync_interval.count(),
-        " ms, expected 1 ms to 60 s"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("store.sync_interval: got ", s.sync_interval.count(),
+                     " ms, expected 1 ms to 60 s"));
   }
   if (!(s.fallback_share > 0.0 && s.fallback_share <= 1.0)) {
     return absl::InvalidArgumentError(
@@ -57,9 +60,9 @@ absl::Status ValidateStoreOptions(const StoreOptions& s) {
                      ", expected 1 to ", StoreOptions::kMaxConnections));
   }
   if (s.max_in_flight < 1 || s.max_in_flight > 1'000'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("store.max_in_flight: got ", s.max_in_flight,
-                     ", expected 1 to 1000000"));
+    return absl::InvalidArgumentError(absl::StrCat("store.max_in_flight: got ",
+                                                   s.max_in_flight,
+                                                   ", expected 1 to 1000000"));
   }
   return absl::OkStatus();
 }

@@ -57,8 +57,8 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
   if (before.sharing != after.sharing) {
     // A shared bucket mirrors the store and a local one is the whole truth:
     // neither can stand for the other.
-    return absl::StrCat("sharing ", ToAbsl(SharingName(before.sharing)),
-                        " -> ", ToAbsl(SharingName(after.sharing)));
+    return absl::StrCat("sharing ", ToAbsl(SharingName(before.sharing)), " -> ",
+                        ToAbsl(SharingName(after.sharing)));
   }
   return "";
 }

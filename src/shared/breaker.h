@@ -21,7 +21,7 @@ namespace mxlimit::internal {
 class Breaker {
  public:
   static constexpr int kFailuresToOpen = 5;
-  static constexpr int64_t kMinOpenNs = 100'000'000;   // 100 ms
+  static constexpr int64_t kMinOpenNs = 100'000'000;    // 100 ms
   static constexpr int64_t kMaxOpenNs = 5'000'000'000;  // 5 s
 
   // Whether a check may ask the store at `now`. While open, false until

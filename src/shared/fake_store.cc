@@ -53,9 +53,8 @@ StoreResult FakeStore::Execute(const StoreOp& op,
     return StoreResult{};
   }
   int lose = lose_.load(std::memory_order_relaxed);
-  while (lose > 0 &&
-         !lose_.compare_exchange_weak(lose, lose - 1,
-                                      std::memory_order_relaxed)) {
+  while (lose > 0 && !lose_.compare_exchange_weak(lose, lose - 1,
+                                                  std::memory_order_relaxed)) {
   }
   if (lose > 0) {
     std::this_thread::sleep_until(deadline);

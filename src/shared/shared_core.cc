@@ -69,9 +69,8 @@ bool Approximate(const Engine::BucketCheck& c) {
 GcraVerdict DebtVerdict(const Rate& rate, int64_t lead, int64_t cost) {
   GcraVerdict v;
   v.lead = lead;
-  const int64_t wait =
-      lead + std::max<int64_t>(cost, 0) * rate.interval_ns() -
-      rate.tolerance_ns();
+  const int64_t wait = lead + std::max<int64_t>(cost, 0) * rate.interval_ns() -
+                       rate.tolerance_ns();
   if (wait > 0) {
     v.retry_after = std::chrono::nanoseconds(wait);
     return v;
@@ -90,7 +89,8 @@ int64_t SteadyNanoseconds() {
 template <typename F>
 void ForEachCheck(Engine::Evaluation& ip_part, Engine::Evaluation& user_part,
                   bool split, F&& f) {
-  for (uint8_t i = 0; i < ip_part.count; ++i) f(ip_part.checks.items[i], false, i);
+  for (uint8_t i = 0; i < ip_part.count; ++i)
+    f(ip_part.checks.items[i], false, i);
   if (!split) return;
   for (uint8_t i = 0; i < user_part.count; ++i)
     f(user_part.checks.items[i], true, i);
@@ -134,13 +134,19 @@ SharedCore::~SharedCore() {
 
 int64_t SharedCore::SteadyNow() const { return SteadyNanoseconds(); }
 
+std::pair<size_t, size_t> SharedCore::OwnersOf(const Request& request) const {
+  const size_t ip = mirror_.IpShard(request.client);
+  return {ip,
+          request.user_id.empty() ? ip : mirror_.UserShard(request.user_id)};
+}
+
 StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
                            std::string_view user_id) const {
   const RouteId route =
       c.scope == Scope::kIp ? c.key.ip.route : c.key.user.route();
-  const std::string_view route_text =
-      route == kSharedBucketRoute ? std::string_view("*")
-                                  : engine.normalizer().key(route);
+  const std::string_view route_text = route == kSharedBucketRoute
+                                          ? std::string_view("*")
+                                          : engine.normalizer().key(route);
   if (c.scope == Scope::kIp) {
     IpAddress masked;
     masked.bytes = c.key.ip.address;
@@ -151,8 +157,8 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
 }
 
 void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
-                           MonotonicTime now, int64_t cost) const
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                           MonotonicTime now,
+                           int64_t cost) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // Read here, where the analysis is off (the callers hold both locks); a
   // lambda is analysed on its own.
   const Engine* ip_engine = a.engine.get();
@@ -167,8 +173,8 @@ void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
 }
 
 void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
-                              const Request& request, int64_t cost)
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                              const Request& request,
+                              int64_t cost) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (cost == 0) return;
   auto queue = [&](const BucketCheck& c, size_t shard, const Engine& engine) {
     if (!Approximate(c) || !c.verdict.allowed) return;
@@ -205,8 +211,8 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
 }
 
 void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
-                          MonotonicTime now, bool inspect, Pass& pass) const
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                          MonotonicTime now, bool inspect,
+                          Pass& pass) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // Callers hold both shards' locks (the analysis cannot follow them
   // through the references).
   pass.split = &a != &b;
@@ -289,9 +295,8 @@ bool SharedCore::DeniedLocally(const Pass& pass) {
 }
 
 void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
-                        const Request& request, MonotonicTime now,
-                        int64_t cost, bool from_store)
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                        const Request& request, MonotonicTime now, int64_t cost,
+                        bool from_store) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   Shard& a = mirror_.shards_[ip];
   Shard& b = mirror_.shards_[user];
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
@@ -309,24 +314,25 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     if (due == kNoSyncYet) {
       // The first sync window starts with the first check.
       next_sync_ns_.compare_exchange_strong(
-          due, now.nanoseconds() +
-                   std::chrono::nanoseconds(options_.sync_interval).count(),
+          due,
+          now.nanoseconds() +
+              std::chrono::nanoseconds(options_.sync_interval).count(),
           std::memory_order_relaxed);
     } else if (now.nanoseconds() >= due &&
-        any_pending_.load(std::memory_order_relaxed) &&
-        next_sync_ns_.compare_exchange_strong(
-            due, now.nanoseconds() +
-                     std::chrono::nanoseconds(options_.sync_interval).count(),
-            std::memory_order_relaxed)) {
+               any_pending_.load(std::memory_order_relaxed) &&
+               next_sync_ns_.compare_exchange_strong(
+                   due,
+                   now.nanoseconds() +
+                       std::chrono::nanoseconds(options_.sync_interval).count(),
+                   std::memory_order_relaxed)) {
       Sync(now);
     }
   } else {
     last_now_ns_.store(now.nanoseconds(), std::memory_order_relaxed);
     last_now_steady_ns_.store(SteadyNow(), std::memory_order_relaxed);
   }
-  const size_t ip = mirror_.IpShard(request.client);
-  const size_t user =
-      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  const auto [ip_shard, user_shard] = OwnersOf(request);
+  const size_t ip = ip_shard, user = user_shard;
   Shard& a = mirror_.shards_[ip];
   Shard& b = mirror_.shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -371,9 +377,9 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
   }
   const auto start = std::chrono::steady_clock::now();
   const StoreResult result = store_->Execute(
-      plan.op, start + std::chrono::duration_cast<
-                           std::chrono::steady_clock::duration>(
-                           options_.timeout));
+      plan.op,
+      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  options_.timeout));
   breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
   switch (result.status) {
     case StoreStatus::kOk:
@@ -458,8 +464,8 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
   Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
   if (share < 1.0 && d.allowed) {
     ForEachCheck(pass.ip_part, pass.user_part, pass.split,
-                 [&](BucketCheck& c, bool user_part, uint8_t i) 
-                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                 [&](BucketCheck& c, bool user_part,
+                     uint8_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                    const int64_t extra = (user_part ? extra_user : extra_ip)[i];
                    if (extra <= 0 || !c.verdict.allowed) return;
                    (user_part ? b : a).engine->AddLead(c, extra, now);
@@ -469,9 +475,8 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
 }
 
 Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
-  const size_t ip = mirror_.IpShard(request.client);
-  const size_t user =
-      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  const auto [ip_shard, user_shard] = OwnersOf(request);
+  const size_t ip = ip_shard, user = user_shard;
   Shard& a = mirror_.shards_[ip];
   Shard& b = mirror_.shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -493,9 +498,10 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     }
   }
   const StoreResult result = store_->Execute(
-      plan.op, std::chrono::steady_clock::now() +
-                   std::chrono::duration_cast<
-                       std::chrono::steady_clock::duration>(options_.timeout));
+      plan.op,
+      std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              options_.timeout));
   MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
   Pass pass;
   Evaluate(a, b, request, now, /*inspect=*/true, pass);
@@ -521,9 +527,8 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   // lower bound by what it lowers the store's).
   mirror_.Charge(request, now);
   if (request.cost == 0) return;
-  const size_t ip = mirror_.IpShard(request.client);
-  const size_t user =
-      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  const auto [ip_shard, user_shard] = OwnersOf(request);
+  const size_t ip = ip_shard, user = user_shard;
   Shard& a = mirror_.shards_[ip];
   Shard& b = mirror_.shards_[user];
   Plan plan;
@@ -536,9 +541,10 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   }
   if (plan.op.count == 0 || !breaker_.Allow(SteadyNow())) return;
   const StoreResult result = store_->Execute(
-      plan.op, std::chrono::steady_clock::now() +
-                   std::chrono::duration_cast<
-                       std::chrono::steady_clock::duration>(options_.timeout));
+      plan.op,
+      std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              options_.timeout));
   breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
 }
 
@@ -603,9 +609,9 @@ void SharedCore::SyncLoop() {
     if (stop_ || !any_pending_.load(std::memory_order_relaxed)) continue;
     lock.unlock();
     // The caller's clock, carried forward from its latest reading.
-    const int64_t now = last_now_ns_.load(std::memory_order_relaxed) +
-                        (SteadyNow() - last_now_steady_ns_.load(
-                                           std::memory_order_relaxed));
+    const int64_t now =
+        last_now_ns_.load(std::memory_order_relaxed) +
+        (SteadyNow() - last_now_steady_ns_.load(std::memory_order_relaxed));
     Sync(MonotonicTime::FromNanoseconds(now));
     lock.lock();
   }
@@ -680,7 +686,8 @@ void SharedCore::Sync(MonotonicTime now) {
       const StoreResult& r = sync_results_[i / kMaxStoreBuckets];
       const PendingCharge& p = batch_[first + i];
       if (r.status != StoreStatus::kOk) {
-        if (p.delta_ns > 0) sync_dropped_.fetch_add(1, std::memory_order_relaxed);
+        if (p.delta_ns > 0)
+          sync_dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       const int64_t lead = r.lead[i % kMaxStoreBuckets];
@@ -722,30 +729,28 @@ SharedStoreStats SharedCore::Stats() const {
 std::vector<std::string> SharedCore::DescribeStoreKeys(
     const Request& request) const {
   std::vector<std::string> out;
-  const size_t ip = mirror_.IpShard(request.client);
-  const size_t user =
-      request.user_id.empty() ? ip : mirror_.UserShard(request.user_id);
+  const auto [ip_shard, user_shard] = OwnersOf(request);
+  const size_t ip = ip_shard, user = user_shard;
   Shard& a = mirror_.shards_[ip];
   Shard& b = mirror_.shards_[user];
   MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
   Pass pass;
   Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return out;
-  ForEachCheck(pass.ip_part, pass.user_part, pass.split,
-               [&](const BucketCheck& c, bool user_part, uint8_t)
-                   ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                 if (!c.has_bucket) return;
-                 if (c.spec->sharing == Sharing::kLocal ||
-                     !StoreCanHold(*c.spec)) {
-                   out.push_back(absl::StrCat(c.spec->name, " local"));
-                   return;
-                 }
-                 const Engine& engine = user_part ? *b.engine : *a.engine;
-                 out.push_back(absl::StrCat(
-                     c.spec->name, " ",
-                     ToAbsl(SharingName(c.spec->sharing)), " ",
-                     ToAbsl(KeyOf(engine, c, request.user_id).view())));
-               });
+  ForEachCheck(
+      pass.ip_part, pass.user_part, pass.split,
+      [&](const BucketCheck& c, bool user_part, uint8_t)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            if (!c.has_bucket) return;
+            if (c.spec->sharing == Sharing::kLocal || !StoreCanHold(*c.spec)) {
+              out.push_back(absl::StrCat(c.spec->name, " local"));
+              return;
+            }
+            const Engine& engine = user_part ? *b.engine : *a.engine;
+            out.push_back(absl::StrCat(
+                c.spec->name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
+                ToAbsl(KeyOf(engine, c, request.user_id).view())));
+          });
   return out;
 }
 

@@ -35,13 +35,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mxlimit/decision.h"
 #include "mxlimit/options.h"
 #include "mxlimit/request.h"
-#include "mxlimit/shared_limiter.h"
 #include "mxlimit/sharded_limiter.h"
+#include "mxlimit/shared_limiter.h"
 #include "src/engine/engine.h"
 #include "src/shared/breaker.h"
 #include "src/shared/store.h"
@@ -149,6 +150,8 @@ class SharedCore final : public LateReplyHandler {
   // Drops the mirror's shared buckets when the store lost its state.
   void SyncGeneration();
   int64_t SteadyNow() const;
+  // The shards that own the request's per-IP and per-user buckets.
+  std::pair<size_t, size_t> OwnersOf(const Request& request) const;
 
   ShardedLimiter& mirror_;
   std::unique_ptr<Store> store_;

@@ -32,8 +32,8 @@ absl::Status CheckShareable(const LimiterConfig& config) {
     if (internal::MaxStoreLead(p.rate, p.sharing) >
         internal::kMaxSharedLeadNs) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "policy \"", p.name, "\": sharing: ",
-          internal::ToAbsl(SharingName(p.sharing)),
+          "policy \"", p.name,
+          "\": sharing: ", internal::ToAbsl(SharingName(p.sharing)),
           p.sharing == Sharing::kApproximate
               ? " needs 17 * burst * (unit / requests_per_unit) under 104 "
                 "days (the store keeps up to 16 bursts of debt, in exact "
@@ -199,25 +199,22 @@ std::string FormatStorePrometheus(const SharedStoreStats& s) {
       s.fallback_unavailable, "\n",
       "mxlimit_store_decisions_total{result=\"fallback_breaker_open\"} ",
       s.fallback_breaker_open, "\n");
+  auto family = [&](std::string_view type, std::string_view name,
+                    std::string_view help, uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", internal::ToAbsl(name), " ",
+                    internal::ToAbsl(help), "\n# TYPE ", internal::ToAbsl(name),
+                    " ", internal::ToAbsl(type), "\n", internal::ToAbsl(name),
+                    " ", value, "\n");
+  };
   auto counter = [&](std::string_view name, std::string_view help,
-                     uint64_t value) {
-    absl::StrAppend(&out, "# HELP ", internal::ToAbsl(name), " ",
-                    internal::ToAbsl(help), "\n# TYPE ",
-                    internal::ToAbsl(name), " counter\n",
-                    internal::ToAbsl(name), " ", value, "\n");
-  };
+                     uint64_t value) { family("counter", name, help, value); };
   auto gauge = [&](std::string_view name, std::string_view help,
-                   uint64_t value) {
-    absl::StrAppend(&out, "# HELP ", internal::ToAbsl(name), " ",
-                    internal::ToAbsl(help), "\n# TYPE ",
-                    internal::ToAbsl(name), " gauge\n",
-                    internal::ToAbsl(name), " ", value, "\n");
-  };
+                   uint64_t value) { family("gauge", name, help, value); };
   counter("mxlimit_store_late_replies_total",
           "Store answers that came after their check had fallen back.",
           s.late_replies);
-  counter("mxlimit_store_refunds_total",
-          "Charges given back to the store.", s.refunds);
+  counter("mxlimit_store_refunds_total", "Charges given back to the store.",
+          s.refunds);
   counter("mxlimit_store_sync_batches_total",
           "Approximate-mode batches sent to the store.", s.sync_batches);
   counter("mxlimit_store_sync_dropped_total",
@@ -229,8 +226,8 @@ std::string FormatStorePrometheus(const SharedStoreStats& s) {
   counter("mxlimit_store_script_reloads_total",
           "Scripts loaded again after the store forgot them (NOSCRIPT).",
           s.script_reloads);
-  counter("mxlimit_store_reconnects_total", "Connections to the store made again.",
-          s.reconnects);
+  counter("mxlimit_store_reconnects_total",
+          "Connections to the store made again.", s.reconnects);
   gauge("mxlimit_store_connected", "1 while a store connection is up.",
         s.connected ? 1 : 0);
   gauge("mxlimit_store_breaker_open",

@@ -143,9 +143,8 @@ class Store {
   // Runs `op` and waits for its answer until `deadline` (steady clock), and
   // never longer: kTimeout then. Never throws; safe from any thread. Must
   // not allocate in steady state.
-  virtual StoreResult Execute(const StoreOp& op,
-                              std::chrono::steady_clock::time_point deadline) =
-      0;
+  virtual StoreResult Execute(
+      const StoreOp& op, std::chrono::steady_clock::time_point deadline) = 0;
 
   // `Execute` for each of `ops`, all sent before waiting for any (one
   // pipelined write on a network store), each answered by the deadline or

@@ -36,7 +36,7 @@ class FieldWriter {
   static constexpr size_t kMaxField = 512;
   void Byte(uint8_t b) { buf_[size_++] = b; }
   // name, layer, route, subject at kMaxField + 2, plus 7 integers.
-  std::array<uint8_t, 4 * (kMaxField + 2) + 8 * 8 + 16> buf_{};
+  std::array<uint8_t, 4 * (kMaxField + 2) + size_t{8} * 8 + 16> buf_{};
   size_t size_ = 0;
 };
 
@@ -50,10 +50,11 @@ StoreKeyer::StoreKeyer(std::string_view secret) {
 
 StoreKey StoreKeyer::IpKey(const Policy& policy, std::string_view route,
                            const IpAddress& masked) const {
-  return Make('i', policy, route,
-              std::string_view(reinterpret_cast<const char*>(masked.bytes.data()),
-                               masked.bytes.size()),
-              false);
+  return Make(
+      'i', policy, route,
+      std::string_view(reinterpret_cast<const char*>(masked.bytes.data()),
+                       masked.bytes.size()),
+      false);
 }
 
 StoreKey StoreKeyer::UserKey(const Policy& policy, std::string_view route,

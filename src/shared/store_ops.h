@@ -87,7 +87,8 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
       // GcraCharge: drained by the cost, refunded by a negative one, within
       // [full, empty].
       const int64_t n = std::clamp<int64_t>(op.cost, -b.burst, b.burst);
-      const int64_t next = std::clamp<int64_t>(lead + n * b.interval_ns, 0, tau);
+      const int64_t next =
+          std::clamp<int64_t>(lead + n * b.interval_ns, 0, tau);
       if (next == 0) {
         map.Erase(b.key);
       } else {

@@ -17,6 +17,7 @@
 #include "mxlimit/shared_limiter.h"
 #include "src/shared/fake_store.h"
 #include "tests/testing/limiter_fixtures.h"
+#include "tests/testing/shared_store_testing.h"
 
 namespace mxlimit {
 namespace {
@@ -25,24 +26,6 @@ using internal::FakeStore;
 using testing::kSecond;
 using testing::MakePolicy;
 using testing::MakeRequest;
-
-// Several processes over one FakeStore (each its own Store object).
-class Forward final : public internal::Store {
- public:
-  explicit Forward(internal::Store& to) : to_(to) {}
-  internal::StoreResult Execute(
-      const internal::StoreOp& op,
-      std::chrono::steady_clock::time_point deadline) override {
-    return to_.Execute(op, deadline);
-  }
-  bool Post(const internal::StoreOp& op) override { return to_.Post(op); }
-  uint64_t generation() const override { return to_.generation(); }
-  internal::StoreCounters counters() const override { return to_.counters(); }
-  void SetLateReplyHandler(internal::LateReplyHandler*) override {}
-
- private:
-  internal::Store& to_;
-};
 
 LimiterConfig Config(std::vector<Policy> policies, Sharing sharing) {
   LimiterConfig config;
@@ -61,8 +44,8 @@ std::vector<std::unique_ptr<SharedLimiter>> Processes(
     FakeStore& store, int n, const LimiterConfig& config) {
   std::vector<std::unique_ptr<SharedLimiter>> out;
   for (int i = 0; i < n; ++i) {
-    auto l = SharedLimiter::CreateWithStore(config,
-                                            std::make_unique<Forward>(store), 2);
+    auto l = SharedLimiter::CreateWithStore(
+        config, std::make_unique<testing::ForwardingStore>(store), 2);
     EXPECT_TRUE(l.ok()) << l.status();
     out.push_back(*std::move(l));
   }
@@ -116,25 +99,26 @@ std::string TargetFor(const Policy& p) {
 }
 
 struct Attack {
-  uint64_t one = 0;       // One process.
-  uint64_t shared = 0;    // N processes, approximate sharing.
-  uint64_t local = 0;     // N processes, per-process limits.
+  uint64_t one = 0;     // One process.
+  uint64_t shared = 0;  // N processes, approximate sharing.
+  uint64_t local = 0;   // N processes, per-process limits.
 };
 
 // Poisson arrivals at 10x the policy's rate for `seconds`, each to a random
 // one of `n` processes.
 uint64_t Attack10x(const Policy& policy, std::vector<Limiter*> single,
-             std::vector<SharedLimiter*> procs, double seconds,
-             uint32_t seed) {
+                   std::vector<SharedLimiter*> procs, double seconds,
+                   uint32_t seed) {
   std::mt19937_64 rng(seed);
-  const double rate = 10.0 * static_cast<double>(policy.rate.requests_per_unit()) /
-                      (static_cast<double>(UnitNanoseconds(policy.rate.unit())) / 1e9);
+  const double rate =
+      10.0 * static_cast<double>(policy.rate.requests_per_unit()) /
+      (static_cast<double>(UnitNanoseconds(policy.rate.unit())) / 1e9);
   std::exponential_distribution<double> gap(rate);
   const std::string target = TargetFor(policy);
   const std::string method =
       policy.methods.empty() ? "GET" : policy.methods.front();
-  const Request r = MakeRequest(method, target, "198.51.100.66",
-                                "@mallory:example.org");
+  const Request r =
+      MakeRequest(method, target, "198.51.100.66", "@mallory:example.org");
   uint64_t allowed = 0;
   double t = 1.0;
   while (t < 1.0 + seconds) {

@@ -51,10 +51,9 @@ TEST(SharedLimiterAllocationTest, CheckPeekChargeAndFallbackAllocateNothing) {
   };
   std::vector<Request> requests;
   for (size_t i = 0; i < 1000; ++i) {
-    requests.push_back(MakeRequest(i % 2 ? "PUT" : "POST",
-                                   targets[i % targets.size()],
-                                   ips[i % ips.size()],
-                                   users[i % users.size()]));
+    requests.push_back(
+        MakeRequest(i % 2 ? "PUT" : "POST", targets[i % targets.size()],
+                    ips[i % ips.size()], users[i % users.size()]));
   }
   auto run = [&](int64_t& t) {
     for (const Request& r : requests) {

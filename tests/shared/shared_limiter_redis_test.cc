@@ -3,7 +3,6 @@
 // decides exactly as one Limiter, and approximate sharing keeps its debt in
 // Redis as it does in the in-process store.
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,9 +11,9 @@
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/shared_limiter.h"
-#include "src/replay/log_parsers.h"
 #include "tests/testing/limiter_fixtures.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/shared_store_testing.h"
 
 namespace mxlimit {
 namespace {
@@ -66,35 +65,21 @@ TEST_F(SharedLimiterRedisTest, SampleLogRoundRobinOverFourMatchesOneLimiter) {
   ASSERT_EQ(procs.size(), 4u);
   auto one = Limiter::Create(LimiterConfig{});
   ASSERT_TRUE(one.ok());
-  std::ifstream in(MXLIMIT_SOURCE_DIR "/examples/data/sample-synapse.log");
-  ASSERT_TRUE(in);
-  std::string line;
-  int64_t clock_ms = 0;
   size_t n = 0, denied = 0;
-  while (std::getline(in, line)) {
-    replay::LogRecord rec;
-    if (replay::ParseSynapseLine(line, &rec) != replay::ParseResult::kOk) {
-      continue;
-    }
-    auto client = ParseIpAddress(rec.client_ip);
-    if (!client.ok()) continue;
-    Request r;
-    r.method = rec.method;
-    r.target = rec.target;
-    r.client = *client;
-    r.user_id = rec.user;
-    clock_ms = std::max(clock_ms, rec.time_ms);
-    const MonotonicTime now = MonotonicTime::FromMilliseconds(clock_ms);
-    const Decision a = procs[n % 4]->Check(r, now);
-    const Decision b = (*one)->Check(r, now);
-    ++n;
-    ASSERT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
-    if (b.allowed) continue;
-    ++denied;
-    ASSERT_EQ(a.limited_by, b.limited_by) << "line " << n;
-    ASSERT_EQ(a.policy, b.policy) << "line " << n;
-    ASSERT_EQ(a.retry_after, b.retry_after) << "line " << n;
-  }
+  ASSERT_TRUE(testing::ForEachSampleRequest(
+      [&](const Request& r, MonotonicTime now, const std::string& line) {
+        const Decision a = procs[n % 4]->Check(r, now);
+        const Decision b = (*one)->Check(r, now);
+        ++n;
+        EXPECT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
+        if (!b.allowed) {
+          ++denied;
+          EXPECT_EQ(a.limited_by, b.limited_by) << "line " << n;
+          EXPECT_EQ(a.policy, b.policy) << "line " << n;
+          EXPECT_EQ(a.retry_after, b.retry_after) << "line " << n;
+        }
+        return !::testing::Test::HasFailure();  // Stop at the first.
+      }));
   EXPECT_GT(n, 20000u);
   EXPECT_GT(denied, 0u);
   uint64_t fallbacks = 0;

@@ -6,16 +6,15 @@
 #include "mxlimit/shared_limiter.h"
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
-#include "src/replay/log_parsers.h"
 #include "src/shared/fake_store.h"
 #include "tests/testing/limiter_fixtures.h"
+#include "tests/testing/shared_store_testing.h"
 
 namespace mxlimit {
 namespace {
@@ -35,34 +34,12 @@ LimiterConfig SharedConfig(bool caller_clock = true) {
   return config;
 }
 
-// N processes' limiters over one store (the FakeStore outlives them: the
-// processes own non-owning wrappers).
-class ForwardingStore final : public internal::Store {
- public:
-  explicit ForwardingStore(internal::Store& to) : to_(to) {}
-  internal::StoreResult Execute(
-      const internal::StoreOp& op,
-      std::chrono::steady_clock::time_point deadline) override {
-    return to_.Execute(op, deadline);
-  }
-  bool Post(const internal::StoreOp& op) override { return to_.Post(op); }
-  uint64_t generation() const override { return to_.generation(); }
-  internal::StoreCounters counters() const override { return to_.counters(); }
-  // The last process to start gets the late replies.
-  void SetLateReplyHandler(internal::LateReplyHandler* h) override {
-    to_.SetLateReplyHandler(h);
-  }
-
- private:
-  internal::Store& to_;
-};
-
 std::vector<std::unique_ptr<SharedLimiter>> Processes(
     FakeStore& store, int n, const LimiterConfig& config, size_t shards = 2) {
   std::vector<std::unique_ptr<SharedLimiter>> out;
   for (int i = 0; i < n; ++i) {
     auto limiter = SharedLimiter::CreateWithStore(
-        config, std::make_unique<ForwardingStore>(store), shards);
+        config, std::make_unique<testing::ForwardingStore>(store), shards);
     EXPECT_TRUE(limiter.ok()) << limiter.status();
     out.push_back(*std::move(limiter));
   }
@@ -202,9 +179,8 @@ TEST(SharedLimiterTest, FallbackShareScalesSharedBudgets) {
   FakeStore store;
   LimiterConfig config = SharedConfig();
   config.builtin_policies = false;
-  config.policies.push_back(
-      MakePolicy("p", "/_matrix/client/v3/login", Scope::kIp, 10,
-                 TimeUnit::kMinute, 8));
+  config.policies.push_back(MakePolicy("p", "/_matrix/client/v3/login",
+                                       Scope::kIp, 10, TimeUnit::kMinute, 8));
   config.store.fallback_share = 0.25;
   auto procs = Processes(store, 1, config);
   store.SetDown(true);
@@ -281,48 +257,35 @@ class SampleReplay : public ::testing::TestWithParam<bool> {};
 
 TEST_P(SampleReplay, RoundRobinOverFourMatchesOneLimiter) {
   const bool local_denial = GetParam();
-  std::ifstream in(MXLIMIT_SOURCE_DIR "/examples/data/sample-synapse.log");
-  ASSERT_TRUE(in) << "sample log missing";
   FakeStore store;
   LimiterConfig config = SharedConfig();
   config.store.local_denial = local_denial;
   auto procs = Processes(store, 4, config);
   auto one = Limiter::Create(LimiterConfig{});
   ASSERT_TRUE(one.ok());
-  std::string line;
-  int64_t clock_ms = 0;
   size_t n = 0, denied = 0, shorter_retry = 0;
-  while (std::getline(in, line)) {
-    replay::LogRecord rec;
-    if (replay::ParseSynapseLine(line, &rec) != replay::ParseResult::kOk) {
-      continue;
-    }
-    auto client = ParseIpAddress(rec.client_ip);
-    if (!client.ok()) continue;
-    Request r;
-    r.method = rec.method;
-    r.target = rec.target;
-    r.client = *client;
-    r.user_id = rec.user;
-    clock_ms = std::max(clock_ms, rec.time_ms);
-    const MonotonicTime now = MonotonicTime::FromMilliseconds(clock_ms);
+  ASSERT_TRUE(testing::ForEachSampleRequest([&](const Request& r,
+                                                MonotonicTime now,
+                                                const std::string& line) {
     const Decision a = procs[n % 4]->Check(r, now);
     const Decision b = (*one)->Check(r, now);
     ++n;
-    ASSERT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
-    if (b.allowed) continue;
-    ++denied;
-    ASSERT_EQ(a.never, b.never) << "line " << n;
-    if (!local_denial) {
-      ASSERT_EQ(a.limited_by, b.limited_by) << "line " << n;
-      ASSERT_EQ(a.policy, b.policy) << "line " << n;
-      ASSERT_EQ(a.retry_after, b.retry_after) << "line " << n;
-    } else {
-      // A local denial's wait is a lower bound of the shared one.
-      ASSERT_LE(a.retry_after, b.retry_after) << "line " << n;
-      shorter_retry += a.retry_after < b.retry_after;
+    EXPECT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
+    EXPECT_EQ(a.never, b.never) << "line " << n;
+    if (!b.allowed) {
+      ++denied;
+      if (!local_denial) {
+        EXPECT_EQ(a.limited_by, b.limited_by) << "line " << n;
+        EXPECT_EQ(a.policy, b.policy) << "line " << n;
+        EXPECT_EQ(a.retry_after, b.retry_after) << "line " << n;
+      } else {
+        // A local denial's wait is a lower bound of the shared one.
+        EXPECT_LE(a.retry_after, b.retry_after) << "line " << n;
+        shorter_retry += a.retry_after < b.retry_after;
+      }
     }
-  }
+    return !::testing::Test::HasFailure();  // Stop at the first.
+  })) << "sample log missing";
   EXPECT_GT(n, 20000u);
   EXPECT_GT(denied, 0u);
   if (local_denial) {

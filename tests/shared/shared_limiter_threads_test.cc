@@ -36,7 +36,8 @@ LimiterConfig Config(int64_t approximate_rate) {
 TEST(SharedLimiterThreadsTest, ChecksSyncsAndReloadsRaceFree) {
   auto store = std::make_unique<internal::FakeStore>();
   internal::FakeStore& fake = *store;
-  auto limiter = SharedLimiter::CreateWithStore(Config(50), std::move(store), 4);
+  auto limiter =
+      SharedLimiter::CreateWithStore(Config(50), std::move(store), 4);
   ASSERT_TRUE(limiter.ok()) << limiter.status();
   SharedLimiter& l = **limiter;
 
@@ -47,7 +48,8 @@ TEST(SharedLimiterThreadsTest, ChecksSyncsAndReloadsRaceFree) {
     threads.emplace_back([&, t] {
       std::vector<std::string> users;
       for (int u = 0; u < 8; ++u) {
-        users.push_back("@u" + std::to_string((t * 3 + u) % 20) + ":example.org");
+        users.push_back("@u" + std::to_string((t * 3 + u) % 20) +
+                        ":example.org");
       }
       // Until the reloads are done, and at least 2000 requests.
       for (int i = 0; i < 2000 || !stop.load(); ++i) {

@@ -34,7 +34,7 @@ inline constexpr size_t kMxl1CallMaxBytes = [] {
   size_t n = 1 + Digits(kArgs) + 2;                          // *<argc>
   n += Bulk(7) + Bulk(40) + Bulk(Digits(kMaxStoreBuckets));  // EVALSHA sha N
   n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
-  n += Bulk(6) + 3 * Bulk(kInt64Chars);  // op cost now_s now_ns
+  n += Bulk(6) + 3 * Bulk(kInt64Chars);           // op cost now_s now_ns
   n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst enforcing|delta
   return n;
 }();

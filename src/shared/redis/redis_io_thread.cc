@@ -152,6 +152,37 @@ namespace {
 constexpr std::chrono::microseconds kPollFor{200};
 }  // namespace
 
+bool RedisIoThread::AwaitingReplies() const {
+  for (const auto& c : connections_) {
+    if (c->fd >= 0 && c->head != c->tail) return true;
+  }
+  return false;
+}
+
+void RedisIoThread::HandleEvent(const epoll_event& event,
+                                Clock::time_point now) {
+  if (event.data.u64 == kWakeTag) {
+    uint64_t count;
+    [[maybe_unused]] ssize_t r = read(wake_fd_, &count, sizeof count);
+    return;
+  }
+  Connection& c = *connections_[event.data.u64];
+  if (c.fd < 0) return;  // Dropped by an earlier event of this turn.
+  const uint32_t e = event.events;
+  if (c.phase == Connection::Phase::kConnecting) {
+    if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+      if (const int err = FinishConnect(c.fd); err != 0) {
+        Drop(c, std::string("connect: ") + std::strerror(err), now);
+      } else {
+        StartHandshake(c, now);
+      }
+    }
+    return;
+  }
+  if (e & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(c, now);
+  if (c.fd >= 0 && (e & EPOLLOUT)) Flush(c, now);
+}
+
 void RedisIoThread::Run() {
   {
     const Clock::time_point now = Clock::now();
@@ -164,39 +195,16 @@ void RedisIoThread::Run() {
   Clock::time_point poll_until = Clock::time_point::min();
   while (!stop_.load(std::memory_order_acquire)) {
     const Clock::time_point before = Clock::now();
-    bool awaiting = false;
-    for (const auto& c : connections_) awaiting |= c->fd >= 0 && c->head != c->tail;
-    const bool poll = awaiting && before < poll_until;
-    const int n = epoll_wait(epoll_fd_, events, 16,
-                             poll ? 0 : NextTimeoutMs(before));
+    const bool poll = before < poll_until && AwaitingReplies();
+    const int n =
+        epoll_wait(epoll_fd_, events, 16, poll ? 0 : NextTimeoutMs(before));
     if (poll && n == 0) {
       sched_yield();
       continue;
     }
     Clock::time_point now = Clock::now();
     poll_until = now + kPollFor;
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kWakeTag) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t r = read(wake_fd_, &count, sizeof count);
-        continue;
-      }
-      Connection& c = *connections_[events[i].data.u64];
-      if (c.fd < 0) continue;  // Dropped by an earlier event of this turn.
-      const uint32_t e = events[i].events;
-      if (c.phase == Connection::Phase::kConnecting) {
-        if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
-          if (const int err = FinishConnect(c.fd); err != 0) {
-            Drop(c, std::string("connect: ") + std::strerror(err), now);
-          } else {
-            StartHandshake(c, now);
-          }
-        }
-        continue;
-      }
-      if (e & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(c, now);
-      if (c.fd >= 0 && (e & EPOLLOUT)) Flush(c, now);
-    }
+    for (int i = 0; i < n; ++i) HandleEvent(events[i], now);
     TakeSubmissions(now);
     for (auto& c : connections_) {
       if (c->fd >= 0 && c->sent != c->tail) Flush(*c, now);
@@ -456,33 +464,39 @@ void RedisIoThread::Finish(uint32_t slot) {
   }
 }
 
+size_t RedisIoThread::GatherUnsent(const Connection& c, iovec* iov,
+                                   size_t max) const {
+  size_t count = 0;
+  for (uint64_t i = c.sent; i < c.tail && count < max; ++i, ++count) {
+    const uint32_t entry = c.at(i);
+    const char* data;
+    size_t size;
+    if (entry < kFirstControl) {
+      const SlotBody& body = slots_.body(entry);
+      data = body.command;
+      size = body.command_size;
+    } else {
+      const std::string& command = entry == kAuth     ? auth_command_
+                                   : entry == kSelect ? select_command_
+                                   : entry == kInfo   ? info_command_
+                                                      : script_load_command_;
+      data = command.data();
+      size = command.size();
+    }
+    if (i == c.sent) {
+      data += c.partial;
+      size -= c.partial;
+    }
+    iov[count] = {const_cast<char*>(data), size};
+  }
+  return count;
+}
+
 void RedisIoThread::Flush(Connection& c, Clock::time_point now) {
   while (c.sent != c.tail) {
     constexpr size_t kMaxIov = 64;
     iovec iov[kMaxIov];
-    size_t count = 0;
-    for (uint64_t i = c.sent; i < c.tail && count < kMaxIov; ++i, ++count) {
-      const uint32_t entry = c.at(i);
-      const char* data;
-      size_t size;
-      if (entry < kFirstControl) {
-        const SlotBody& body = slots_.body(entry);
-        data = body.command;
-        size = body.command_size;
-      } else {
-        const std::string& command = entry == kAuth     ? auth_command_
-                                     : entry == kSelect ? select_command_
-                                     : entry == kInfo   ? info_command_
-                                                        : script_load_command_;
-        data = command.data();
-        size = command.size();
-      }
-      if (i == c.sent) {
-        data += c.partial;
-        size -= c.partial;
-      }
-      iov[count] = {const_cast<char*>(data), size};
-    }
+    const size_t count = GatherUnsent(c, iov, kMaxIov);
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = count;

@@ -22,6 +22,9 @@
 #ifndef MXLIMIT_SHARED_REDIS_REDIS_IO_THREAD_H_
 #define MXLIMIT_SHARED_REDIS_REDIS_IO_THREAD_H_
 
+#include <sys/epoll.h>
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +91,13 @@ class RedisIoThread {
             std::chrono::steady_clock::time_point now);
   void OnReadable(Connection& c, std::chrono::steady_clock::time_point now);
   void Flush(Connection& c, std::chrono::steady_clock::time_point now);
+  // The unsent requests of `c` as iovecs, at most `max`; returns how many.
+  size_t GatherUnsent(const Connection& c, iovec* iov, size_t max) const;
+  // One epoll event: the wake-up eventfd's, or a connection's.
+  void HandleEvent(const epoll_event& event,
+                   std::chrono::steady_clock::time_point now);
+  // Whether any connection has requests sent and not yet answered.
+  bool AwaitingReplies() const;
   void Push(Connection& c, uint32_t entry,
             std::chrono::steady_clock::time_point now);
   void WatchWritable(Connection& c, bool writable);
