@@ -3,6 +3,8 @@
 // decides exactly as one Limiter, and approximate sharing keeps its debt in
 // Redis as it does in the in-process store.
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +23,20 @@ namespace {
 using testing::MakePolicy;
 using testing::MakeRequest;
 using testing::RedisServer;
+
+// Time bounds hold on a plain build; a sanitizer slows every step several
+// times over, so there only gross stalls fail.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MXLIMIT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(MXLIMIT_TEST_SANITIZED)
+constexpr int kSlowdown = 5;
+#else
+constexpr int kSlowdown = 1;
+#endif
 
 class SharedLimiterRedisTest : public ::testing::Test {
  protected:
@@ -113,6 +129,78 @@ TEST_F(SharedLimiterRedisTest, ApproximateDebtLivesInRedis) {
   ASSERT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after.count(), 300'000'000 + 10'000'000 - 100'000'000);
   EXPECT_GT(procs[2]->StoreStats().sync_batches, 0u);
+}
+
+// Redis frozen under load (SIGSTOP): every check still answers by its
+// deadline, the breaker opens after five timeouts, and within about a
+// second of SIGCONT the store decides again. Then killed and restarted, and
+// its scripts flushed: no check ever fails.
+TEST_F(SharedLimiterRedisTest, FrozenKilledAndFlushedRedisCostsNoError) {
+  LimiterConfig config = Config();
+  config.store.clock = StoreOptions::Clock::kStore;
+  config.store.timeout = std::chrono::milliseconds(5);
+  auto procs = Processes(1, config);
+  ASSERT_EQ(procs.size(), 1u);
+  SharedLimiter& l = *procs[0];
+  int next_user = 0;
+  // A check of a fresh user: the built-in catch-alls send it to the store.
+  auto check = [&] {
+    const std::string user = "@u" + std::to_string(next_user++) + ":example.org";
+    const Request r =
+        MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.44", user);
+    const auto start = std::chrono::steady_clock::now();
+    const Decision d = l.Check(r, MonotonicTime::FromSteadyClock());
+    EXPECT_TRUE(d.allowed);
+    return std::chrono::steady_clock::now() - start;
+  };
+  for (int i = 0; i < 20; ++i) check();
+  ASSERT_EQ(l.StoreStats().fallback_timeout, 0u);
+
+  redis_->Freeze();
+  std::chrono::steady_clock::duration longest{};
+  for (int i = 0; i < 50; ++i) longest = std::max(longest, check());
+  SharedStoreStats s = l.StoreStats();
+  EXPECT_TRUE(s.breaker_open);
+  EXPECT_EQ(s.fallback_timeout, 5u) << "the breaker opens after 5 timeouts";
+  // The deadline is 5 ms; a 2-core CI machine may add a scheduling delay
+  // on top (the bench measures the bound on a quiet one).
+  EXPECT_LT(longest, std::chrono::milliseconds(5 + 25) * kSlowdown);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 5; ++i) check();
+
+  redis_->Thaw();
+  const auto thawed = std::chrono::steady_clock::now();
+  const uint64_t decided = l.StoreStats().store_decisions;
+  while (l.StoreStats().store_decisions == decided &&
+         std::chrono::steady_clock::now() - thawed < std::chrono::seconds(5)) {
+    check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto back = std::chrono::steady_clock::now() - thawed;
+  EXPECT_LT(back, std::chrono::milliseconds(1100) * kSlowdown)
+      << "exact again too late";
+
+  // Killed and restarted on the same port; then SCRIPT FLUSH.
+  redis_->Kill();
+  for (int i = 0; i < 20; ++i) check();
+  ASSERT_TRUE(redis_->Restart());
+  const auto restarted = std::chrono::steady_clock::now();
+  const uint64_t before_restart = l.StoreStats().store_decisions;
+  while (l.StoreStats().store_decisions == before_restart &&
+         std::chrono::steady_clock::now() - restarted <
+             std::chrono::seconds(5)) {
+    check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - restarted,
+            std::chrono::milliseconds(1100) * kSlowdown);
+  EXPECT_EQ(l.StoreStats().mirror_resets, 1u);
+  redis_->Command({"SCRIPT", "FLUSH"});
+  const uint64_t before_flush = l.StoreStats().store_decisions;
+  for (int i = 0; i < 10; ++i) check();
+  EXPECT_EQ(l.StoreStats().store_decisions, before_flush + 10)
+      << "NOSCRIPT must not cost a decision";
+  EXPECT_GE(l.StoreStats().script_reloads, 1u);
 }
 
 }  // namespace
