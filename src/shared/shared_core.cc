@@ -173,9 +173,10 @@ void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
 }
 
 void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
-                              const Request& request,
+                              const Request& request, MonotonicTime now,
                               int64_t cost) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (cost == 0) return;
+  bool queued = false;
   auto queue = [&](const BucketCheck& c, size_t shard, const Engine& engine) {
     if (!Approximate(c) || !c.verdict.allowed) return;
     std::vector<PendingCharge>& charges = pending_[shard].charges;
@@ -193,6 +194,7 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
     p.scope = c.scope;
     p.engine_key = c.key;
     any_pending_.store(true, std::memory_order_relaxed);
+    queued = true;
   };
   const Engine& ip_engine = *mirror_.shards_[ip].engine;
   const Engine& user_engine = *mirror_.shards_[user].engine;
@@ -207,6 +209,11 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
     for (const BucketCheck& c : pass.user_part.all()) {
       queue(c, user, user_engine);
     }
+  }
+  if (queued && options_.clock == StoreOptions::Clock::kStore) {
+    // The sync thread maps its own clock onto the caller's with these.
+    last_now_ns_.store(now.nanoseconds(), std::memory_order_relaxed);
+    last_now_steady_ns_.store(SteadyNow(), std::memory_order_relaxed);
   }
 }
 
@@ -302,7 +309,7 @@ void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
   a.engine->CountDecision(d);
-  if (d.allowed) QueueCharges(ip, user, pass, request, cost);
+  if (d.allowed) QueueCharges(ip, user, pass, request, now, cost);
   ShardedLimiter::PinNames(a, b, d);
 }
 
@@ -327,9 +334,6 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
                    std::memory_order_relaxed)) {
       Sync(now);
     }
-  } else {
-    last_now_ns_.store(now.nanoseconds(), std::memory_order_relaxed);
-    last_now_steady_ns_.store(SteadyNow(), std::memory_order_relaxed);
   }
   const auto [ip_shard, user_shard] = OwnersOf(request);
   const size_t ip = ip_shard, user = user_shard;

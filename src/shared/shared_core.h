@@ -134,7 +134,7 @@ class SharedCore final : public LateReplyHandler {
                  int64_t cost) const;
   // Queues the approximate charges of a settled, allowed request.
   void QueueCharges(size_t ip, size_t user, const Pass& pass,
-                    const Request& request, int64_t cost);
+                    const Request& request, MonotonicTime now, int64_t cost);
   void Sync(MonotonicTime now);
   void SyncLoop();
   // Step 3 of a check the store answered.

@@ -26,3 +26,6 @@ run_step(${consumer_build}/consumer)
 # The C ABI through mxlimit::c (libmxlimit_c.so) and mxlimit::c_static.
 run_step(${consumer_build}/c_consumer shared)
 run_step(${consumer_build}/c_consumer_static static)
+if(EXISTS ${consumer_build}/shared_consumer)
+  run_step(${consumer_build}/shared_consumer)
+endif()
