@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -311,6 +312,8 @@ std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
   return opts.json ? report.Json(run, stats) : report.Text(run, stats);
 }
 
+constexpr std::chrono::seconds kConnectWait{5};
+
 // The SharedLimiter of `--store`: the config's store section with the URL
 // from the command line and the caller's (the log's) clock. Null, with the
 // error printed, when it cannot be built.
@@ -318,6 +321,9 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
                                                 LimiterConfig config) {
   config.store.url = opts.store;
   config.store.clock = StoreOptions::Clock::kCaller;
+  // A replay wants the store's decisions, not speed: a slow answer is
+  // waited for rather than replaced by the local fallback.
+  config.store.timeout = std::chrono::seconds(10);
   if (config.store.key_secret.empty()) {
     config.store.key_secret = std::string(kReplayKeySecret);
   }
@@ -329,6 +335,19 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
     PrintError(kCommand, absl::StrCat("--store ", RedactStoreUrl(opts.store),
                                       ": ", shared.status().message()));
     return nullptr;
+  }
+  // Connected before the first line: the first checks would otherwise fall
+  // back (and open the breaker) while the connection is being made.
+  const auto give_up = std::chrono::steady_clock::now() + kConnectWait;
+  while (!(*shared)->StoreStats().connected) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      PrintError(kCommand,
+                 absl::StrCat("--store ", RedactStoreUrl(opts.store),
+                              ": cannot reach the store within ",
+                              kConnectWait.count(), " s"));
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return *std::move(shared);
 }

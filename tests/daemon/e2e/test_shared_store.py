@@ -58,6 +58,11 @@ def start_daemons(mxlimitd_bin, workdir, procs, url, n=3, with_store=True):
         daemon = h.Mxlimitd(proc, int(line.rsplit(":", 1)[1]), config)
         procs.append(daemon)
         daemons.append(daemon)
+    if with_store:
+        # Until a daemon's connection is up its checks fall back to its own tables.
+        for daemon in daemons:
+            h.wait_until(lambda: "mxlimit_store_connected 1" in daemon.get("/_mxlimit/metrics").body.decode(), 10,
+                         f"{daemon.address} connected to the store")
     return daemons
 
 
