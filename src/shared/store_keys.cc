@@ -22,7 +22,8 @@ class FieldWriter {
     const size_t n = std::min(bytes.size(), kMaxField);
     Byte(static_cast<uint8_t>(n & 0xFF));
     Byte(static_cast<uint8_t>(n >> 8));
-    std::memcpy(buf_.data() + size_, bytes.data(), n);
+    // An empty view may have no data pointer, which memcpy must not see.
+    if (n > 0) std::memcpy(buf_.data() + size_, bytes.data(), n);
     size_ += n;
   }
   void Add(int64_t v) {
