@@ -17,6 +17,7 @@
 #include "mxlimit/config.h"
 #include "mxlimit/options.h"
 #include "tests/testing/config_helpers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace mxlimit {
 namespace {
@@ -45,10 +46,7 @@ std::vector<std::string> Warnings(std::string_view yaml) {
 // A scratch directory, removed at the end.
 class TempDir {
  public:
-  TempDir() {
-    char name[] = "/tmp/mxlimit_store_test_XXXXXX";
-    path_ = mkdtemp(name);
-  }
+  TempDir() { path_ = testing::MakeTempDir("mxlimit_store_test_"); }
   ~TempDir() { std::filesystem::remove_all(path_); }
   std::string Write(const std::string& name, std::string_view text) const {
     const std::string path = path_ + "/" + name;

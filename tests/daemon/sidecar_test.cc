@@ -12,6 +12,7 @@
 #include "mxlimit/config.h"
 #include "src/shared/fake_store.h"
 #include "tests/testing/raw_http.h"
+#include "tests/testing/temp_dir.h"
 
 namespace mxlimit::daemon {
 namespace {
@@ -50,8 +51,7 @@ class SidecarTest : public ::testing::Test {
     } else {
       limiter_ = *SharedLimiter::Create(*config);
     }
-    char dir[] = "/tmp/mxlimitd_sidecar_XXXXXX";
-    dir_ = mkdtemp(dir);
+    dir_ = testing::MakeTempDir("mxlimitd_sidecar_");
     std::ofstream(dir_ + "/bridge.yaml")
         << "id: bridge\nas_token: as_bridge\nrate_limited: true\n";
     std::ofstream(dir_ + "/free.yaml")

@@ -37,6 +37,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/temp_dir.h"
+
 namespace mxlimit::testing {
 
 class RedisServer {
@@ -54,8 +56,8 @@ class RedisServer {
       *why = "redis-server not installed: apt install redis-server";
       return nullptr;
     }
-    char dir[] = "/tmp/mxlimit-redis-XXXXXX";
-    if (mkdtemp(dir) == nullptr) {
+    const std::string dir = MakeTempDir("mxlimit-redis-");
+    if (dir.empty()) {
       *why = "mkdtemp failed";
       return nullptr;
     }
