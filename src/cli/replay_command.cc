@@ -341,10 +341,9 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
   const auto give_up = std::chrono::steady_clock::now() + kConnectWait;
   while (!(*shared)->StoreStats().connected) {
     if (std::chrono::steady_clock::now() > give_up) {
-      PrintError(kCommand,
-                 absl::StrCat("--store ", RedactStoreUrl(opts.store),
-                              ": cannot reach the store within ",
-                              kConnectWait.count(), " s"));
+      PrintError(kCommand, absl::StrCat("--store ", RedactStoreUrl(opts.store),
+                                        ": cannot reach the store within ",
+                                        kConnectWait.count(), " s"));
       return nullptr;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

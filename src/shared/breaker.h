@@ -21,7 +21,7 @@ namespace mxlimit::internal {
 class Breaker {
  public:
   static constexpr int kFailuresToOpen = 5;
-  static constexpr int64_t kMinOpenNs = 100'000'000;    // 100 ms
+  static constexpr int64_t kMinOpenNs = 100'000'000;  // 100 ms
   // One probe a second at most: a store back from an outage is used again
   // within about a second (issue #15 asks for 1.1 s).
   static constexpr int64_t kMaxOpenNs = 1'000'000'000;  // 1 s

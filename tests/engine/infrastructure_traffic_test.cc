@@ -30,8 +30,8 @@ TEST(InfrastructureTrafficTest, HealthProbesAreNeverLimitedAtAnyProbingRate) {
   for (const char* target : {"/health", "/_matrix/client/versions"}) {
     auto limiter = Defaults();
     for (int64_t ms = 0; ms < 3600 * 1000; ms += 100) {
-      const Decision d = limiter->Check(MakeRequest("GET", target, "10.0.0.2"),
-                                        AtMs(ms));
+      const Decision d =
+          limiter->Check(MakeRequest("GET", target, "10.0.0.2"), AtMs(ms));
       ASSERT_TRUE(d.allowed) << target << " at " << ms << " ms: " << d.policy;
     }
   }
@@ -77,9 +77,9 @@ TEST(InfrastructureTrafficTest, PreflightsSpendNoRouteBudget) {
       "/_matrix/client/v3/rooms/!r:example.org/send/m.room.message/t";
   int sends = 0;
   for (int i = 0; i < 30; ++i) {
-    limiter->Check(MakeRequest("OPTIONS", send + std::to_string(i),
-                               "198.51.100.5"),
-                   AtMs(0));
+    limiter->Check(
+        MakeRequest("OPTIONS", send + std::to_string(i), "198.51.100.5"),
+        AtMs(0));
     sends += limiter
                  ->Check(MakeRequest("PUT", send + std::to_string(i),
                                      "198.51.100.5", "@web:example.org"),

@@ -146,7 +146,8 @@ TEST_F(SharedLimiterRedisTest, FrozenKilledAndFlushedRedisCostsNoError) {
   int next_user = 0;
   // A check of a fresh user: the built-in catch-alls send it to the store.
   auto check = [&] {
-    const std::string user = "@u" + std::to_string(next_user++) + ":example.org";
+    const std::string user =
+        "@u" + std::to_string(next_user++) + ":example.org";
     const Request r =
         MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.44", user);
     const auto start = std::chrono::steady_clock::now();

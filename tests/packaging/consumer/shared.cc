@@ -11,7 +11,8 @@ int main() {
   config.store.key_secret = "packaging-test-secret";
   auto limiter = mxlimit::SharedLimiter::Create(config, 1);
   if (!limiter.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(limiter.status().message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 std::string(limiter.status().message()).c_str());
     return 1;
   }
   mxlimit::Request r;
