@@ -18,7 +18,7 @@
 //
 // The rules, in short (docs/routes.md has the full list of keys and aliases):
 //
-//   * A key is a template from the built-in table (src/route/route_table.inc)
+//   * A key is a template from the built-in table (src/route/packs/*.inc)
 //     written as a path, e.g. `/_matrix/client/v3/rooms/{roomId}/state`. It
 //     never contains a byte of the request's variable segments.
 //   * The target is matched as received: the path before the first '?' or

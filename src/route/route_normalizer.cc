@@ -1,5 +1,5 @@
 // RouteNormalizer: the public face of the route trie built from the built-in
-// table (src/route/route_table.inc).
+// table (src/route/packs/*.inc).
 
 #include <cstdio>
 #include <cstdlib>

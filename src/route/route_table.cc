@@ -1,66 +1,80 @@
-// The built-in route table: src/route/route_table.inc turned into the arrays a
-// RouteTableSpec views. Each array includes the .inc once, keeping the lines
-// of one kind and dropping the rest, so the table stays in one file.
+// The built-in route packs: each src/route/packs/<name>.inc turned into the
+// arrays a RouteTableSpec views (route_pack_arrays.inc does it per file).
 
-#include "src/route/route_trie.h"
+#include "src/route/route_packs.h"
 
 namespace mxlimit::internal {
 namespace {
 
-constexpr std::string_view kTemplates[] = {
-#define MXLIMIT_ROUTE(route_template) route_template,
-#define MXLIMIT_ROUTE_FORM(form, route_template)
-#define MXLIMIT_PREFIX_ALIAS(alias_prefix, stable_prefix)
-#define MXLIMIT_MAY_BE_EMPTY(name)
-#include "route_table.inc"
-#undef MXLIMIT_ROUTE
-#undef MXLIMIT_ROUTE_FORM
-#undef MXLIMIT_PREFIX_ALIAS
-#undef MXLIMIT_MAY_BE_EMPTY
+// clang-format off
+namespace spec {
+#define MXLIMIT_PACK_FILE "packs/spec.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace spec
+namespace msc {
+#define MXLIMIT_PACK_FILE "packs/msc.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace msc
+namespace synapse {
+#define MXLIMIT_PACK_FILE "packs/synapse.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace synapse
+namespace dendrite {
+#define MXLIMIT_PACK_FILE "packs/dendrite.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace dendrite
+namespace conduwuit {
+#define MXLIMIT_PACK_FILE "packs/conduwuit.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace conduwuit
+namespace identity {
+#define MXLIMIT_PACK_FILE "packs/identity.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace identity
+namespace push {
+#define MXLIMIT_PACK_FILE "packs/push.inc"
+#include "route_pack_arrays.inc"
+#undef MXLIMIT_PACK_FILE
+}  // namespace push
+// clang-format on
+
+constexpr RoutePack kPacks[] = {
+    {"spec",
+     "the Matrix spec's homeserver APIs: client-server, media, federation, "
+     "key, application service; every version spelling",
+     spec::kTable},
+    {"msc", "unstable MSC spellings clients and servers still send or serve",
+     msc::kTable},
+    {"synapse", "Synapse-only routes: /_synapse/client, the admin API, /health",
+     synapse::kTable},
+    {"dendrite", "Dendrite-only routes: /_dendrite/admin, peeks, its MSCs",
+     dendrite::kTable},
+    {"conduwuit",
+     "continuwuity, tuwunel and conduwuit-only routes: admin and "
+     "server-specific endpoints",
+     conduwuit::kTable},
+    {"identity", "the identity service API (Sydent and other identity servers)",
+     identity::kTable},
+    {"push", "the push gateway API (Sygnal and other push gateways)",
+     push::kTable},
 };
 
-constexpr RouteFormRow kForms[] = {
-#define MXLIMIT_ROUTE(route_template)
-#define MXLIMIT_ROUTE_FORM(form, route_template) {form, route_template},
-#define MXLIMIT_PREFIX_ALIAS(alias_prefix, stable_prefix)
-#define MXLIMIT_MAY_BE_EMPTY(name)
-#include "route_table.inc"
-#undef MXLIMIT_ROUTE
-#undef MXLIMIT_ROUTE_FORM
-#undef MXLIMIT_PREFIX_ALIAS
-#undef MXLIMIT_MAY_BE_EMPTY
-};
-
-constexpr PrefixAliasRow kPrefixAliases[] = {
-#define MXLIMIT_ROUTE(route_template)
-#define MXLIMIT_ROUTE_FORM(form, route_template)
-#define MXLIMIT_PREFIX_ALIAS(alias_prefix, stable_prefix) \
-  {alias_prefix, stable_prefix},
-#define MXLIMIT_MAY_BE_EMPTY(name)
-#include "route_table.inc"
-#undef MXLIMIT_ROUTE
-#undef MXLIMIT_ROUTE_FORM
-#undef MXLIMIT_PREFIX_ALIAS
-#undef MXLIMIT_MAY_BE_EMPTY
-};
-
-constexpr std::string_view kMayBeEmpty[] = {
-#define MXLIMIT_ROUTE(route_template)
-#define MXLIMIT_ROUTE_FORM(form, route_template)
-#define MXLIMIT_PREFIX_ALIAS(alias_prefix, stable_prefix)
-#define MXLIMIT_MAY_BE_EMPTY(name) name,
-#include "route_table.inc"
-#undef MXLIMIT_ROUTE
-#undef MXLIMIT_ROUTE_FORM
-#undef MXLIMIT_PREFIX_ALIAS
-#undef MXLIMIT_MAY_BE_EMPTY
-};
-
-constexpr RouteTableSpec kBuiltinTable{kTemplates, kForms, kPrefixAliases,
-                                       kMayBeEmpty};
+constexpr std::string_view kDefaultPacks[] = {"spec", "msc", "synapse"};
 
 }  // namespace
 
-const RouteTableSpec& BuiltinRouteTable() { return kBuiltinTable; }
+std::span<const RoutePack> BuiltinRoutePacks() { return kPacks; }
+
+std::span<const std::string_view> DefaultRoutePacks() { return kDefaultPacks; }
+
+// Until every caller builds its table from packs: the spec pack, which still
+// holds the whole former table.
+const RouteTableSpec& BuiltinRouteTable() { return spec::kTable; }
 
 }  // namespace mxlimit::internal

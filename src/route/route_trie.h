@@ -76,7 +76,7 @@ struct RouteTableSpec {
   std::span<const std::string_view> may_be_empty;
 };
 
-// The table compiled from src/route/route_table.inc.
+// The former single table (the spec pack while the packs are being split).
 const RouteTableSpec& BuiltinRouteTable();
 
 // One concrete request shape the trie serves.
