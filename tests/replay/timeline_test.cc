@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/counting_new.h"
 
 namespace mxlimit::replay {
 namespace {
@@ -151,6 +152,23 @@ TEST(TimelineTest, ClientSeriesSumToCountMinusError) {
   EXPECT_EQ(top[0].item, "c");
   EXPECT_EQ(top[0].error, 1u);
   EXPECT_EQ(t.ClientSinceMs(top[0].counter), 3000);
+}
+
+// Per line, nothing allocates: not the bins, not a widening, not the sketch's
+// churn once it is full.
+TEST(TimelineTest, AddNeverAllocates) {
+  Timeline t(4, 16);
+  std::vector<std::string> clients;
+  for (int i = 0; i < 100; ++i)
+    clients.push_back("client-" + std::to_string(i));
+  const long allocations = ::mxlimit::testing::AllocationCount();
+  for (int i = 0; i < 100'000; ++i) {
+    t.Add(int64_t{i} * 997, Outcome::kDenied);
+    t.AddPolicy(static_cast<uint32_t>(i % 4), Outcome::kDenied);
+    t.AddLimitedClient(clients[static_cast<size_t>(i) % clients.size()]);
+  }
+  EXPECT_EQ(::mxlimit::testing::AllocationCount(), allocations);
+  EXPECT_GT(t.bin_ms(), 1000);
 }
 
 }  // namespace
