@@ -2,7 +2,8 @@
 // timestamps as the clock, and report what the limiter would have done.
 //
 //   mxlimit replay [--config F] [--format auto|tsv|synapse|nginx]
-//                  [--store URL] [--decisions] [--json] FILE|-
+//                  [--store URL] [--decisions] [--json]
+//                  [--report FILE.html] FILE|-
 //
 // `--store URL` replays through a SharedLimiter whose buckets live in that
 // store (the run's results then include whatever other processes charged
@@ -26,6 +27,9 @@
 //
 // Otherwise a summary (text, or one JSON document with --json). Memory is
 // bounded by the table capacities and fixed-size sketches whatever the input.
+//
+// `--report FILE.html` also writes an HTML page of charts and the summary's
+// tables (replay_html.h), whatever else is printed.
 //
 // `RunReplay` is four steps, each a function below: the input (open the file),
 // detection (buffer the first lines, pick the format), the loop (every line
@@ -59,6 +63,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
+#include "src/cli/replay_html.h"
 #include "src/cli/replay_report.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
@@ -71,6 +76,7 @@ struct ReplayOptions {
   std::string store;
   bool decisions = false;
   bool json = false;
+  std::string report;  // --report FILE.html
   std::string input;
 };
 
@@ -263,11 +269,15 @@ class ReplayLoop {
     clock_ms_ = std::max(clock_ms_, record.time_ms);
     const Decision d =
         decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
-    report_.Record(d, BucketOwner(d, *client, limiter_), record.user);
+    const std::string owner = BucketOwner(d, *client, limiter_);
+    report_.Record(d, owner, record.user);
+    if (html_ != nullptr) html_->Record(clock_ms_, d, owner, record.user);
     if (decisions_) AppendDecision(d, out_);
   }
 
   uint64_t lines() const { return lines_; }
+  // Also feeds `html` (--report); null: no page.
+  void set_html(ReplayHtml* html) { html_ = html; }
 
  private:
   Decider& decider_;
@@ -276,6 +286,7 @@ class ReplayLoop {
   const bool decisions_;
   ReplayReport& report_;
   Output& out_;
+  ReplayHtml* html_ = nullptr;
   uint64_t lines_ = 0;
   int64_t clock_ms_ = std::numeric_limits<int64_t>::min();
 };
@@ -299,9 +310,8 @@ void ReplayLines(std::vector<PendingLine>& pending, replay::LineReader& reader,
 
 // --- The summary -------------------------------------------------------------
 
-std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
-                    const ReplayReport& report, const LimiterStats& stats,
-                    double seconds, uint64_t lines) {
+ReplayReport::Run MakeRun(const ReplayOptions& opts, replay::LogFormat format,
+                          double seconds, uint64_t lines) {
   ReplayReport::Run run;
   run.input = opts.input == "-" ? "stdin" : opts.input;
   run.format = std::string(replay::LogFormatName(format));
@@ -309,7 +319,7 @@ std::string Summary(const ReplayOptions& opts, replay::LogFormat format,
       opts.config_path.empty() ? "built-in policies" : opts.config_path;
   run.seconds = seconds;
   run.lines = lines;
-  return opts.json ? report.Json(run, stats) : report.Text(run, stats);
+  return run;
 }
 
 constexpr std::chrono::seconds kConnectWait{5};
@@ -379,6 +389,12 @@ int RunReplay(const ReplayOptions& opts) {
   }
   Input input;
   if (!OpenInput(opts.input, &input)) return kExitUsage;
+  ReportFile report_file;
+  std::unique_ptr<ReplayHtml> html;
+  if (!opts.report.empty()) {
+    if (!report_file.Open(opts.report)) return kExitFinding;
+    html = std::make_unique<ReplayHtml>(limiter->policies().size());
+  }
   replay::LineReader reader(input.file);
   // With --decisions on a terminal, the bar would tear the decision lines.
   Progress progress(input.file, !(opts.decisions && isatty(fileno(stdout))));
@@ -393,6 +409,7 @@ int RunReplay(const ReplayOptions& opts) {
   if (shared == nullptr) {
     ReplayLoop<Limiter> loop(*limiter, *limiter, format, opts.decisions, report,
                              out);
+    loop.set_html(html.get());
     ReplayLines(pending, reader, out, progress, loop);
     lines = loop.lines();
   } else {
@@ -400,6 +417,7 @@ int RunReplay(const ReplayOptions& opts) {
     // so a decision's policy id names the same policy in both.
     ReplayLoop<SharedLimiter> loop(*shared, *limiter, format, opts.decisions,
                                    report, out);
+    loop.set_html(html.get());
     ReplayLines(pending, reader, out, progress, loop);
     lines = loop.lines();
     ReportFallbacks(shared->StoreStats(), lines);
@@ -413,12 +431,15 @@ int RunReplay(const ReplayOptions& opts) {
                absl::StrCat(opts.input, ": ", reader.status().message()));
     return kExitFinding;
   }
+  const LimiterStats stats =
+      shared != nullptr ? shared->Stats() : limiter->Stats();
+  const ReplayReport::Run run = MakeRun(opts, format, seconds, lines);
   if (!opts.decisions && out.ok()) {
-    const LimiterStats stats =
-        shared != nullptr ? shared->Stats() : limiter->Stats();
-    out.Append(Summary(opts, format, report, stats, seconds, lines));
+    out.Append(opts.json ? report.Json(run, stats) : report.Text(run, stats));
   }
-  return out.Finish() ? kExitOk : kExitFinding;
+  const bool written =
+      html == nullptr || report_file.Write(html->Page(run, report, stats));
+  return out.Finish() && written ? kExitOk : kExitFinding;
 }
 
 }  // namespace
@@ -452,6 +473,11 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
                     "(tab-separated)");
   cmd->add_flag("--json", opts->json, "Summary as one JSON document")
       ->excludes(decisions);
+  cmd->add_option("--report", opts->report,
+                  "Also write a self-contained HTML page to this file: "
+                  "requests per second (allowed, shadow-denied, denied) "
+                  "overall, per policy and per top limited client, and the "
+                  "summary's tables");
   cmd->add_option("input", opts->input, "Log file, or - for stdin")->required();
   cmd->callback([opts, &exit_code] { exit_code = RunReplay(*opts); });
 }

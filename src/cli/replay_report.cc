@@ -16,7 +16,6 @@ using internal::ToAbsl;
 // Sketch sizes: enough counters that the top 10 are exact on any realistic
 // log, bounded whatever the number of distinct routes or clients.
 constexpr size_t kRouteCounters = 512;
-constexpr size_t kClientCounters = 1024;
 
 std::string Percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "0.0%";

@@ -27,6 +27,9 @@ class ReplayReport {
   static constexpr size_t kQuotedInvalidLines = 5;
   // Rows in each top-N table.
   static constexpr size_t kTopRows = 10;
+  // Counters of the limited-clients sketch (the HTML report's timeline keeps
+  // a sketch of the same size, so that both find the same clients).
+  static constexpr size_t kClientCounters = 1024;
 
   ReplayReport();
 
@@ -51,13 +54,33 @@ class ReplayReport {
   uint64_t requests() const { return requests_; }
   uint64_t denied() const { return denied_; }
 
- private:
+  // What Text and Json print, for other renderings (the HTML report).
+  struct Totals {
+    uint64_t requests = 0;
+    uint64_t allowed = 0;
+    uint64_t denied = 0;
+    uint64_t denied_never = 0;
+    uint64_t shadow_denied = 0;
+    uint64_t exempt = 0;
+    uint64_t invalid = 0;
+  };
   struct InvalidLine {
     uint64_t number;
     std::string reason;
-    std::string head;
+    std::string head;  // control characters replaced by '?'
   };
+  Totals totals() const {
+    return {requests_,      allowed_, denied_, denied_never_,
+            shadow_denied_, exempt_,  invalid_};
+  }
+  const std::vector<InvalidLine>& quoted_invalid() const {
+    return quoted_invalid_;
+  }
+  const replay::TopK& routes() const { return routes_; }
+  const replay::TopK& denied_routes() const { return denied_routes_; }
+  const replay::TopK& limited_clients() const { return limited_clients_; }
 
+ private:
   uint64_t requests_ = 0;
   uint64_t allowed_ = 0;
   uint64_t denied_ = 0;

@@ -72,8 +72,8 @@ void TopK::SiftDown(uint32_t pos) {
   }
 }
 
-void TopK::Add(std::string_view item, uint64_t weight) {
-  if (weight == 0) return;
+TopK::Slot TopK::Add(std::string_view item, uint64_t weight) {
+  if (weight == 0) return {};
   total_ += weight;
   std::string_view text = TruncateUtf8(item, kMaxItemBytes);
   bool truncated = text.size() < item.size();
@@ -85,7 +85,7 @@ void TopK::Add(std::string_view item, uint64_t weight) {
     counters_[c].count += weight;
     counters_[c].truncated = counters_[c].truncated || truncated;
     SiftDown(counters_[c].heap_pos);
-    return;
+    return {c, false};
   }
 
   uint64_t inherited = 0;
@@ -113,6 +113,7 @@ void TopK::Add(std::string_view item, uint64_t weight) {
   } else {
     SiftDown(counter.heap_pos);
   }
+  return {c, true};
 }
 
 std::vector<TopKEntry> TopK::Top(size_t n) const {
@@ -128,7 +129,7 @@ std::vector<TopKEntry> TopK::Top(size_t n) const {
   for (size_t i = 0; i < order.size() && i < n; ++i) {
     const Counter& c = counters_[order[i]];
     out.push_back(TopKEntry{std::string(TextOf(order[i])), c.count, c.error,
-                            c.truncated});
+                            c.truncated, order[i]});
   }
   return out;
 }

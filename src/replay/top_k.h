@@ -57,6 +57,8 @@ struct TopKEntry {
   uint64_t error = 0;
   // The item was longer than `TopK::kMaxItemBytes` and is a prefix.
   bool truncated = false;
+  // The counter that holds the item (see `TopK::Add`).
+  uint32_t counter = 0;
 };
 
 class TopK {
@@ -70,8 +72,18 @@ class TopK {
   TopK(const TopK&) = delete;
   TopK& operator=(const TopK&) = delete;
 
-  // Counts `weight` occurrences of `item`. A weight of 0 does nothing.
-  void Add(std::string_view item, uint64_t weight = 1);
+  // Where `Add` counted an item: its counter (< capacity, stable while the
+  // item stays in the table), and whether the item has just taken that
+  // counter (new, or replacing the smallest). A caller that keeps data per
+  // counter (the replay report's per-client timelines) resets it then.
+  struct Slot {
+    uint32_t counter = 0;
+    bool new_item = false;
+  };
+
+  // Counts `weight` occurrences of `item`. A weight of 0 does nothing (and
+  // returns a default Slot).
+  Slot Add(std::string_view item, uint64_t weight = 1);
 
   // The (at most) `n` entries with the highest counts, highest first; equal
   // counts in item order, so reports are deterministic.
