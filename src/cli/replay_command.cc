@@ -568,8 +568,8 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
       ->check([](const std::string& text) -> std::string {
         absl::StatusOr<Cidr> cidr = ParseCidr(text);
         if (cidr.ok()) return {};
-        return absl::StrCat("got ", internal::QuoteForError(text), ", ",
-                            cidr.status().message());
+        // The status names the value and what was expected.
+        return std::string(cidr.status().message());
       });
   cmd->add_option("--appservice-user", opts->appservice_users,
                   "An appservice's sender (@bot:server): its requests are "
