@@ -187,9 +187,10 @@ ParseResult ParseLogLine(LogFormat format, std::string_view line,
 // `line` does not start with that prefix (`LogPrefix::kNone` always strips
 // nothing and succeeds).
 //   - kJournald: `journalctl`'s default "short" output,
-//     "Dec 01 10:00:00 host python3[123]: " (day zero- or space-padded), or
-//     "short-iso", "2026-12-01T10:00:00+0000 host python3[123]: "; the
-//     identifier may lack the "[pid]".
+//     "Dec 01 10:00:00 host python3[123]: " (day zero- or space-padded),
+//     "short-precise" (the same with ".123456" seconds), or "short-iso",
+//     "2026-12-01T10:00:00+0000 host python3[123]: "; the identifier may
+//     lack the "[pid]".
 //   - kDocker: `docker compose logs`' "synapse_1  | " or "synapse-1  | "
 //     (service name, padding, "| "), then optionally the RFC 3339 time that
 //     `--timestamps` adds ("2026-11-30T10:00:00.123456789Z "); or that time

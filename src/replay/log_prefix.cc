@@ -22,7 +22,8 @@ bool IsDigit(char c) {
   return absl::ascii_isdigit(static_cast<unsigned char>(c));
 }
 
-// "Dec 01 10:00:00" or "Dec  1 10:00:00" (syslog's space-padded day).
+// "Dec 01 10:00:00" or "Dec  1 10:00:00" (syslog's space-padded day), with
+// an optional fraction of a second.
 bool ShortTime(Scanner* s) {
   const std::string_view rest = s->rest();
   if (rest.size() < 15 ||
@@ -39,7 +40,13 @@ bool ShortTime(Scanner* s) {
       !t.FixedDigits(2, &m) || !t.Consume(":") || !t.FixedDigits(2, &sec)) {
     return false;
   }
-  return s->Consume(rest.substr(0, 15));
+  if (!s->Consume(rest.substr(0, 15))) return false;
+  // `-o short-precise`: microseconds after the seconds.
+  if (s->Consume(".")) {
+    int64_t fraction = 0;
+    if (!s->Digits(18, &fraction)) return false;
+  }
+  return true;
 }
 
 // RFC 3339 as docker (2026-11-30T10:00:00.123456789Z) and journalctl's

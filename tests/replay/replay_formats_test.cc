@@ -292,6 +292,10 @@ TEST(LogPrefixTest, StripsJournaldShortAndShortIso) {
                              "Dec  1 10:00:00 hs1 matrix-synapse: x", &inner));
   EXPECT_EQ(inner, "x");
   ASSERT_TRUE(StripLogPrefix(LogPrefix::kJournald,
+                             "Dec 01 10:00:00.123456 hs1 python3[9]: p",
+                             &inner));
+  EXPECT_EQ(inner, "p");
+  ASSERT_TRUE(StripLogPrefix(LogPrefix::kJournald,
                              "2026-12-01T10:00:00+0000 hs1 python3[9]: y",
                              &inner));
   EXPECT_EQ(inner, "y");
