@@ -387,7 +387,10 @@ std::string Summary(const ReplayOptions& opts, const LogShape& shape,
                     double seconds, uint64_t lines) {
   ReplayReport::Run run;
   run.input = opts.input == "-" ? "stdin" : opts.input;
-  run.format = ShapeName(shape);
+  run.format = std::string(replay::LogFormatName(shape.format));
+  if (shape.prefix != replay::LogPrefix::kNone) {
+    run.prefix = std::string(replay::LogPrefixName(shape.prefix));
+  }
   run.config =
       opts.config_path.empty() ? "built-in policies" : opts.config_path;
   run.seconds = seconds;
