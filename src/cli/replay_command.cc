@@ -178,7 +178,7 @@ struct LogShape {
   replay::LogFormat format = replay::LogFormat::kTsv;
 };
 
-// "synapse", or "synapse (journald prefix)": the summary's `format`.
+// "synapse", or "synapse (journald prefix)", for messages.
 std::string ShapeName(const LogShape& shape) {
   std::string name(replay::LogFormatName(shape.format));
   if (shape.prefix != replay::LogPrefix::kNone) {
