@@ -10,6 +10,11 @@ Writes:
                       peers, and four attacks mixed in (see README.md).
   sample.tsv          ~50 lines of mxlimit's tsv format, hand-checkable.
   sample-nginx.log    ~50 lines of nginx "combined", malformed lines included.
+  sample-synapse-journald.log, sample-synapse.json.log, sample-nginx-xff.log,
+  sample-caddy.json.log
+                      the same requests in the shapes operators' logs come
+                      in: journald, TerseJson, nginx behind a load balancer,
+                      Caddy (see sample_traffic/operator_formats.py).
   README.md           who is who in the samples, and figures computed from
                       the generated lines (so the prose cannot drift).
 
@@ -25,7 +30,8 @@ import sys
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_traffic import attacks, model, report, small_samples  # noqa: E402
+from sample_traffic import (attacks, model, operator_formats,  # noqa: E402
+                            report, small_samples)
 
 
 def generate():
@@ -40,6 +46,7 @@ def generate():
         "sample.tsv": small_samples.tsv_sample(),
         "sample-nginx.log": small_samples.nginx_sample(),
     }
+    files.update(operator_formats.files(lines, files["sample-nginx.log"]))
     files["README.md"] = report.readme(records, len(lines), attack_info,
                                        population)
     return files

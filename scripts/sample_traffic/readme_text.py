@@ -3,8 +3,9 @@
 TEMPLATE = """\
 # Sample traffic
 
-Three access logs for trying `mxlimit replay` and for its golden tests. All
-three are written by `scripts/gen_sample_traffic.py` (Python 3 standard
+Three access logs for trying `mxlimit replay` and for its golden tests, and
+four more with the same requests in the shapes operators' logs come in. All
+are written by `scripts/gen_sample_traffic.py` (Python 3 standard
 library, fixed seed {seed}: two runs give byte-identical files). Regenerate
 with `python3 scripts/gen_sample_traffic.py`; `--check` exits 1 when the
 committed files are stale. Every figure in the `sample-synapse.log` section
@@ -14,8 +15,8 @@ data cannot disagree; the two small files are written out line by line and
 described by hand.
 
 Addresses are from the documentation ranges (192.0.2.0/24, 198.51.100.0/24,
-203.0.113.0/24, 2001:db8::/32) plus one LAN address for the bridge; server
-names are under `example.*`.
+203.0.113.0/24, 2001:db8::/32) plus LAN addresses for the bridge and the load
+balancer; server names are under `example.*`.
 
 ## `sample-synapse.log`: five minutes of a homeserver
 
@@ -136,11 +137,48 @@ Matrix user anywhere (nginx does not know it), so only per-IP limits apply.
   only per-IP limits can see this one here).
 - Everyone else (syncs, `/versions`, a send, media, federation `/send`,
   keys, one successful login from `203.0.113.5`): allowed.
+
+## The same requests as operators' logs show them
+
+Derived from the files above by `scripts/sample_traffic/operator_formats.py`,
+so that each replays to the same decisions as its source (the CLI tests check
+this line by line). Each has one line that is not a request, which a replay
+must count as invalid.
+
+- `sample-synapse-journald.log` ({journald_lines} lines): the first
+  {json_requests} lines of `sample-synapse.log` as `journalctl -u
+  matrix-synapse` prints the Debian package's console output
+  (`Nov 30 10:00:00 hs1 python3[2217]: 2026-11-30 10:00:00,150 - …`), after
+  systemd's "Started matrix-synapse.service" line.
+- `sample-synapse.json.log` ({json_lines} lines): the same {json_requests}
+  requests as Synapse's `TerseJsonFormatter` writes them (`log`, `namespace`,
+  `level`, `time` rounded to 10 ms, then the request context: `request`,
+  `ip_address`, `site_tag`, `requester`, `authenticated_entity`, `method`,
+  `url`, `protocol`, `user_agent`), after a record of
+  `synapse.replication.tcp.redis`.
+- `sample-nginx-xff.log` ({nginx_lines} lines): `sample-nginx.log` behind a
+  load balancer at `{balancer}`: that is every `$remote_addr`, and the client
+  is in a trailing `"$http_x_forwarded_for"`. The login attacker puts a forged
+  `{forged}` first in its header. Replayed with `--trusted-proxy 10.0.0.0/8`
+  it gives the decisions of `sample-nginx.log`; without, every request is the
+  balancer's.
+- `sample-caddy.json.log` ({caddy_lines} lines): the {caddy_requests} valid
+  requests of `sample-nginx.log` as Caddy's JSON access log behind the same
+  balancer (`remote_ip` the balancer, `client_ip` the client, `ts` the
+  arrival plus `duration`), after a `tls.cache.maintenance` entry. Caddy does
+  not log the three malformed requests.
 """
 
 
 def render(facts, population):
     from .small_samples import NGINX_ROWS, TSV_ROWS
     del population  # the facts carry everything the text needs
+    from . import operator_formats as op
     return TEMPLATE.format(tsv_lines=len(TSV_ROWS),
-                           nginx_lines=len(NGINX_ROWS), **facts)
+                           nginx_lines=len(NGINX_ROWS),
+                           journald_lines=op.SYNAPSE_LINES + 1,
+                           json_lines=op.SYNAPSE_LINES + 1,
+                           json_requests=op.SYNAPSE_LINES,
+                           balancer=op.BALANCER, forged=op.FORGED_HOP,
+                           caddy_lines=len(NGINX_ROWS) - 3 + 1,
+                           caddy_requests=len(NGINX_ROWS) - 3, **facts)

@@ -1,9 +1,24 @@
 // `mxlimit replay`: run an access log through a Limiter, with the log's own
 // timestamps as the clock, and report what the limiter would have done.
 //
-//   mxlimit replay [--config F] [--format auto|tsv|synapse|nginx]
-//                  [--store URL] [--decisions] [--json]
+//   mxlimit replay [--config F] [--format FORMAT] [--store URL]
+//                  [--trusted-proxy CIDR]... [--appservice-user @U:S]...
+//                  [--appservice-rate-limited] [--decisions] [--json]
 //                  [--report FILE.html] FILE|-
+//
+// FORMAT is auto, a line format (tsv, synapse, synapse-json, nginx, caddy)
+// or a prefix (journald, docker). A journald or docker prefix is detected
+// whatever FORMAT says and stripped before the line is parsed; naming a
+// prefix forces it and leaves the line format to detection.
+//
+// `--trusted-proxy` resolves nginx's trailing "$http_x_forwarded_for" (see
+// `ClientAddressFromForwardedFor`); without it the logged $remote_addr is the
+// client, and a warning counts the lines whose header went unread.
+// `--appservice-user` and `--appservice-rate-limited`: see
+// cli/replay_appservice.h.
+//
+// `--report FILE.html` also writes an HTML page of charts and the summary's
+// tables (replay_html.h), whatever else is printed.
 //
 // `--store URL` replays through a SharedLimiter whose buckets live in that
 // store (the run's results then include whatever other processes charged
@@ -28,9 +43,6 @@
 // Otherwise a summary (text, or one JSON document with --json). Memory is
 // bounded by the table capacities and fixed-size sketches whatever the input.
 //
-// `--report FILE.html` also writes an HTML page of charts and the summary's
-// tables (replay_html.h), whatever else is printed.
-//
 // `RunReplay` is four steps, each a function below: the input (open the file),
 // detection (buffer the first lines, pick the format), the loop (every line
 // through the limiter) and the summary.
@@ -46,6 +58,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -59,14 +72,17 @@
 #include "mxlimit/matrix_response.h"
 #include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
+#include "mxlimit/user_id.h"
 #include "src/cli/choice.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
+#include "src/cli/replay_appservice.h"
 #include "src/cli/replay_html.h"
 #include "src/cli/replay_report.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::cli {
 
@@ -74,6 +90,9 @@ struct ReplayOptions {
   std::string config_path;
   std::string format = "auto";
   std::string store;
+  std::vector<std::string> trusted_proxies;
+  std::vector<std::string> appservice_users;
+  bool appservice_rate_limited = false;
   bool decisions = false;
   bool json = false;
   std::string report;  // --report FILE.html
@@ -159,28 +178,64 @@ struct PendingLine {
   std::string head;
 };
 
-// Reads up to kDetectLines lines into `*pending` and returns the format:
-// `format_name` itself, or for "auto" the one most of those lines parse in
-// (with a warning when none does).
-replay::LogFormat DetectFormat(std::string_view format_name,
-                               replay::LineReader& reader,
-                               std::vector<PendingLine>* pending) {
+// The prefix and the line format of a log.
+struct LogShape {
+  replay::LogPrefix prefix = replay::LogPrefix::kNone;
+  replay::LogFormat format = replay::LogFormat::kTsv;
+};
+
+// "synapse", or "synapse (journald prefix)", for messages.
+std::string ShapeName(const LogShape& shape) {
+  std::string name(replay::LogFormatName(shape.format));
+  if (shape.prefix != replay::LogPrefix::kNone) {
+    absl::StrAppend(&name, " (", ToAbsl(replay::LogPrefixName(shape.prefix)),
+                    " prefix)");
+  }
+  return name;
+}
+
+// The prefix `format_name` forces, else the one most lines carry.
+replay::LogPrefix PrefixOf(std::string_view format_name,
+                           std::span<const std::string_view> lines) {
+  if (format_name == "journald") return replay::LogPrefix::kJournald;
+  if (format_name == "docker") return replay::LogPrefix::kDocker;
+  return replay::DetectLogPrefix(lines);
+}
+
+// Reads up to kDetectLines lines into `*pending` and returns the shape: the
+// prefix named or detected, and the line format named, or else the one most
+// of those lines parse in once stripped (with a warning when none does).
+LogShape DetectShape(std::string_view format_name, replay::LineReader& reader,
+                     std::vector<PendingLine>* pending) {
   replay::Line line;
   while (pending->size() < kDetectLines && reader.Next(&line)) {
     pending->push_back({line.number, line.too_long, std::string(line.text),
                         std::string(line.head)});
   }
-  if (format_name != "auto") return *replay::ParseLogFormatName(format_name);
   std::vector<std::string_view> views;
   for (const PendingLine& p : *pending) views.push_back(p.text);
-  const replay::FormatDetection detected = replay::DetectFormatWithVotes(views);
-  if (!detected.recognized && !pending->empty()) {
-    PrintError(kCommand,
-               absl::StrCat("no line of the first ", pending->size(),
-                            " parses in any format; assuming ",
-                            ToAbsl(replay::LogFormatName(detected.format))));
+  LogShape shape;
+  shape.prefix = PrefixOf(format_name, views);
+  if (const std::optional<replay::LogFormat> named =
+          replay::ParseLogFormatName(format_name)) {
+    shape.format = *named;
+    return shape;
   }
-  return detected.format;
+  std::vector<std::string_view> inner;
+  for (std::string_view v : views) {
+    std::string_view stripped;
+    if (replay::StripLogPrefix(shape.prefix, v, &stripped)) {
+      inner.push_back(stripped);
+    }
+  }
+  const replay::FormatDetection detected = replay::DetectFormatWithVotes(inner);
+  shape.format = detected.format;
+  if (!detected.recognized && !pending->empty()) {
+    PrintError(kCommand, absl::StrCat("no line of the first ", pending->size(),
+                                      " parses in any format; assuming ",
+                                      ShapeName(shape)));
+  }
+  return shape;
 }
 
 // --- The loop ----------------------------------------------------------------
@@ -228,6 +283,15 @@ void AppendDecision(const Decision& d, Output& out) {
   out.Line(layer.empty() ? "-" : layer);
 }
 
+// What the loop needs besides the limiter: how to read lines and whom to
+// believe about clients and appservices.
+struct ReplaySetup {
+  LogShape shape;
+  bool decisions = false;
+  std::span<const Cidr> trusted_proxies;
+  ReplayAppservices* appservices = nullptr;
+};
+
 // Every line of the log through one limiter (`Limiter`, or `SharedLimiter`
 // for --store), in order, on the log's clock made monotonic (see the top of
 // this file). `lookup` names the policies the decisions' ids refer to: the
@@ -235,12 +299,11 @@ void AppendDecision(const Decision& d, Output& out) {
 template <typename Decider>
 class ReplayLoop {
  public:
-  ReplayLoop(Decider& decider, const Limiter& lookup, replay::LogFormat format,
-             bool decisions, ReplayReport& report, Output& out)
+  ReplayLoop(Decider& decider, const Limiter& lookup, const ReplaySetup& setup,
+             ReplayReport& report, Output& out)
       : decider_(decider),
         limiter_(lookup),
-        format_(format),
-        decisions_(decisions),
+        setup_(setup),
         report_(report),
         out_(out) {}
 
@@ -250,7 +313,8 @@ class ReplayLoop {
     replay::LogRecord record;
     replay::ParseResult parsed =
         too_long ? replay::ParseResult::kTooLong
-                 : replay::ParseLogLine(format_, text, &record);
+                 : replay::ParsePrefixedLogLine(
+                       setup_.shape.prefix, setup_.shape.format, text, &record);
     absl::StatusOr<IpAddress> client = IpAddress{};
     if (parsed == replay::ParseResult::kOk) {
       client = ParseIpAddress(record.client_ip);
@@ -258,36 +322,54 @@ class ReplayLoop {
     }
     if (parsed != replay::ParseResult::kOk) {
       report_.Invalid(number, replay::ParseResultName(parsed), head);
-      if (decisions_) out_.Line("invalid\t0\t-\t-\t-");
+      if (setup_.decisions) out_.Line("invalid\t0\t-\t-\t-");
       return;
     }
     Request request;
     request.method = record.method;
     request.target = record.target;
-    request.client = *client;
+    request.client = ResolveClient(*client, record.forwarded_for);
     request.user_id = record.user;
+    if (setup_.appservices != nullptr) {
+      setup_.appservices->Apply(record, &request);
+    }
     clock_ms_ = std::max(clock_ms_, record.time_ms);
     const Decision d =
         decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
-    const std::string owner = BucketOwner(d, *client, limiter_);
-    report_.Record(d, owner, record.user);
-    if (html_ != nullptr) html_->Record(clock_ms_, d, owner, record.user);
-    if (decisions_) AppendDecision(d, out_);
+    const std::string owner = BucketOwner(d, request.client, limiter_);
+    report_.Record(d, owner, request.user_id);
+    if (html_ != nullptr) html_->Record(clock_ms_, d, owner, request.user_id);
+    if (setup_.decisions) AppendDecision(d, out_);
   }
 
   uint64_t lines() const { return lines_; }
+  // Lines with an X-Forwarded-For that no --trusted-proxy let us read.
+  uint64_t unread_forwarded_for() const { return unread_forwarded_for_; }
   // Also feeds `html` (--report); null: no page.
   void set_html(ReplayHtml* html) { html_ = html; }
 
  private:
+  // The logged peer, or with --trusted-proxy the client its X-Forwarded-For
+  // names: believed only hop by hop from trusted proxies, so a client cannot
+  // pick its own address by sending the header.
+  IpAddress ResolveClient(const IpAddress& peer, std::string_view forwarded) {
+    if (forwarded.empty()) return peer;
+    if (setup_.trusted_proxies.empty()) {
+      ++unread_forwarded_for_;
+      return peer;
+    }
+    return ClientAddressFromForwardedFor(peer, forwarded,
+                                         setup_.trusted_proxies);
+  }
+
   Decider& decider_;
   const Limiter& limiter_;
-  const replay::LogFormat format_;
-  const bool decisions_;
+  const ReplaySetup setup_;
   ReplayReport& report_;
   Output& out_;
   ReplayHtml* html_ = nullptr;
   uint64_t lines_ = 0;
+  uint64_t unread_forwarded_for_ = 0;
   int64_t clock_ms_ = std::numeric_limits<int64_t>::min();
 };
 
@@ -310,11 +392,14 @@ void ReplayLines(std::vector<PendingLine>& pending, replay::LineReader& reader,
 
 // --- The summary -------------------------------------------------------------
 
-ReplayReport::Run MakeRun(const ReplayOptions& opts, replay::LogFormat format,
+ReplayReport::Run MakeRun(const ReplayOptions& opts, const LogShape& shape,
                           double seconds, uint64_t lines) {
   ReplayReport::Run run;
   run.input = opts.input == "-" ? "stdin" : opts.input;
-  run.format = std::string(replay::LogFormatName(format));
+  run.format = std::string(replay::LogFormatName(shape.format));
+  if (shape.prefix != replay::LogPrefix::kNone) {
+    run.prefix = std::string(replay::LogPrefixName(shape.prefix));
+  }
   run.config =
       opts.config_path.empty() ? "built-in policies" : opts.config_path;
   run.seconds = seconds;
@@ -377,6 +462,27 @@ void ReportFallbacks(const SharedStoreStats& s, uint64_t lines) {
                           "); raise store.timeout or check the store"));
 }
 
+// A log behind a load balancer replayed without --trusted-proxy charges
+// every client to the balancer's address: say so, on standard error.
+void ReportUnreadForwardedFor(uint64_t unread, uint64_t lines) {
+  if (unread == 0) return;
+  PrintError(kCommand,
+             absl::StrCat(unread, " of ", lines,
+                          " lines carry an X-Forwarded-For, ignored without "
+                          "--trusted-proxy: each client is the logged peer "
+                          "address"));
+}
+
+// The --trusted-proxy networks (already checked by the option's validator).
+std::vector<Cidr> TrustedProxies(const ReplayOptions& opts) {
+  std::vector<Cidr> trusted;
+  for (const std::string& text : opts.trusted_proxies) {
+    absl::StatusOr<Cidr> cidr = ParseCidr(text);
+    if (cidr.ok()) trusted.push_back(*cidr);
+  }
+  return trusted;
+}
+
 int RunReplay(const ReplayOptions& opts) {
   LimiterConfig config;
   const std::unique_ptr<Limiter> limiter =
@@ -400,28 +506,37 @@ int RunReplay(const ReplayOptions& opts) {
   Progress progress(input.file, !(opts.decisions && isatty(fileno(stdout))));
 
   std::vector<PendingLine> pending;
-  const replay::LogFormat format = DetectFormat(opts.format, reader, &pending);
+  const std::vector<Cidr> trusted = TrustedProxies(opts);
+  ReplayAppservices appservices(opts.appservice_users,
+                                opts.appservice_rate_limited);
+  ReplaySetup setup;
+  setup.shape = DetectShape(opts.format, reader, &pending);
+  setup.decisions = opts.decisions;
+  setup.trusted_proxies = trusted;
+  setup.appservices = appservices.empty() ? nullptr : &appservices;
 
   Output out(kCommand);
   ReplayReport report;
   const auto started = std::chrono::steady_clock::now();
   uint64_t lines = 0;
+  uint64_t unread_forwarded_for = 0;
   if (shared == nullptr) {
-    ReplayLoop<Limiter> loop(*limiter, *limiter, format, opts.decisions, report,
-                             out);
+    ReplayLoop<Limiter> loop(*limiter, *limiter, setup, report, out);
     loop.set_html(html.get());
     ReplayLines(pending, reader, out, progress, loop);
     lines = loop.lines();
+    unread_forwarded_for = loop.unread_forwarded_for();
   } else {
     // The Limiter compiled the same config as the SharedLimiter's mirror,
     // so a decision's policy id names the same policy in both.
-    ReplayLoop<SharedLimiter> loop(*shared, *limiter, format, opts.decisions,
-                                   report, out);
+    ReplayLoop<SharedLimiter> loop(*shared, *limiter, setup, report, out);
     loop.set_html(html.get());
     ReplayLines(pending, reader, out, progress, loop);
     lines = loop.lines();
+    unread_forwarded_for = loop.unread_forwarded_for();
     ReportFallbacks(shared->StoreStats(), lines);
   }
+  ReportUnreadForwardedFor(unread_forwarded_for, lines);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
@@ -433,7 +548,7 @@ int RunReplay(const ReplayOptions& opts) {
   }
   const LimiterStats stats =
       shared != nullptr ? shared->Stats() : limiter->Stats();
-  const ReplayReport::Run run = MakeRun(opts, format, seconds, lines);
+  const ReplayReport::Run run = MakeRun(opts, setup.shape, seconds, lines);
   if (!opts.decisions && out.ok()) {
     out.Append(opts.json ? report.Json(run, stats) : report.Text(run, stats));
   }
@@ -449,23 +564,49 @@ void RegisterReplay(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       std::string(kCommand), "Replay an access log through the limiter");
   cmd->footer(
-      "The input is a log in one of three formats: tsv (TIME_MS METHOD TARGET "
-      "IP "
-      "USER), synapse (Synapse's access log), nginx (combined); auto detects "
-      "it from the first 100 lines. Without --decisions or --json: a text "
-      "summary. Details, every output field and examples: docs/cli.md, "
-      "section \"mxlimit replay\".");
+      "The input is a log in one of five formats: tsv (TIME_MS METHOD TARGET "
+      "IP USER), synapse (Synapse's access log), synapse-json (the same, by "
+      "TerseJsonFormatter), nginx (combined, optionally with a trailing "
+      "\"$http_x_forwarded_for\"), caddy (Caddy's JSON access log), each "
+      "optionally behind a journald or docker prefix; auto detects both from "
+      "the first 100 lines. Without --decisions or --json: a text summary. "
+      "Details, every output field and examples: docs/cli.md, section "
+      "\"mxlimit replay\".");
   cmd->add_option("--config", opts->config_path,
                   "YAML policy file (default: the built-in policies only)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--format", opts->format, "Log format")
-      ->transform(OneOf({"auto", "tsv", "synapse", "nginx"}))
+      ->transform(OneOf({"auto", "tsv", "synapse", "nginx", "synapse-json",
+                         "caddy", "journald", "docker"}))
       ->capture_default_str();
   cmd->add_option("--store", opts->store,
                   "Replay through a SharedLimiter whose buckets live in this "
                   "store (redis://HOST:PORT[/DB] or unix:///PATH[?db=DB]), "
                   "on the log's clock (store.clock: caller)")
       ->check([](const std::string& url) { return StoreUrlProblem(url); });
+  cmd->add_option("--trusted-proxy", opts->trusted_proxies,
+                  "A proxy network (CIDR) whose X-Forwarded-For is believed: "
+                  "nginx's trailing \"$http_x_forwarded_for\" then names the "
+                  "client (repeatable)")
+      ->check([](const std::string& text) -> std::string {
+        absl::StatusOr<Cidr> cidr = ParseCidr(text);
+        if (cidr.ok()) return {};
+        // The status names the value and what was expected.
+        return std::string(cidr.status().message());
+      });
+  cmd->add_option("--appservice-user", opts->appservice_users,
+                  "An appservice's sender (@bot:server): its requests are "
+                  "exempt, and so are its puppets' unless "
+                  "--appservice-rate-limited (repeatable)")
+      ->check([](const std::string& user) -> std::string {
+        const std::string problem = UserIdProblem(user);
+        if (problem.empty()) return {};
+        return absl::StrCat("got ", internal::QuoteForError(user),
+                            ", not a Matrix user ID: ", problem);
+      });
+  cmd->add_flag("--appservice-rate-limited", opts->appservice_rate_limited,
+                "Charge appservice puppets (the registration's rate_limited: "
+                "true) instead of exempting them");
   CLI::Option* decisions =
       cmd->add_flag("--decisions", opts->decisions,
                     "Instead of a summary, one line per input line: "

@@ -65,8 +65,11 @@ void ReplayReport::Invalid(uint64_t line_number, std::string_view reason,
 std::string ReplayReport::Text(const Run& run,
                                const LimiterStats& stats) const {
   std::string out;
-  absl::StrAppend(&out, "mxlimit replay: ", run.input, " (", run.format, ", ",
-                  run.config, ")\n\n");
+  const std::string prefix = run.prefix.empty()
+                                 ? std::string()
+                                 : absl::StrCat(" (", run.prefix, " prefix)");
+  absl::StrAppend(&out, "mxlimit replay: ", run.input, " (", run.format, prefix,
+                  ", ", run.config, ")\n\n");
   absl::StrAppend(
       &out,
       absl::StrFormat("requests       %10d\n"
@@ -138,6 +141,7 @@ std::string ReplayReport::Json(const Run& run,
   w.BeginObject();
   w.Key("input").String(run.input);
   w.Key("format").String(run.format);
+  if (!run.prefix.empty()) w.Key("prefix").String(run.prefix);
   w.Key("config").String(run.config);
   w.Key("requests").Uint(requests_);
   w.Key("allowed").Uint(allowed_);

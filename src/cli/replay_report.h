@@ -44,6 +44,9 @@ class ReplayReport {
   struct Run {
     std::string input;
     std::string format;
+    // "journald" or "docker" when the lines came behind that prefix, else
+    // empty (the JSON then has no `prefix`, as before prefixes existed).
+    std::string prefix;
     std::string config;  // "built-in policies" when no file was given
     double seconds = 0;
     uint64_t lines = 0;

@@ -9,6 +9,8 @@
 
 namespace mxlimit::replay {
 
+using internal::Scanner;
+
 std::string_view LogFormatName(LogFormat format) {
   switch (format) {
     case LogFormat::kTsv:
@@ -17,16 +19,32 @@ std::string_view LogFormatName(LogFormat format) {
       return "synapse";
     case LogFormat::kNginx:
       return "nginx";
+    case LogFormat::kSynapseJson:
+      return "synapse-json";
+    case LogFormat::kCaddy:
+      return "caddy";
   }
   return "unknown";
 }
 
 std::optional<LogFormat> ParseLogFormatName(std::string_view name) {
-  for (LogFormat f :
-       {LogFormat::kTsv, LogFormat::kSynapse, LogFormat::kNginx}) {
+  for (int i = 0; i < kLogFormatCount; ++i) {
+    const auto f = static_cast<LogFormat>(i);
     if (name == LogFormatName(f)) return f;
   }
   return std::nullopt;
+}
+
+std::string_view LogPrefixName(LogPrefix prefix) {
+  switch (prefix) {
+    case LogPrefix::kNone:
+      return "none";
+    case LogPrefix::kJournald:
+      return "journald";
+    case LogPrefix::kDocker:
+      return "docker";
+  }
+  return "unknown";
 }
 
 std::string_view ParseResultName(ParseResult result) {
@@ -62,8 +80,24 @@ ParseResult ParseLogLine(LogFormat format, std::string_view line,
       return ParseSynapseLine(line, out);
     case LogFormat::kNginx:
       return ParseNginxLine(line, out);
+    case LogFormat::kSynapseJson:
+      return ParseSynapseJsonLine(line, out);
+    case LogFormat::kCaddy:
+      return ParseCaddyLine(line, out);
   }
   return ParseResult::kMalformed;
+}
+
+ParseResult ParsePrefixedLogLine(LogPrefix prefix, LogFormat format,
+                                 std::string_view line, LogRecord* out) {
+  std::string_view inner = line;
+  if (prefix != LogPrefix::kNone && !StripLogPrefix(prefix, line, &inner)) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    Scanner s(line);
+    s.SkipBlanks();
+    return s.done() ? ParseResult::kEmpty : ParseResult::kNotRequest;
+  }
+  return ParseLogLine(format, inner, out);
 }
 
 namespace {
@@ -88,8 +122,9 @@ bool HasSynapseLogPrefix(std::string_view line) {
 FormatDetection DetectFormatWithVotes(
     std::span<const std::string_view> first_lines) {
   // Order of preference on equal votes: the more specific format first.
-  static constexpr LogFormat kOrder[] = {LogFormat::kSynapse, LogFormat::kNginx,
-                                         LogFormat::kTsv};
+  static constexpr LogFormat kOrder[] = {
+      LogFormat::kSynapse, LogFormat::kSynapseJson, LogFormat::kCaddy,
+      LogFormat::kNginx, LogFormat::kTsv};
   FormatDetection result;
   bool synapse_prefix = false;
   LogRecord scratch;

@@ -55,23 +55,48 @@ struct LogRecord {
   // Synapse only: the origin server of a federation request ("{other.org}").
   // Empty otherwise. Such requests have an empty `user`.
   std::string_view origin_server;
+  // nginx only: the trailing "$http_x_forwarded_for" field when the log has
+  // one and it is not "-". Empty otherwise. The CLI resolves it against
+  // `--trusted-proxy`; without trusted proxies `client_ip` stands.
+  std::string_view forwarded_for;
 };
 
 // -----------------------------------------------------------------------------
 // LogFormat
 // -----------------------------------------------------------------------------
 enum class LogFormat : uint8_t {
-  kTsv,      // mxlimit's own: TIME_MS METHOD TARGET IP USER
-  kSynapse,  // Synapse's request log (synapse.access.http[s].<tag>)
-  kNginx,    // nginx "combined"
+  kTsv,          // mxlimit's own: TIME_MS METHOD TARGET IP USER
+  kSynapse,      // Synapse's request log (synapse.access.http[s].<tag>)
+  kNginx,        // nginx "combined" (+ an optional "$http_x_forwarded_for")
+  kSynapseJson,  // the same records, by Synapse's TerseJsonFormatter
+  kCaddy,        // Caddy's JSON access log (logger http.log.access*)
 };
 
-// "tsv", "synapse", "nginx".
+// How many `LogFormat` values there are (they are 0..kLogFormatCount-1).
+inline constexpr int kLogFormatCount = 5;
+
+// "tsv", "synapse", "nginx", "synapse-json", "caddy".
 std::string_view LogFormatName(LogFormat format);
 
 // The inverse of `LogFormatName` (exact, lower case). "auto" is not a format:
 // the CLI handles it with `DetectFormat`.
 std::optional<LogFormat> ParseLogFormatName(std::string_view name);
+
+// -----------------------------------------------------------------------------
+// LogPrefix
+// -----------------------------------------------------------------------------
+//
+// What a log collector writes in front of each line of any format. A prefix
+// is stripped before the line is parsed; its own time is never used (see
+// `StripLogPrefix` in log_parsers.h).
+enum class LogPrefix : uint8_t {
+  kNone,
+  kJournald,  // `journalctl` short / short-iso: "Dec 01 10:00:00 host id[1]: "
+  kDocker,    // docker compose "name  | " and/or an RFC 3339 time (-t)
+};
+
+// "none", "journald", "docker".
+std::string_view LogPrefixName(LogPrefix prefix);
 
 // -----------------------------------------------------------------------------
 // ParseResult

@@ -47,6 +47,22 @@ bool ParseTimeLocal(std::string_view text, int64_t* ms) {
   return true;
 }
 
+// The "$http_x_forwarded_for" of `combined "$http_x_forwarded_for"`: after
+// $body_bytes_sent, exactly three quoted fields ending the line (referer,
+// user agent, the header), the third not "-". Empty for plain combined and
+// for any other extension, whose trailing fields mean something else.
+std::string_view ForwardedFor(std::string_view tail) {
+  Scanner s(tail);
+  std::string_view referer, agent, header;
+  // nginx escapes '"' in variables as \x22, so quotes delimit the fields.
+  if (!(s.Consume(" \"") && s.TakeUntil("\" \"", &referer) &&
+        s.TakeUntil("\" \"", &agent) && s.TakeUntil("\"", &header) &&
+        s.done())) {
+    return {};
+  }
+  return header == "-" ? std::string_view() : header;
+}
+
 }  // namespace
 
 ParseResult ParseNginxLine(std::string_view line, LogRecord* out) {
@@ -76,6 +92,8 @@ ParseResult ParseNginxLine(std::string_view line, LogRecord* out) {
       !(s.done() || s.peek() == ' ')) {
     return ParseResult::kMalformed;
   }
+
+  r.forwarded_for = ForwardedFor(s.rest());
 
   Scanner req(request);
   std::string_view protocol;

@@ -30,18 +30,6 @@ ParseResult ParseTimestamp(Scanner* s, int64_t* ms) {
   return ParseResult::kOk;
 }
 
-// "synapse.access.http.<tag>" or "synapse.access.https.<tag>".
-bool IsAccessLogger(std::string_view name) {
-  for (std::string_view prefix : {std::string_view("synapse.access.http."),
-                                  std::string_view("synapse.access.https.")}) {
-    if (name.size() > prefix.size() &&
-        name.substr(0, prefix.size()) == prefix) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // "(0.010sec, 0.000sec) (0.001sec/0.004sec/2) " or
 // "ru=(0.010sec, 0.000sec) db=(0.001sec/0.004sec/2) ".
 bool SkipUsage(Scanner* s) {
@@ -96,7 +84,7 @@ ParseResult ParseSynapseLine(std::string_view line, LogRecord* out) {
   }
   std::string_view logger, lineno, level, request_id;
   if (!s.Consume(" - ") || !s.TakeUntil(" - ", &logger) ||
-      !IsAccessLogger(logger)) {
+      !internal::IsSynapseAccessLogger(logger)) {
     return ParseResult::kNotRequest;
   }
   if (!s.TakeUntil(" - ", &lineno) || !s.TakeUntil(" - ", &level)) {

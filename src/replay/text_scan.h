@@ -134,6 +134,19 @@ inline bool IsServerName(std::string_view s) {
   return true;
 }
 
+// Synapse's request loggers: "synapse.access.http.<tag>" or
+// "synapse.access.https.<tag>" (shared by the text and JSON parsers).
+inline bool IsSynapseAccessLogger(std::string_view name) {
+  for (std::string_view prefix : {std::string_view("synapse.access.http."),
+                                  std::string_view("synapse.access.https.")}) {
+    if (name.size() > prefix.size() &&
+        name.substr(0, prefix.size()) == prefix) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // y-m-d as a std::chrono date. REQUIRES: 1 <= m <= 12, 1 <= d <= 31 and
 // |y| <= 32767 (month and day keep values only up to 255, year up to 32767).
 inline std::chrono::year_month_day CivilDate(int y, int m, int d) {

@@ -64,4 +64,14 @@ for key in input format config requests allowed denied denied_never \
   'top_routes[].key' 'top_routes[].count' 'top_routes[].max_overcount'; do
   "$json_check" "$dir/odd.json" "$key" >/dev/null || fail "no field $key"
 done
+# `prefix` only when the lines had one; `format` is the line format either way.
+"$json_check" "$dir/odd.json" prefix >/dev/null 2>&1 &&
+  fail "a prefix for a log without one"
+root=$(dirname "$0")/../..
+"$bin" replay --json "$root/tests/cli/data/synapse-small-docker.log" \
+  >"$dir/docker.json" || fail "replay --json exited $?"
+"$json_check" "$dir/docker.json" format prefix requests >"$dir/docker.out" ||
+  fail "replay --json wrote invalid JSON: $(cat "$dir/docker.json")"
+printf 'synapse\ndocker\n17\n' | diff -u - "$dir/docker.out" ||
+  fail "replay --json format and prefix"
 echo "ok"

@@ -2,7 +2,8 @@
 // format detection.
 //
 // The input is split at '\n' into at most 64 lines; every line goes through
-// every parser (tsv, Synapse, nginx). Invariants per parser and line:
+// every parser (tsv, Synapse, nginx, synapse-json, Caddy), bare and behind
+// each prefix (journald, docker). Invariants per parser and line:
 //   * a rejected line leaves the record untouched and never reports
 //     kTooLong (only the line reader sets that);
 //   * an accepted record's views all lie inside the line; the method is a
@@ -10,7 +11,9 @@
 //     non-empty and has no blank; a user is empty or "@...:..." of at most
 //     255 visible bytes, and a federation origin comes without a user;
 //   * parsing is deterministic, and a trailing '\r' (CRLF logs) changes
-//     nothing.
+//     nothing;
+//   * a stripped prefix leaves a suffix of the line, and a prefixed line
+//     parses exactly as its inner text does.
 // `DetectFormatWithVotes` must count exactly the lines each parser accepts
 // and pick a format with the most votes.
 
@@ -38,7 +41,7 @@ LogRecord Sentinel() {
   LogRecord r;
   r.time_ms = -4242;
   r.method = r.target = r.client_ip = r.user = r.acting_user = r.origin_server =
-      kSentinelText;
+      r.forwarded_for = kSentinelText;
   return r;
 }
 
@@ -50,7 +53,8 @@ bool SameRecord(const LogRecord& a, const LogRecord& b) {
   return a.time_ms == b.time_ms && Same(a.method, b.method) &&
          Same(a.target, b.target) && Same(a.client_ip, b.client_ip) &&
          Same(a.user, b.user) && Same(a.acting_user, b.acting_user) &&
-         Same(a.origin_server, b.origin_server);
+         Same(a.origin_server, b.origin_server) &&
+         Same(a.forwarded_for, b.forwarded_for);
 }
 
 // Same text (for records of two different buffers).
@@ -58,7 +62,8 @@ bool EqualRecord(const LogRecord& a, const LogRecord& b) {
   return a.time_ms == b.time_ms && a.method == b.method &&
          a.target == b.target && a.client_ip == b.client_ip &&
          a.user == b.user && a.acting_user == b.acting_user &&
-         a.origin_server == b.origin_server;
+         a.origin_server == b.origin_server &&
+         a.forwarded_for == b.forwarded_for;
 }
 
 bool Inside(std::string_view line, std::string_view view) {
@@ -83,7 +88,7 @@ bool UserShaped(std::string_view user) {
 void CheckAccepted(LogFormat format, std::string_view line,
                    const LogRecord& r) {
   for (std::string_view v : {r.method, r.target, r.client_ip, r.user,
-                             r.acting_user, r.origin_server}) {
+                             r.acting_user, r.origin_server, r.forwarded_for}) {
     MXLIMIT_FUZZ_CHECK(Inside(line, v));
   }
   MXLIMIT_FUZZ_CHECK(!r.method.empty() && r.method.size() <= 32 &&
@@ -94,7 +99,36 @@ void CheckAccepted(LogFormat format, std::string_view line,
   MXLIMIT_FUZZ_CHECK(UserShaped(r.acting_user));
   MXLIMIT_FUZZ_CHECK(r.origin_server.empty() || r.user.empty());
   if (format == LogFormat::kTsv) MXLIMIT_FUZZ_CHECK(r.time_ms >= 0);
-  if (format == LogFormat::kNginx) MXLIMIT_FUZZ_CHECK(r.user.empty());
+  if (format == LogFormat::kNginx || format == LogFormat::kCaddy) {
+    MXLIMIT_FUZZ_CHECK(r.user.empty());
+  }
+  if (format != LogFormat::kNginx) MXLIMIT_FUZZ_CHECK(r.forwarded_for.empty());
+}
+
+// Behind each prefix: the stripped text is a suffix of the line, and the
+// prefixed parse equals the parse of that text.
+void CheckPrefixes(LogFormat format, std::string_view line) {
+  for (replay::LogPrefix p :
+       {replay::LogPrefix::kJournald, replay::LogPrefix::kDocker}) {
+    std::string_view inner;
+    const bool stripped = replay::StripLogPrefix(p, line, &inner);
+    LogRecord prefixed = Sentinel();
+    const ParseResult result =
+        replay::ParsePrefixedLogLine(p, format, line, &prefixed);
+    MXLIMIT_FUZZ_CHECK(result != ParseResult::kTooLong);
+    if (!stripped) {
+      MXLIMIT_FUZZ_CHECK(result == ParseResult::kNotRequest ||
+                         result == ParseResult::kEmpty);
+      MXLIMIT_FUZZ_CHECK(SameRecord(prefixed, Sentinel()));
+      continue;
+    }
+    MXLIMIT_FUZZ_CHECK(inner.size() <= line.size() &&
+                       inner.data() + inner.size() ==
+                           line.data() + line.size());
+    LogRecord bare = Sentinel();
+    MXLIMIT_FUZZ_CHECK(replay::ParseLogLine(format, inner, &bare) == result);
+    MXLIMIT_FUZZ_CHECK(SameRecord(prefixed, bare));
+  }
 }
 
 ParseResult ParseAndCheck(LogFormat format, std::string_view line) {
@@ -133,15 +167,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     text = end == std::string_view::npos ? std::string_view()
                                          : text.substr(end + 1);
   }
-  std::array<int, 3> accepted{};
+  std::array<int, mxlimit::replay::kLogFormatCount> accepted{};
   for (std::string_view line : lines) {
-    for (LogFormat f :
-         {LogFormat::kTsv, LogFormat::kSynapse, LogFormat::kNginx}) {
-      if (ParseAndCheck(f, line) == ParseResult::kOk) {
-        ++accepted[static_cast<int>(f)];
-      }
+    for (int i = 0; i < mxlimit::replay::kLogFormatCount; ++i) {
+      const auto f = static_cast<LogFormat>(i);
+      if (ParseAndCheck(f, line) == ParseResult::kOk) ++accepted[i];
+      CheckPrefixes(f, line);
     }
   }
+  // Detection of a prefix never fails; it answers one of the three.
+  const mxlimit::replay::LogPrefix prefix =
+      mxlimit::replay::DetectLogPrefix(lines);
+  MXLIMIT_FUZZ_CHECK(prefix == mxlimit::replay::LogPrefix::kNone ||
+                     prefix == mxlimit::replay::LogPrefix::kJournald ||
+                     prefix == mxlimit::replay::LogPrefix::kDocker);
   const mxlimit::replay::FormatDetection detected =
       mxlimit::replay::DetectFormatWithVotes(lines);
   MXLIMIT_FUZZ_CHECK(detected.votes == accepted);

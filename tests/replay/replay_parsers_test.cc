@@ -451,8 +451,8 @@ TEST(AllParsersTest, BinaryAndHugeLinesAreRejectedWithoutCrashing) {
     pseudo.push_back(static_cast<char>(x >> 16));
   }
   junk.push_back(pseudo);
-  for (LogFormat f :
-       {LogFormat::kTsv, LogFormat::kSynapse, LogFormat::kNginx}) {
+  for (int i = 0; i < kLogFormatCount; ++i) {
+    const auto f = static_cast<LogFormat>(i);
     for (const std::string& line : junk) {
       LogRecord r;
       EXPECT_NE(ParseLogLine(f, line, &r), ParseResult::kOk)

@@ -15,11 +15,12 @@ namespace mxlimit::replay {
 namespace {
 
 struct Parsed {
+  LogPrefix prefix = LogPrefix::kNone;
   LogFormat detected = LogFormat::kTsv;
   std::map<ParseResult, int> results;
   // Requests per actor of interest.
   int login_net = 0, spammer = 0, scanner = 0, claims = 0;
-  int acting = 0, federation = 0, anonymous = 0;
+  int acting = 0, federation = 0, anonymous = 0, forwarded = 0;
   int64_t first_ms = INT64_MAX, last_ms = INT64_MIN;
 };
 
@@ -29,7 +30,8 @@ Parsed ParseSample(const char* name) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   EXPECT_NE(f, nullptr) << path;
   if (f == nullptr) return p;
-  // Detection looks at the first 100 lines, as replay does.
+  // Detection looks at the first 100 lines, as replay does: the prefix,
+  // then the format of what the prefix leaves.
   {
     LineReader reader(f);
     std::vector<std::string> head;
@@ -38,7 +40,13 @@ Parsed ParseSample(const char* name) {
       head.emplace_back(line.text);
     }
     std::vector<std::string_view> views(head.begin(), head.end());
-    p.detected = DetectFormat(views);
+    p.prefix = DetectLogPrefix(views);
+    std::vector<std::string_view> inner;
+    for (std::string_view v : views) {
+      std::string_view stripped;
+      if (StripLogPrefix(p.prefix, v, &stripped)) inner.push_back(stripped);
+    }
+    p.detected = DetectFormat(inner);
   }
   std::rewind(f);
   LineReader reader(f);
@@ -46,7 +54,8 @@ Parsed ParseSample(const char* name) {
   LogRecord r;
   while (reader.Next(&line)) {
     ParseResult res = line.too_long ? ParseResult::kTooLong
-                                    : ParseLogLine(p.detected, line.text, &r);
+                                    : ParsePrefixedLogLine(p.prefix, p.detected,
+                                                           line.text, &r);
     ++p.results[res];
     if (res != ParseResult::kOk) continue;
     p.first_ms = std::min(p.first_ms, r.time_ms);
@@ -61,6 +70,7 @@ Parsed ParseSample(const char* name) {
     if (!r.acting_user.empty()) ++p.acting;
     if (!r.origin_server.empty()) ++p.federation;
     if (r.user.empty()) ++p.anonymous;
+    if (!r.forwarded_for.empty()) ++p.forwarded;
   }
   EXPECT_TRUE(reader.status().ok());
   std::fclose(f);
@@ -106,6 +116,54 @@ TEST(ReplaySamplesTest, NginxSampleHasThreeMalformedRequests) {
   EXPECT_EQ(p.login_net, 10);
   EXPECT_EQ(p.anonymous, 41);        // nginx knows no Matrix user
   EXPECT_EQ(p.first_ms, kTenAmUtc);  // 11:00:00 +0100
+  EXPECT_EQ(p.prefix, LogPrefix::kNone);
+  EXPECT_EQ(p.forwarded, 0);
+}
+
+// The operator-shaped samples: the first 200 lines of sample-synapse.log
+// (journald, TerseJson) and sample-nginx.log behind a balancer (nginx + XFF,
+// Caddy), each with the one line of another logger the README describes.
+
+TEST(ReplaySamplesTest, JournaldSampleIsTheSynapseSampleWithPrefixes) {
+  Parsed p = ParseSample("sample-synapse-journald.log");
+  EXPECT_EQ(p.prefix, LogPrefix::kJournald);
+  EXPECT_EQ(p.detected, LogFormat::kSynapse);
+  EXPECT_EQ(p.results[ParseResult::kOk], 200);
+  EXPECT_EQ(p.results[ParseResult::kNotRequest], 1);  // systemd's line
+  EXPECT_EQ(p.results.size(), 2u);
+  EXPECT_GE(p.first_ms, kTenAmUtc - 31'000);
+}
+
+TEST(ReplaySamplesTest, SynapseJsonSampleIsTheSynapseSampleAsJson) {
+  Parsed p = ParseSample("sample-synapse.json.log");
+  EXPECT_EQ(p.prefix, LogPrefix::kNone);
+  EXPECT_EQ(p.detected, LogFormat::kSynapseJson);
+  EXPECT_EQ(p.results[ParseResult::kOk], 200);
+  EXPECT_EQ(p.results[ParseResult::kNotRequest], 1);  // another logger
+  EXPECT_EQ(p.results.size(), 2u);
+  Parsed text = ParseSample("sample-synapse-journald.log");
+  EXPECT_EQ(p.federation, text.federation);
+  EXPECT_EQ(p.anonymous, text.anonymous);
+  EXPECT_EQ(p.acting, text.acting);
+}
+
+TEST(ReplaySamplesTest, NginxXffSampleCarriesEveryClientInTheHeader) {
+  Parsed p = ParseSample("sample-nginx-xff.log");
+  EXPECT_EQ(p.detected, LogFormat::kNginx);
+  EXPECT_EQ(p.results[ParseResult::kOk], 41);
+  EXPECT_EQ(p.results[ParseResult::kBadRequestLine], 3);
+  EXPECT_EQ(p.forwarded, 41);
+  EXPECT_EQ(p.login_net, 0);  // the peer is the balancer
+}
+
+TEST(ReplaySamplesTest, CaddySampleHasTheValidNginxRequests) {
+  Parsed p = ParseSample("sample-caddy.json.log");
+  EXPECT_EQ(p.detected, LogFormat::kCaddy);
+  EXPECT_EQ(p.results[ParseResult::kOk], 41);
+  EXPECT_EQ(p.results[ParseResult::kNotRequest], 1);
+  EXPECT_EQ(p.login_net, 10);  // client_ip, not the balancer
+  EXPECT_EQ(p.anonymous, 41);
+  EXPECT_EQ(p.first_ms, kTenAmUtc);  // ts minus duration
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+// Caddy's JSON access log (see ParseCaddyLine in log_parsers.h).
+
+#include <string_view>
+
+#include "src/replay/json_scan.h"
+#include "src/replay/log_parsers.h"
+#include "src/replay/text_scan.h"
+
+namespace mxlimit::replay {
+namespace {
+
+using internal::JsonMember;
+using internal::JsonObjectReader;
+using internal::JsonType;
+using internal::Scanner;
+
+struct CaddyFields {
+  JsonMember logger, ts, duration, request;
+  // Inside `request`.
+  JsonMember client_ip, remote_ip, method, uri, proto;
+};
+
+struct Slot {
+  std::string_view key;
+  JsonMember* member;
+};
+
+// Reads the members of one object named in `slots`; the last of duplicates
+// wins. False on a syntax error.
+template <size_t N>
+bool Collect(std::string_view object, const Slot (&slots)[N]) {
+  JsonObjectReader reader(object);
+  JsonMember m;
+  while (reader.Next(&m)) {
+    for (const Slot& slot : slots) {
+      if (m.key == slot.key) {
+        *slot.member = m;
+        break;
+      }
+    }
+  }
+  return reader.ok();
+}
+
+bool Plain(const JsonMember& m) {
+  return !m.key.empty() && m.type == JsonType::kString && !m.escaped;
+}
+
+// "http.log.access" or "http.log.access.<name>" (one per `log` directive).
+bool IsAccessLogger(std::string_view name) {
+  static constexpr std::string_view kLogger = "http.log.access";
+  return name.substr(0, kLogger.size()) == kLogger &&
+         (name.size() == kLogger.size() || name[kLogger.size()] == '.');
+}
+
+ParseResult ReadTime(const CaddyFields& f, int64_t* ms) {
+  int64_t logged = 0, duration = 0;
+  if (f.ts.type != JsonType::kNumber ||
+      !internal::JsonSecondsToMs(f.ts.value, &logged)) {
+    return ParseResult::kBadTimestamp;
+  }
+  // A missing duration is 0: the entry's time is then the arrival's.
+  if (!f.duration.key.empty() &&
+      (f.duration.type != JsonType::kNumber ||
+       !internal::JsonSecondsToMs(f.duration.value, &duration))) {
+    return ParseResult::kBadTimestamp;
+  }
+  *ms = logged - duration;
+  return ParseResult::kOk;
+}
+
+ParseResult ReadRequest(CaddyFields& f, LogRecord* r) {
+  if (f.request.type != JsonType::kObject) return ParseResult::kMalformed;
+  const Slot slots[] = {{"client_ip", &f.client_ip},
+                        {"remote_ip", &f.remote_ip},
+                        {"method", &f.method},
+                        {"uri", &f.uri},
+                        {"proto", &f.proto}};
+  if (!Collect(f.request.value, slots)) return ParseResult::kMalformed;
+  // client_ip is Caddy's answer after its trusted_proxies; "" when unset.
+  const JsonMember& client = Plain(f.client_ip) && !f.client_ip.value.empty()
+                                 ? f.client_ip
+                                 : f.remote_ip;
+  if (!Plain(client) || !internal::LooksLikeIpAddress(client.value)) {
+    return ParseResult::kBadClientAddress;
+  }
+  if (!Plain(f.method) || !Plain(f.uri) || !Plain(f.proto) ||
+      !internal::IsHttpMethod(f.method.value) ||
+      !internal::IsRequestTarget(f.uri.value) ||
+      !internal::IsHttpProtocol(f.proto.value)) {
+    return ParseResult::kBadRequestLine;
+  }
+  r->client_ip = client.value;
+  r->method = f.method.value;
+  r->target = f.uri.value;
+  return ParseResult::kOk;
+}
+
+}  // namespace
+
+ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  Scanner s(line);
+  s.SkipBlanks();
+  if (s.done()) return ParseResult::kEmpty;
+  if (s.peek() != '{') return ParseResult::kNotRequest;
+
+  CaddyFields f;
+  const Slot top[] = {{"logger", &f.logger},
+                      {"ts", &f.ts},
+                      {"duration", &f.duration},
+                      {"request", &f.request}};
+  if (!Collect(line, top)) return ParseResult::kMalformed;
+  if (!Plain(f.logger) || !IsAccessLogger(f.logger.value)) {
+    return ParseResult::kNotRequest;
+  }
+  LogRecord r;
+  if (ParseResult t = ReadTime(f, &r.time_ms); t != ParseResult::kOk) {
+    return t;
+  }
+  if (ParseResult q = ReadRequest(f, &r); q != ParseResult::kOk) return q;
+  *out = r;
+  return ParseResult::kOk;
+}
+
+}  // namespace mxlimit::replay
