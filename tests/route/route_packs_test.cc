@@ -337,7 +337,7 @@ INSTANTIATE_TEST_SUITE_P(
         PackListCase{"synapse-pack-routes.tsv", {"spec", "synapse"}, "", 45},
         PackListCase{"synapse-admin-routes.tsv", {"synapse"}, "synapse", 95},
         PackListCase{"dendrite-routes.tsv", {"spec", "dendrite"}, "", 20},
-        PackListCase{"conduwuit-routes.tsv", {"conduwuit"}, "conduwuit", 76},
+        PackListCase{"conduwuit-routes.tsv", {"conduwuit"}, "conduwuit", 90},
         PackListCase{"identity-routes.tsv", {"identity"}, "identity", 20},
         PackListCase{"push-routes.tsv", {"push"}, "push", 1}),
     [](const auto& info) {
