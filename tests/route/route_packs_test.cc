@@ -225,7 +225,8 @@ TEST(RoutePacksTest, SynapsePackHoldsOnlySynapsesOwnRoutesAndForms) {
 }
 
 // dendrite and conduwuit: their own prefixes, their own /_matrix endpoints,
-// and the Synapse-compatible endpoints they serve (which `synapse` lists).
+// the Synapse-compatible endpoints they serve (which `synapse` lists) and
+// conduwuit's MSC endpoints without a stable form (which `msc` lists).
 TEST(RoutePacksTest, ServerPacksHoldTheirOwnRoutesAndSynapseCompatibleOnes) {
   for (std::string_view route_template : TemplatesOf("dendrite")) {
     EXPECT_TRUE(StartsWith(route_template, "/_dendrite/") ||
@@ -237,7 +238,8 @@ TEST(RoutePacksTest, ServerPacksHoldTheirOwnRoutesAndSynapseCompatibleOnes) {
     EXPECT_TRUE(StartsWith(route_template, "/_conduwuit/") ||
                 StartsWith(route_template, "/_continuwuity/") ||
                 StartsWith(route_template, "/_tuwunel/") ||
-                TemplatesOf("synapse").contains(route_template))
+                TemplatesOf("synapse").contains(route_template) ||
+                TemplatesOf("msc").contains(route_template))
         << route_template;
   }
   for (std::string_view pack : {"dendrite", "conduwuit", "identity", "push"}) {
