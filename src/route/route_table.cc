@@ -51,9 +51,12 @@ constexpr RoutePack kPacks[] = {
      spec::kTable},
     {"msc", "unstable MSC spellings clients and servers still send or serve",
      msc::kTable},
-    {"synapse", "Synapse-only routes: /_synapse/client, the admin API, /health",
+    {"synapse",
+     "Synapse-only routes and forms: /_synapse/client, the admin API, "
+     "/_synapse/mas, /health",
      synapse::kTable},
-    {"dendrite", "Dendrite-only routes: /_dendrite/admin, peeks, its MSCs",
+    {"dendrite",
+     "Dendrite-only routes: /_dendrite/admin and /monitor, peeks, its MSCs",
      dendrite::kTable},
     {"conduwuit",
      "continuwuity, tuwunel and conduwuit-only routes: admin and "
