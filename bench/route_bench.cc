@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 
 namespace mxlimit {
@@ -286,7 +287,8 @@ BENCHMARK(BM_OnePass_Mix);
 class RegexRouter {
  public:
   RegexRouter() {
-    const internal::RouteTableSpec& table = internal::BuiltinRouteTable();
+    const internal::RouteTableSpec& table =
+        internal::DefaultRouteTable().spec();
     auto expanded = internal::ExpandRouteTable(table);
     if (!expanded.ok()) return;
     struct Entry {
@@ -377,7 +379,8 @@ BENCHMARK(BM_NormalizeRegex_Mix);
 void BM_RouteNormalizer_Build(benchmark::State& state) {
   size_t nodes = 0;
   for (auto _ : state) {
-    auto trie = internal::RouteTrie::Build(internal::BuiltinRouteTable());
+    auto trie =
+        internal::RouteTrie::Build(internal::DefaultRouteTable().spec());
     nodes = trie->node_count();
     benchmark::DoNotOptimize(trie);
   }

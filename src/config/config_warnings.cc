@@ -1,6 +1,7 @@
 #include "src/config/config_warnings.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -58,15 +59,37 @@ bool Overlap(const Cidr& a, const Cidr& b) {
 void RouteFacts::Build() {
   if (built_) return;
   built_ = true;
-  const RouteNormalizer normalizer;
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> made =
+      RouteNormalizer::Create(options_);
+  const std::unique_ptr<RouteNormalizer> normalizer =
+      made.ok() ? *std::move(made) : std::make_unique<RouteNormalizer>();
+  keys_.assign(normalizer->keys().begin(), normalizer->keys().end());
+  std::sort(keys_.begin(), keys_.end());
+  table_name_ = absl::StrCat("routes.packs: ",
+                             absl::StrJoin(normalizer->options().packs, ", "));
+  if (!normalizer->options().extra.empty()) {
+    absl::StrAppend(&table_name_,
+                    "; routes.extra: ", normalizer->options().extra.size(),
+                    " templates");
+  }
   std::set<std::string, std::less<>> names;
-  for (const RouteForm& form : normalizer.forms()) {
+  for (const RouteForm& form : normalizer->forms()) {
     for (std::string_view name : Placeholders(form.pattern)) {
       names.emplace(name);
     }
     form_globs_.push_back(internal::RouteFormGlob(form.pattern));
   }
   placeholders_.assign(names.begin(), names.end());
+}
+
+bool RouteFacts::IsKey(std::string_view canonical_pattern) {
+  Build();
+  return std::binary_search(keys_.begin(), keys_.end(), canonical_pattern);
+}
+
+const std::string& RouteFacts::table_name() {
+  Build();
+  return table_name_;
 }
 
 const std::vector<std::string>& RouteFacts::placeholders() {
@@ -105,6 +128,17 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
       absl::StrAppend(&message, " (did you mean {", ToAbsl(*near), "}?)");
     }
     warnings.Add(mark, std::move(message));
+  }
+  // A template (placeholders, no '*') matches route keys only: a raw path
+  // never holds "{roomId}". One the table lacks can never apply.
+  if (canonical.find('{') != std::string::npos &&
+      canonical.find('*') == std::string::npos && !routes.IsKey(canonical)) {
+    warnings.Add(mark, absl::StrCat(head,
+                                    "is not a route template of the active "
+                                    "table (",
+                                    routes.table_name(),
+                                    "), so no request is keyed by it; "
+                                    "add its pack or an extra template"));
   }
   if (canonical.size() > 1 && canonical.back() == '/' &&
       !routes.AnyRouteMayMatch(canonical)) {

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -35,13 +36,13 @@ namespace {
 
 struct Table {
   RouteNormalizer normalizer;
-  testing::ReferenceMatcher reference{internal::BuiltinRouteTable()};
+  testing::ReferenceMatcher reference{internal::DefaultRouteTable().spec()};
   std::vector<internal::ExpandedPattern> patterns;
   absl::flat_hash_set<std::string> literal_segments;
   absl::flat_hash_set<std::string> may_be_empty;
 
   Table() {
-    const internal::RouteTableSpec& spec = internal::BuiltinRouteTable();
+    const internal::RouteTableSpec& spec = internal::DefaultRouteTable().spec();
     absl::StatusOr<std::vector<internal::ExpandedPattern>> expanded =
         internal::ExpandRouteTable(spec);
     MXLIMIT_FUZZ_CHECK(expanded.ok());
