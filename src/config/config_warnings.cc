@@ -63,7 +63,10 @@ void RouteFacts::Build() {
       RouteNormalizer::Create(options_);
   const std::unique_ptr<RouteNormalizer> normalizer =
       made.ok() ? *std::move(made) : std::make_unique<RouteNormalizer>();
-  keys_.assign(normalizer->keys().begin(), normalizer->keys().end());
+  // Policies compare keys in canonical form (version aliases folded).
+  for (std::string_view key : normalizer->keys()) {
+    keys_.push_back(internal::CanonicalPath(key));
+  }
   std::sort(keys_.begin(), keys_.end());
   table_name_ = absl::StrCat("routes.packs: ",
                              absl::StrJoin(normalizer->options().packs, ", "));

@@ -172,7 +172,12 @@ void ReadRoutes(const Field& field, RouteOptions& routes, ConfigErrors& errors,
   if (const Field* f = map.Find("packs")) ReadPacks(*f, routes, marks, errors);
   if (const Field* f = map.Find("extra")) ReadExtras(*f, routes, marks, errors);
   // The rules on what was read, whatever else is wrong: every error at once.
-  for (const Problem& problem : internal::FindRouteOptionsProblems(routes)) {
+  std::vector<size_t> file_index;
+  for (const RouteMarks::Extra& e : marks.extras) {
+    file_index.push_back(e.file_index);
+  }
+  for (const Problem& problem :
+       internal::FindRouteOptionsProblems(routes, file_index)) {
     auto [mark, path] = Locate(problem, marks);
     (problem.warning ? warnings : errors)
         .Add(mark, absl::StrCat(path, ": ", problem.message));

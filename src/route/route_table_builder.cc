@@ -60,20 +60,6 @@ struct ShapeOwner {
   size_t extra_index = 0;  // when pack == "extra"
 };
 
-std::string Describe(const ShapeOwner& owner) {
-  std::string text =
-      absl::StrCat(ToAbsl(owner.origin), " \"", owner.pattern, "\"");
-  if (owner.pattern != owner.key) {
-    absl::StrAppend(&text, " (key \"", ToAbsl(owner.key), "\")");
-  }
-  if (owner.pack == "extra") {
-    absl::StrAppend(&text, " of routes.extra[", owner.extra_index, "]");
-  } else {
-    absl::StrAppend(&text, " of pack ", ToAbsl(owner.pack));
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string RouteOptionsProblem::Path() const {
@@ -98,8 +84,9 @@ std::string RouteOptionsProblem::Path() const {
 class RouteTableMerger {
  public:
   RouteTableMerger(const RouteOptions& routes,
-                   std::vector<RouteOptionsProblem>& problems)
-      : routes_(routes), problems_(problems) {}
+                   std::vector<RouteOptionsProblem>& problems,
+                   std::span<const size_t> shown_index = {})
+      : routes_(routes), problems_(problems), shown_index_(shown_index) {}
 
   // The table, or null when some problem is an error.
   std::unique_ptr<MergedRouteTable> Merge();
@@ -130,8 +117,15 @@ class RouteTableMerger {
   void Finish();
   void BuildTrie();
 
+  // The index messages print for extra entry `i`.
+  size_t Shown(size_t i) const {
+    return i < shown_index_.size() ? shown_index_[i] : i;
+  }
+  std::string Describe(const ShapeOwner& owner) const;
+
   const RouteOptions& routes_;
   std::vector<RouteOptionsProblem>& problems_;
+  std::span<const size_t> shown_index_;
   bool has_error_ = false;
   std::unique_ptr<MergedRouteTable> table_ =
       std::make_unique<MergedRouteTable>();
@@ -140,6 +134,20 @@ class RouteTableMerger {
   absl::flat_hash_map<std::string_view, std::string_view> keys_;
   std::vector<Extra> extras_;
 };
+
+std::string RouteTableMerger::Describe(const ShapeOwner& owner) const {
+  std::string text =
+      absl::StrCat(ToAbsl(owner.origin), " \"", owner.pattern, "\"");
+  if (owner.pattern != owner.key) {
+    absl::StrAppend(&text, " (key \"", ToAbsl(owner.key), "\")");
+  }
+  if (owner.pack == "extra") {
+    absl::StrAppend(&text, " of routes.extra[", Shown(owner.extra_index), "]");
+  } else {
+    absl::StrAppend(&text, " of pack ", ToAbsl(owner.pack));
+  }
+  return text;
+}
 
 void RouteTableMerger::SelectPacks() {
   std::span<const RoutePack> all = BuiltinRoutePacks();
@@ -280,8 +288,8 @@ void RouteTableMerger::CheckExtras() {
     if (!first) {
       Error(Field::kExtraTemplate, i,
             absl::StrCat("\"", extra.route_template,
-                         "\" is listed twice (also routes.extra[", it->second,
-                         "])"));
+                         "\" is listed twice (also routes.extra[",
+                         Shown(it->second), "])"));
       continue;
     }
     if (!checked.alias) {
@@ -358,7 +366,9 @@ void RouteTableMerger::CheckShapes() {
       shapes.emplace(ShapeOf(parsed), std::move(owner));
     }
   }
-  // Explicit lines first, then version spellings, as ExpandRouteTable.
+  // Explicit lines first, then version spellings, as ExpandRouteTable. One
+  // error per entry: its spellings collide wherever it does.
+  absl::flat_hash_set<size_t> failed;
   for (const Extra& extra : extras_) {
     const std::string& text = routes_.extra[extra.index].route_template;
     ShapeOwner owner{text,    extra.key, extra.alias ? "alias" : "route",
@@ -368,9 +378,11 @@ void RouteTableMerger::CheckShapes() {
       Error(Field::kExtraTemplate, extra.index,
             absl::StrCat("\"", text, "\" matches exactly the same paths as ",
                          Describe(it->second)));
+      failed.insert(extra.index);
     }
   }
   for (const Extra& extra : extras_) {
+    if (failed.contains(extra.index)) continue;
     const std::string& text = routes_.extra[extra.index].route_template;
     for (const PrefixAliasRow& alias : table_->prefix_aliases_) {
       std::string_view stable = alias.stable_prefix;
@@ -395,6 +407,7 @@ void RouteTableMerger::CheckShapes() {
                          "\" (prefix alias ", ToAbsl(alias.alias_prefix),
                          "), which matches exactly the same paths as ",
                          Describe(it->second)));
+      break;
     }
   }
 }
@@ -467,9 +480,9 @@ std::unique_ptr<MergedRouteTable> RouteTableMerger::Merge() {
 }
 
 std::vector<RouteOptionsProblem> FindRouteOptionsProblems(
-    const RouteOptions& routes) {
+    const RouteOptions& routes, std::span<const size_t> shown_index) {
   std::vector<RouteOptionsProblem> problems;
-  RouteTableMerger(routes, problems).Merge();
+  RouteTableMerger(routes, problems, shown_index).Merge();
   return problems;
 }
 

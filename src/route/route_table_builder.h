@@ -82,8 +82,11 @@ struct RouteOptionsProblem {
 
 // Every problem of `routes`, in order of the fields (packs, then extras).
 // The options build a table exactly when none is an error.
+// `shown_index`, when not empty, gives for each extra entry the index that
+// messages naming another entry should print (the config loader's file
+// indices, which count entries it could not read).
 std::vector<RouteOptionsProblem> FindRouteOptionsProblems(
-    const RouteOptions& routes);
+    const RouteOptions& routes, std::span<const size_t> shown_index = {});
 
 // The table of `routes`; InvalidArgument lists the problems, one per line.
 absl::StatusOr<std::unique_ptr<const MergedRouteTable>> MergeRouteTable(
