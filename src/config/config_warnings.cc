@@ -63,9 +63,13 @@ void RouteFacts::Build() {
       RouteNormalizer::Create(options_);
   const std::unique_ptr<RouteNormalizer> normalizer =
       made.ok() ? *std::move(made) : std::make_unique<RouteNormalizer>();
-  // Policies compare keys in canonical form (version aliases folded).
+  // Every template and form the table serves, in canonical form (version
+  // aliases folded), as policies compare them.
   for (std::string_view key : normalizer->keys()) {
     keys_.push_back(internal::CanonicalPath(key));
+  }
+  for (const RouteForm& form : normalizer->forms()) {
+    keys_.push_back(internal::CanonicalPath(form.pattern));
   }
   std::sort(keys_.begin(), keys_.end());
   table_name_ = absl::StrCat("routes.packs: ",
@@ -119,9 +123,11 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
     warnings.Add(mark, absl::StrCat(head, note));
   }
   const std::string canonical = internal::CanonicalPath(pattern);
+  bool unknown_placeholder = false;
   for (std::string_view name : Placeholders(canonical)) {
     const std::vector<std::string>& known = routes.placeholders();
     if (std::binary_search(known.begin(), known.end(), name)) continue;
+    unknown_placeholder = true;
     std::vector<std::string_view> candidates(known.begin(), known.end());
     std::string message =
         absl::StrCat(head, "holds the placeholder {", ToAbsl(name),
@@ -134,7 +140,8 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
   }
   // A template (placeholders, no '*') matches route keys only: a raw path
   // never holds "{roomId}". One the table lacks can never apply.
-  if (canonical.find('{') != std::string::npos &&
+  // (Not again when a placeholder no route uses already said so.)
+  if (!unknown_placeholder && canonical.find('{') != std::string::npos &&
       canonical.find('*') == std::string::npos && !routes.IsKey(canonical)) {
     warnings.Add(mark, absl::StrCat(head,
                                     "is not a route template of the active "

@@ -32,7 +32,8 @@ class RouteFacts {
 
   // Every `{name}` a route template or form uses, e.g. "roomId".
   const std::vector<std::string>& placeholders();
-  // True when `canonical_pattern` is a key of the active table.
+  // True when `canonical_pattern` is a template or form of the active
+  // table.
   bool IsKey(std::string_view canonical_pattern);
   // "spec, msc, synapse", plus the extra count: for messages.
   const std::string& table_name();

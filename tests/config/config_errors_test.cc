@@ -541,11 +541,16 @@ TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].first == "yaml") yaml.push_back(i);
   }
-  // The file's shape, the store section, the bad file.
-  ASSERT_EQ(yaml.size(), 3u);
+  // The file's shape, the routes section, the store section, the bad file.
+  ASSERT_EQ(yaml.size(), 4u);
   absl::StatusOr<LimiterConfig> shape =
       ParseConfig(blocks[yaml[0]].second, "config.md");
   EXPECT_TRUE(shape.ok()) << shape.status();
+  absl::StatusOr<LimiterConfig> routes =
+      ParseConfig(blocks[yaml[1]].second, "config.md");
+  ASSERT_TRUE(routes.ok()) << routes.status();
+  EXPECT_EQ(routes->routes.extra.size(), 2u);
+  yaml.erase(yaml.begin() + 1);
   // The store example names a secret file no test machine has: the same
   // file with the secret inline must load.
   std::string store = blocks[yaml[1]].second;
