@@ -75,9 +75,9 @@ void RouteFacts::Build() {
   table_name_ = absl::StrCat("routes.packs: ",
                              absl::StrJoin(normalizer->options().packs, ", "));
   if (!normalizer->options().extra.empty()) {
-    absl::StrAppend(&table_name_,
-                    "; routes.extra: ", normalizer->options().extra.size(),
-                    " templates");
+    const size_t n = normalizer->options().extra.size();
+    absl::StrAppend(&table_name_, "; ", n,
+                    n == 1 ? " extra template" : " extra templates");
   }
   std::set<std::string, std::less<>> names;
   for (const RouteForm& form : normalizer->forms()) {
