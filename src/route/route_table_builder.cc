@@ -12,11 +12,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "src/route/route_packs.h"
 #include "src/route/route_template.h"
+#include "src/util/quote.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -48,6 +50,14 @@ std::vector<std::string_view> SortedPlaceholders(
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// `text` quoted for a message: C-escaped, so no byte of the options can
+// break a message's line or forge another; a template within the size limit
+// is never cut (collision messages must name both templates whole).
+std::string Quoted(std::string_view text) {
+  if (text.size() > RouteOptions::kMaxTemplateBytes) return QuoteForError(text);
+  return absl::StrCat("\"", absl::CHexEscape(ToAbsl(text)), "\"");
 }
 
 // A pattern already in the table, for collision messages.
@@ -137,9 +147,9 @@ class RouteTableMerger {
 
 std::string RouteTableMerger::Describe(const ShapeOwner& owner) const {
   std::string text =
-      absl::StrCat(ToAbsl(owner.origin), " \"", owner.pattern, "\"");
+      absl::StrCat(ToAbsl(owner.origin), " ", Quoted(owner.pattern));
   if (owner.pattern != owner.key) {
-    absl::StrAppend(&text, " (key \"", ToAbsl(owner.key), "\")");
+    absl::StrAppend(&text, " (key ", Quoted(owner.key), ")");
   }
   if (owner.pack == "extra") {
     absl::StrAppend(&text, " of routes.extra[", Shown(owner.extra_index), "]");
@@ -167,16 +177,16 @@ void RouteTableMerger::SelectPacks() {
     const std::string& name = routes_.packs[i];
     const size_t p = index_of(name);
     if (p == all.size()) {
-      Error(
-          Field::kPack, i,
-          absl::StrCat("unknown pack \"", name, "\", expected one of ",
-                       absl::StrJoin(RoutePackNames(), ", ",
-                                     [](std::string* out, std::string_view s) {
-                                       out->append(s);
-                                     })));
+      Error(Field::kPack, i,
+            absl::StrCat(
+                "unknown pack ", QuoteForError(name), ", expected one of ",
+                absl::StrJoin(RoutePackNames(), ", ",
+                              [](std::string* out, std::string_view s) {
+                                out->append(s);
+                              })));
     } else if (active[p]) {
       Error(Field::kPack, i,
-            absl::StrCat("pack \"", name, "\" is listed twice"));
+            absl::StrCat("pack ", QuoteForError(name), " is listed twice"));
     }
     if (p != all.size()) active[p] = true;
   }
@@ -238,13 +248,13 @@ bool RouteTableMerger::CheckExtraTemplate(size_t i,
   }
   if (text.empty() || text[0] != '/') {
     Error(Field::kExtraTemplate, i,
-          absl::StrCat("\"", text, "\" must start with '/'"));
+          absl::StrCat(Quoted(text), " must start with '/'"));
     return false;
   }
   if (text.find_first_of("?#") != std::string::npos) {
     Error(Field::kExtraTemplate, i,
-          absl::StrCat("\"", text,
-                       "\" holds '?' or '#': a template is a path, without "
+          absl::StrCat(Quoted(text),
+                       " holds '?' or '#': a template is a path, without "
                        "query or fragment"));
     return false;
   }
@@ -256,13 +266,13 @@ bool RouteTableMerger::CheckExtraTemplate(size_t i,
     if (why.substr(0, prefix.size()) == prefix)
       why.remove_prefix(prefix.size());
     Error(Field::kExtraTemplate, i,
-          absl::StrCat("\"", text, "\": ", ToAbsl(why)));
+          absl::StrCat(Quoted(text), ": ", ToAbsl(why)));
     return false;
   }
   if (parsed.front().placeholder) {
     Error(Field::kExtraTemplate, i,
-          absl::StrCat("\"", text,
-                       "\": the first segment must be a literal, not a "
+          absl::StrCat(Quoted(text),
+                       ": the first segment must be a literal, not a "
                        "placeholder (it would match every path of its "
                        "length)"));
     return false;
@@ -287,8 +297,8 @@ void RouteTableMerger::CheckExtras() {
     auto [it, first] = first_at.try_emplace(extra.route_template, i);
     if (!first) {
       Error(Field::kExtraTemplate, i,
-            absl::StrCat("\"", extra.route_template,
-                         "\" is listed twice (also routes.extra[",
+            absl::StrCat(Quoted(extra.route_template),
+                         " is listed twice (also routes.extra[",
                          Shown(it->second), "])"));
       continue;
     }
@@ -296,8 +306,8 @@ void RouteTableMerger::CheckExtras() {
       auto known = keys_.find(extra.route_template);
       if (known != keys_.end()) {
         Warn(Field::kExtraTemplate, i,
-             absl::StrCat("\"", extra.route_template,
-                          "\" is already a template of pack ",
+             absl::StrCat(Quoted(extra.route_template),
+                          " is already a template of pack ",
                           ToAbsl(known->second),
                           "; the built-in key serves it (remove this entry)"));
         continue;
@@ -317,8 +327,8 @@ void RouteTableMerger::CheckAliases() {
     const std::string& alias_of = routes_.extra[extra.index].alias_of;
     if (!keys_.contains(alias_of)) {
       Error(Field::kExtraAliasOf, extra.index,
-            absl::StrCat("\"", alias_of,
-                         "\" is not an active route template (of the packs ",
+            absl::StrCat(Quoted(alias_of),
+                         " is not an active route template (of the packs ",
                          absl::StrJoin(table_->options_.packs, ", "),
                          " or another extra entry without alias_of)"));
       return true;
@@ -326,10 +336,10 @@ void RouteTableMerger::CheckAliases() {
     if (!ParseTemplate(alias_of, &target).ok() ||
         SortedPlaceholders(target) != SortedPlaceholders(extra.parsed)) {
       Error(Field::kExtraAliasOf, extra.index,
-            absl::StrCat("\"", alias_of,
-                         "\" has other placeholders than the template \"",
-                         routes_.extra[extra.index].route_template,
-                         "\": an alias names the same identifiers"));
+            absl::StrCat(Quoted(alias_of),
+                         " has other placeholders than the template ",
+                         Quoted(routes_.extra[extra.index].route_template),
+                         ": an alias names the same identifiers"));
       return true;
     }
     extra.key = keys_.find(alias_of)->first;
@@ -376,7 +386,7 @@ void RouteTableMerger::CheckShapes() {
     auto [it, inserted] = shapes.try_emplace(ShapeOf(extra.parsed), owner);
     if (!inserted) {
       Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat("\"", text, "\" matches exactly the same paths as ",
+            absl::StrCat(Quoted(text), " matches exactly the same paths as ",
                          Describe(it->second)));
       failed.insert(extra.index);
     }
@@ -403,8 +413,8 @@ void RouteTableMerger::CheckShapes() {
         continue;
       }
       Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat("\"", text, "\" is also served as \"", spelling,
-                         "\" (prefix alias ", ToAbsl(alias.alias_prefix),
+            absl::StrCat(Quoted(text), " is also served as ", Quoted(spelling),
+                         " (prefix alias ", ToAbsl(alias.alias_prefix),
                          "), which matches exactly the same paths as ",
                          Describe(it->second)));
       break;

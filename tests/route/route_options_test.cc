@@ -226,6 +226,23 @@ TEST(RouteOptionsTest, EveryValidationRuleNamesTheEntry) {
   }
 }
 
+// Messages quote templates C-escaped: no byte of an option can break a line
+// of the loader's output or forge another.
+TEST(RouteOptionsTest, MessagesEscapeTheTemplate) {
+  absl::Status status = ValidateRouteOptions(
+      WithExtra({{"x\nconfig.yaml:1:1: forged", ""}, {"/a\x01z", ""}}));
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("\"x\\nconfig.yaml:1:1: forged\""));
+  EXPECT_THAT(status.message(), HasSubstr("\"/a\\x01z\""));
+  size_t lines = 1;
+  for (char c : status.message()) lines += c == '\n';
+  EXPECT_EQ(lines, 2u);
+  RouteOptions packs;
+  packs.packs = {"a\nb"};
+  EXPECT_THAT(ValidateRouteOptions(packs).message(),
+              HasSubstr("unknown pack \"a\\nb\""));
+}
+
 TEST(RouteOptionsTest, EveryErrorAtOnce) {
   absl::Status status = ValidateRouteOptions(
       WithExtra({{"no-slash", ""}, {"/a//b", ""}, {"/c", "/missing"}}));
