@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
+#include "tests/testing/extra_routes.h"
 
 namespace mxlimit {
 namespace {
@@ -239,8 +241,8 @@ void Report(benchmark::State& state, const std::vector<std::string>& targets) {
 }
 
 void RunNormalize(benchmark::State& state,
-                  const std::vector<std::string>& targets) {
-  const RouteNormalizer normalizer;
+                  const std::vector<std::string>& targets,
+                  const RouteNormalizer& normalizer = RouteNormalizer()) {
   size_t i = 0;
   for (auto _ : state) {
     Route r = normalizer.Normalize("GET", targets[i]);
@@ -255,6 +257,32 @@ void BM_Normalize_Mix(benchmark::State& state) {
   RunNormalize(state, *targets);
 }
 BENCHMARK(BM_Normalize_Mix);
+
+// The same mix on a table with `extra` operator templates of mixed shapes
+// (tests/testing/extra_routes.h: five prefixes, 4 to 10 segments,
+// placeholders anywhere after the prefix, every tenth an alias), and one
+// target in ten replaced by a request for one of those templates, round
+// robin. The default-pack targets walk a trie that now also holds the
+// extras' nodes; the extra targets walk the new branches.
+void NormalizeMixWithExtra(benchmark::State& state, size_t extra) {
+  RouteOptions routes;
+  routes.extra = testing::GenerateExtraRoutes(extra);
+  const RouteNormalizer normalizer(routes);
+  std::vector<std::string> targets = MixTargets();
+  for (size_t i = 9, e = 0; i < targets.size(); i += 10, ++e) {
+    targets[i] =
+        testing::TargetFor(routes.extra[(e * 7) % extra].route_template);
+    if (!normalizer.Normalize("GET", targets[i]).known) {
+      state.SkipWithError(("extra target unknown: " + targets[i]).c_str());
+      return;
+    }
+  }
+  RunNormalize(state, targets, normalizer);
+  state.counters["routes"] = static_cast<double>(normalizer.size());
+}
+const auto* const kMixExtra1000 = benchmark::RegisterBenchmark(
+    "BM_Normalize_Mix/extra:1000",
+    [](benchmark::State& state) { NormalizeMixWithExtra(state, 1000); });
 
 void BM_Normalize_Hostile(benchmark::State& state) {
   static const auto* targets = new std::vector<std::string>(HostileTargets());
@@ -286,7 +314,8 @@ BENCHMARK(BM_OnePass_Mix);
 class RegexRouter {
  public:
   RegexRouter() {
-    const internal::RouteTableSpec& table = internal::BuiltinRouteTable();
+    const internal::RouteTableSpec& table =
+        internal::DefaultRouteTable().spec();
     auto expanded = internal::ExpandRouteTable(table);
     if (!expanded.ok()) return;
     struct Entry {
@@ -377,13 +406,42 @@ BENCHMARK(BM_NormalizeRegex_Mix);
 void BM_RouteNormalizer_Build(benchmark::State& state) {
   size_t nodes = 0;
   for (auto _ : state) {
-    auto trie = internal::RouteTrie::Build(internal::BuiltinRouteTable());
+    auto trie =
+        internal::RouteTrie::Build(internal::DefaultRouteTable().spec());
     nodes = trie->node_count();
     benchmark::DoNotOptimize(trie);
   }
   state.counters["trie_nodes"] = static_cast<double>(nodes);
 }
 BENCHMARK(BM_RouteNormalizer_Build)->Unit(benchmark::kMicrosecond);
+
+// Start-up: merging the packs (and `extra` operator templates, with every
+// check on them) into one table and building its trie, as RouteNormalizer
+// (const RouteOptions&) does. Arg 0 is the default packs alone.
+void BM_RouteTable_Build(benchmark::State& state) {
+  RouteOptions routes;
+  routes.extra =
+      testing::GenerateExtraRoutes(static_cast<size_t>(state.range(0)));
+  size_t nodes = 0;
+  size_t keys = 0;
+  for (auto _ : state) {
+    auto table = internal::MergeRouteTable(routes);
+    if (!table.ok()) {
+      state.SkipWithError(std::string(table.status().message()).c_str());
+      return;
+    }
+    nodes = (*table)->trie().node_count();
+    keys = (*table)->trie().keys().size();
+    benchmark::DoNotOptimize(table);
+  }
+  state.counters["trie_nodes"] = static_cast<double>(nodes);
+  state.counters["routes"] = static_cast<double>(keys);
+}
+BENCHMARK(BM_RouteTable_Build)
+    ->ArgName("extra")
+    ->Arg(0)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace mxlimit

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
+#include "mxlimit/route_options.h"
 
 namespace mxlimit {
 
@@ -116,6 +117,9 @@ struct LimiterConfig {
   // (counted and reported, never denying). For a first deployment.
   bool shadow_mode = false;
   TableOptions tables;
+  // Which routes are keys (`routes:`): built-in packs and extra templates.
+  // Fixed at start-up like `tables`: route ids key the buckets.
+  RouteOptions routes;
   ExemptOptions exempt;
   // Operator policies, in file order.
   std::vector<Policy> policies;

@@ -18,9 +18,11 @@
 //
 // The rules, in short (docs/routes.md has the full list of keys and aliases):
 //
-//   * A key is a template from the built-in table (src/route/packs/*.inc)
-//     written as a path, e.g. `/_matrix/client/v3/rooms/{roomId}/state`. It
-//     never contains a byte of the request's variable segments.
+//   * A key is a template from the route table written as a path, e.g.
+//     `/_matrix/client/v3/rooms/{roomId}/state`. It never contains a byte of
+//     the request's variable segments. The table is the union of the
+//     built-in packs a `RouteOptions` selects (src/route/packs/*.inc; by
+//     default spec, msc and synapse) and the operator's extra templates.
 //   * The target is matched as received: the path before the first '?' or
 //     '#', split at '/', each segment still percent-encoded. Nothing is
 //     decoded, so `%2F` inside a room ID stays inside its segment. Literal
@@ -58,6 +60,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "absl/status/statusor.h"
+#include "mxlimit/route_options.h"
 
 namespace mxlimit {
 
@@ -106,6 +111,7 @@ constexpr std::string_view QueryFreePath(std::string_view target) {
 }
 
 namespace internal {
+class MergedRouteTable;
 class RouteTrie;
 }  // namespace internal
 
@@ -113,16 +119,29 @@ class RouteTrie;
 // RouteNormalizer
 // -----------------------------------------------------------------------------
 //
-// Built once from the built-in route table: a segment trie of about a
-// thousand nodes, built in about half a millisecond, so every `Limiter` may
-// own one. Afterwards it is read-only.
+// Built once from a route table (RouteOptions: built-in packs plus extra
+// templates): a segment trie of about a thousand nodes for the default
+// packs, built in about a millisecond, so every `Limiter` may own one.
+// Afterwards it is read-only.
 //
 // Neither copyable (nothing needs a second trie; share by reference) nor
 // movable: a `Route::key` points into the normalizer, and a moved-from
 // normalizer would be a trap on the hot path.
 class RouteNormalizer {
  public:
+  // The default packs (DefaultRoutePackNames()), no extra templates. Shares
+  // one table built on first use, so it costs next to nothing.
   RouteNormalizer();
+  // The table of `routes`.
+  // REQUIRES: ValidateRouteOptions(routes).ok(). Otherwise prints the
+  // problems to stderr and aborts, as for a broken built-in table: the
+  // config loader and `Limiter::Create` validate first; use `Create` for
+  // options nobody has checked.
+  explicit RouteNormalizer(const RouteOptions& routes);
+  // The table of `routes`, or InvalidArgument listing every problem
+  // (ValidateRouteOptions).
+  static absl::StatusOr<std::unique_ptr<RouteNormalizer>> Create(
+      const RouteOptions& routes);
   ~RouteNormalizer();
 
   RouteNormalizer(const RouteNormalizer&) = delete;
@@ -172,8 +191,22 @@ class RouteNormalizer {
   // precomputing per-route policy resolution (`PolicySet::Compile`).
   std::span<const RouteForm> forms() const;
 
+  // The pack `id`'s key comes from ("spec", "synapse", ...), "extra" for an
+  // operator's template, "" for the fallback and ids of size() or more. A
+  // key listed by several active packs belongs to the first in canonical
+  // order.
+  std::string_view pack(RouteId id) const;
+
+  // The options this table was built from, `packs` resolved: the active
+  // packs in canonical order. `Limiter::Reload` compares them.
+  const RouteOptions& options() const;
+
  private:
-  std::unique_ptr<const internal::RouteTrie> trie_;
+  explicit RouteNormalizer(std::shared_ptr<const internal::MergedRouteTable> t);
+
+  // Owns the trie and the keys' text; the default table is shared.
+  std::shared_ptr<const internal::MergedRouteTable> table_;
+  const internal::RouteTrie* trie_;
 };
 
 }  // namespace mxlimit

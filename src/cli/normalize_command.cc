@@ -3,6 +3,10 @@
 //   mxlimit normalize TARGET...   one key per argument, in order
 //   mxlimit normalize < FILE      one key per input line, in order
 //   mxlimit normalize --list      every known key, one per line, in id order
+//   mxlimit normalize --list --packs   the same, each `KEY<TAB>PACK`
+//
+// `--config FILE` uses that file's route table (`routes:`); without it, the
+// default packs.
 //
 // An input line is `METHOD TARGET` or `TARGET`, fields separated by spaces or
 // tabs; a third field and beyond are ignored, so raw HTTP request lines
@@ -26,8 +30,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "mxlimit/config.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/route.h"
 #include "src/cli/commands.h"
+#include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
 #include "src/replay/line_reader.h"
 
@@ -38,6 +45,10 @@ struct NormalizeOptions {
   std::vector<std::string> targets;
   // Print every known key instead of normalizing.
   bool list = false;
+  // With `list`: each key's pack ("extra" for the config's templates).
+  bool packs = false;
+  // The config file whose `routes:` builds the table; empty: default packs.
+  std::string config_path;
 };
 
 namespace {
@@ -85,15 +96,48 @@ int NormalizeStream(const RouteNormalizer& normalizer, std::FILE* in,
   return kExitOk;
 }
 
+// The table of `config_path`'s `routes:` (the default packs without a
+// file); null after printing the errors.
+std::unique_ptr<const RouteNormalizer> LoadNormalizer(
+    const std::string& config_path) {
+  if (config_path.empty()) return std::make_unique<const RouteNormalizer>();
+  absl::StatusOr<LimiterConfig> config = LoadConfigFile(config_path);
+  if (!config.ok()) {
+    PrintErrors(kCommand, config_path,
+                internal::FromAbsl(config.status().message()));
+    return nullptr;
+  }
+  // The loader has checked `routes:`; Create reports anything left.
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
+      RouteNormalizer::Create(config->routes);
+  if (!normalizer.ok()) {
+    PrintErrors(kCommand, config_path,
+                internal::FromAbsl(normalizer.status().message()));
+    return nullptr;
+  }
+  return *std::move(normalizer);
+}
+
 }  // namespace
 
 int RunNormalize(const NormalizeOptions& options) {
-  const RouteNormalizer normalizer;
+  const std::unique_ptr<const RouteNormalizer> loaded =
+      LoadNormalizer(options.config_path);
+  if (loaded == nullptr) return kExitFinding;
+  const RouteNormalizer& normalizer = *loaded;
   Output out(kCommand);
   int code = kExitOk;
   if (options.list) {
     std::span<const std::string_view> keys = normalizer.keys();
-    for (size_t id = 1; id < keys.size(); ++id) out.Line(keys[id]);
+    for (size_t id = 1; id < keys.size(); ++id) {
+      if (options.packs) {
+        out.Line(absl::StrCat(
+            internal::ToAbsl(keys[id]), "\t",
+            internal::ToAbsl(normalizer.pack(static_cast<RouteId>(id)))));
+      } else {
+        out.Line(keys[id]);
+      }
+    }
   } else if (!options.targets.empty()) {
     for (const std::string& target : options.targets) {
       out.Line(normalizer.Normalize("", target).key);
@@ -116,10 +160,20 @@ void RegisterNormalize(CLI::App& app, int& exit_code) {
   CLI::Option* targets = command->add_option(
       "targets", options->targets,
       "Raw request targets, e.g. '/_matrix/client/v3/sync?since=s1'");
+  CLI::Option* list =
+      command
+          ->add_flag(
+              "--list", options->list,
+              "Print every known route key, one per line, in RouteId order")
+          ->excludes(targets);
   command
-      ->add_flag("--list", options->list,
-                 "Print every known route key, one per line, in RouteId order")
-      ->excludes(targets);
+      ->add_flag("--packs", options->packs,
+                 "With --list: print 'KEY<TAB>PACK', the pack each key comes "
+                 "from ('extra' for the config's own templates)")
+      ->needs(list);
+  command->add_option("--config", options->config_path,
+                      "Use this config file's route table (its `routes:` "
+                      "section) instead of the default packs");
   command->callback(
       [options, &exit_code] { exit_code = RunNormalize(*options); });
 }

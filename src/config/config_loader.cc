@@ -1,5 +1,6 @@
 // mxlimit/config.h: the top level of the file, `tables:`, `exempt:`, and
-// reading files. Policies are in policies_section.cc.
+// reading files. Policies are in policies_section.cc, routes in
+// routes_section.cc.
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -59,7 +60,7 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
                   size_t shards, LimiterConfig& config, ConfigErrors& errors,
                   ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
-      "builtin_policies", "shadow_mode", "tables",
+      "builtin_policies", "shadow_mode", "tables", "routes",
       "exempt",           "policies",    "store"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = top.Find("builtin_policies")) {
@@ -73,11 +74,16 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
   if (const Field* f = top.Find("tables")) {
     ReadTables(*f, shards, config.tables, errors, warnings);
   }
+  // Before `policies:`, whose patterns are checked against the table.
+  if (const Field* f = top.Find("routes")) {
+    ReadRoutes(*f, config.routes, errors, warnings);
+  }
   if (const Field* f = top.Find("exempt")) {
     ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, config.policies, errors, warnings);
+    ReadPolicies(*f, config.tables, config.routes, config.policies, errors,
+                 warnings);
   }
   if (const Field* f = top.Find("store")) {
     ReadStore(*f, file_name, config.store, errors, warnings);

@@ -1,6 +1,7 @@
 #include "src/config/config_warnings.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -58,15 +59,44 @@ bool Overlap(const Cidr& a, const Cidr& b) {
 void RouteFacts::Build() {
   if (built_) return;
   built_ = true;
-  const RouteNormalizer normalizer;
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> made =
+      RouteNormalizer::Create(options_);
+  const std::unique_ptr<RouteNormalizer> normalizer =
+      made.ok() ? *std::move(made) : std::make_unique<RouteNormalizer>();
+  // Every template and form the table serves, in canonical form (version
+  // aliases folded), as policies compare them.
+  for (std::string_view key : normalizer->keys()) {
+    keys_.push_back(internal::CanonicalPath(key));
+  }
+  for (const RouteForm& form : normalizer->forms()) {
+    keys_.push_back(internal::CanonicalPath(form.pattern));
+  }
+  std::sort(keys_.begin(), keys_.end());
+  table_name_ = absl::StrCat("routes.packs: ",
+                             absl::StrJoin(normalizer->options().packs, ", "));
+  if (!normalizer->options().extra.empty()) {
+    const size_t n = normalizer->options().extra.size();
+    absl::StrAppend(&table_name_, "; ", n,
+                    n == 1 ? " extra template" : " extra templates");
+  }
   std::set<std::string, std::less<>> names;
-  for (const RouteForm& form : normalizer.forms()) {
+  for (const RouteForm& form : normalizer->forms()) {
     for (std::string_view name : Placeholders(form.pattern)) {
       names.emplace(name);
     }
     form_globs_.push_back(internal::RouteFormGlob(form.pattern));
   }
   placeholders_.assign(names.begin(), names.end());
+}
+
+bool RouteFacts::IsKey(std::string_view canonical_pattern) {
+  Build();
+  return std::binary_search(keys_.begin(), keys_.end(), canonical_pattern);
+}
+
+const std::string& RouteFacts::table_name() {
+  Build();
+  return table_name_;
 }
 
 const std::vector<std::string>& RouteFacts::placeholders() {
@@ -93,9 +123,11 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
     warnings.Add(mark, absl::StrCat(head, note));
   }
   const std::string canonical = internal::CanonicalPath(pattern);
+  bool unknown_placeholder = false;
   for (std::string_view name : Placeholders(canonical)) {
     const std::vector<std::string>& known = routes.placeholders();
     if (std::binary_search(known.begin(), known.end(), name)) continue;
+    unknown_placeholder = true;
     std::vector<std::string_view> candidates(known.begin(), known.end());
     std::string message =
         absl::StrCat(head, "holds the placeholder {", ToAbsl(name),
@@ -105,6 +137,18 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
       absl::StrAppend(&message, " (did you mean {", ToAbsl(*near), "}?)");
     }
     warnings.Add(mark, std::move(message));
+  }
+  // A template (placeholders, no '*') matches route keys only: a raw path
+  // never holds "{roomId}". One the table lacks can never apply.
+  // (Not again when a placeholder no route uses already said so.)
+  if (!unknown_placeholder && canonical.find('{') != std::string::npos &&
+      canonical.find('*') == std::string::npos && !routes.IsKey(canonical)) {
+    warnings.Add(mark, absl::StrCat(head,
+                                    "is not a route template of the active "
+                                    "table (",
+                                    routes.table_name(),
+                                    "), so no request is keyed by it; "
+                                    "add its pack or an extra template"));
   }
   if (canonical.size() > 1 && canonical.back() == '/' &&
       !routes.AnyRouteMayMatch(canonical)) {

@@ -17,6 +17,7 @@
 
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
+#include "mxlimit/route_options.h"
 #include "src/config/yaml_fields.h"
 
 namespace mxlimit::config_internal {
@@ -25,8 +26,17 @@ namespace mxlimit::config_internal {
 // use (most files have no pattern that needs them).
 class RouteFacts {
  public:
+  // `routes`: the file's `routes:` (the default table when it is invalid;
+  // its errors are reported anyway).
+  explicit RouteFacts(const RouteOptions& routes) : options_(routes) {}
+
   // Every `{name}` a route template or form uses, e.g. "roomId".
   const std::vector<std::string>& placeholders();
+  // True when `canonical_pattern` is a template or form of the active
+  // table.
+  bool IsKey(std::string_view canonical_pattern);
+  // "spec, msc, synapse", plus the extra count: for messages.
+  const std::string& table_name();
   // True when some route form may serve a path the canonical `pattern`
   // matches (route_glob.h; a form it cannot reason about counts as yes).
   bool AnyRouteMayMatch(std::string_view canonical_pattern);
@@ -34,14 +44,18 @@ class RouteFacts {
  private:
   void Build();
 
+  const RouteOptions& options_;
   bool built_ = false;
   std::vector<std::string> placeholders_;
+  std::vector<std::string> keys_;  // sorted
+  std::string table_name_;
   // Canonical globs of every route form; nullopt where RouteFormGlob refuses.
   std::vector<std::optional<std::string>> form_globs_;
 };
 
 // A `match` pattern written at `path`/`mark`: not in canonical form, a
-// `{placeholder}` no route uses, a trailing '/' no route has.
+// `{placeholder}` no route uses, a template with placeholders that is no key
+// of the active table, a trailing '/' no route has.
 void WarnPattern(std::string_view path, const YAML::Mark& mark,
                  std::string_view pattern, RouteFacts& routes,
                  ConfigErrors& warnings);

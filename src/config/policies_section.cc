@@ -441,11 +441,12 @@ class PolicyReader {
 }  // namespace
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
+                  const RouteOptions& route_options,
                   std::vector<Policy>& policies, ConfigErrors& errors,
                   ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
-  RouteFacts routes;
+  RouteFacts routes(route_options);
   // Name -> line of its first definition, for duplicate reports.
   absl::flat_hash_map<std::string, int> first_line;
   // Where each read policy is, by index into `policies`.

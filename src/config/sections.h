@@ -23,15 +23,21 @@ namespace mxlimit::config_internal {
 void ReadTables(const Field& field, size_t shards, TableOptions& tables,
                 ConfigErrors& errors, ConfigErrors& warnings);
 
+// `routes:` (route packs and extra templates). Checks the whole table, so
+// that every problem is reported at the entry it is about.
+void ReadRoutes(const Field& field, RouteOptions& routes, ConfigErrors& errors,
+                ConfigErrors& warnings);
+
 // `exempt:` (networks and user IDs that are never limited).
 void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
                 ConfigErrors& warnings);
 
 // `policies:` (operator policies, in file order). `tables` supplies the
-// prefix for a family a `client_prefix` leaves out.
+// prefix for a family a `client_prefix` leaves out; `routes` the route table
+// patterns are checked against (warnings).
 void ReadPolicies(const Field& field, const TableOptions& tables,
-                  std::vector<Policy>& policies, ConfigErrors& errors,
-                  ConfigErrors& warnings);
+                  const RouteOptions& routes, std::vector<Policy>& policies,
+                  ConfigErrors& errors, ConfigErrors& warnings);
 
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config
 // file, whose directory a relative `key_secret_file` is read from.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 
 // `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
@@ -62,8 +63,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     const LimiterConfig& config) {
   absl::Status tables_ok = ValidateTableOptions(config.tables);
   if (!tables_ok.ok()) return tables_ok;
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
+      RouteNormalizer::Create(config.routes);
+  if (!normalizer.ok()) return normalizer.status();
   auto engine = std::make_unique<Engine>(
-      config.tables, std::make_shared<const RouteNormalizer>());
+      config.tables,
+      std::shared_ptr<const RouteNormalizer>(*std::move(normalizer)));
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       CompilePolicies(config, *engine->normalizer_);
   if (!compiled.ok()) return compiled.status();
@@ -103,9 +108,52 @@ absl::Status Engine::CheckTablesUnchanged(const TableOptions& current,
       changes));
 }
 
+absl::Status Engine::CheckRoutesUnchanged(const RouteNormalizer& current,
+                                          const RouteOptions& next) {
+  const RouteOptions& running = current.options();
+  for (const std::string& name : next.packs) {
+    if (std::find(RoutePackNames().begin(), RoutePackNames().end(), name) ==
+        RoutePackNames().end()) {
+      return ValidateRouteOptions(next);  // names the unknown pack
+    }
+  }
+  if (SameRouteTable(running, next)) return absl::OkStatus();
+  static const RouteOptions kDefaults;
+  std::string changes;
+  const std::vector<std::string> wanted = ActiveRoutePacks(next);
+  if (running.packs != wanted) {
+    absl::StrAppend(&changes, "routes.packs [",
+                    absl::StrJoin(running.packs, ", "), "] in force, [",
+                    absl::StrJoin(wanted, ", "), "] in the new config");
+  }
+  if (running.extra != next.extra) {
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ", "routes.extra ",
+                    running.extra.size(), " templates in force, ",
+                    next.extra.size(), " in the new config");
+    for (size_t i = 0; i < std::min(running.extra.size(), next.extra.size());
+         ++i) {
+      if (running.extra[i] != next.extra[i]) {
+        absl::StrAppend(&changes, ", the first difference at routes.extra[", i,
+                        "]");
+        break;
+      }
+    }
+  }
+  if (SameRouteTable(next, kDefaults)) {
+    absl::StrAppend(&changes, " (the default: is `routes:` left out there?)");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "routes: packs and extra templates are fixed at start-up (route ids key "
+      "the buckets); restart to change them (the old policies stay in "
+      "force): ",
+      changes));
+}
+
 absl::Status Engine::Reload(const LimiterConfig& config) {
   absl::Status tables_ok = CheckTablesUnchanged(tables_, config.tables);
   if (!tables_ok.ok()) return tables_ok;
+  absl::Status routes_ok = CheckRoutesUnchanged(*normalizer_, config.routes);
+  if (!routes_ok.ok()) return routes_ok;
   // Everything that can fail happens before anything is replaced, so a
   // rejected config never half-applies.
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =

@@ -202,6 +202,10 @@ class Engine {
   // installs the result in every shard. Only the first step can fail.
   static absl::Status CheckTablesUnchanged(const TableOptions& current,
                                            const TableOptions& next);
+  // Refuses a change to `routes:`: the route ids that key the buckets would
+  // change meaning.
+  static absl::Status CheckRoutesUnchanged(const RouteNormalizer& current,
+                                           const RouteOptions& next);
   static absl::StatusOr<std::shared_ptr<const PolicySet>> CompilePolicies(
       const LimiterConfig& config, const RouteNormalizer& normalizer);
   void Install(std::shared_ptr<const PolicySet> next,

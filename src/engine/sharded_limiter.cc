@@ -114,7 +114,10 @@ absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
   // One normalizer for all shards: it is read-only, and one copy stays in
   // cache where sixteen would not. It also lets a request normalized by one
   // shard be resolved by another.
-  limiter->normalizer_ = std::make_shared<const RouteNormalizer>();
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
+      RouteNormalizer::Create(config.routes);
+  if (!normalizer.ok()) return normalizer.status();
+  limiter->normalizer_ = *std::move(normalizer);
   // Not shared with any other thread yet; the locks satisfy the analysis and
   // cost nothing here.
   for (size_t i = 0; i < shards; ++i) {
@@ -260,6 +263,9 @@ absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
   absl::Status tables_ok =
       internal::Engine::CheckTablesUnchanged(tables_, config.tables);
   if (!tables_ok.ok()) return tables_ok;
+  absl::Status routes_ok =
+      internal::Engine::CheckRoutesUnchanged(*normalizer_, config.routes);
+  if (!routes_ok.ok()) return routes_ok;
   for (const Policy& p : config.policies) {
     if (!p.client_prefix.has_value()) continue;
     if (p.client_prefix->ipv4 < shard_prefix_.ipv4 ||

@@ -1,32 +1,53 @@
-// RouteNormalizer: the public face of the route trie built from the built-in
-// table (src/route/packs/*.inc).
+// RouteNormalizer: the public face of the route trie built from a route
+// table (route_table_builder.h: packs in src/route/packs/*.inc plus extra
+// templates).
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 
 namespace mxlimit {
 namespace {
 
-std::unique_ptr<const internal::RouteTrie> BuildBuiltinTrie() {
-  absl::StatusOr<internal::RouteTrie> trie =
-      internal::RouteTrie::Build(internal::BuiltinRouteTable());
-  if (!trie.ok()) {
-    // The table is compiled in and route_normalizer_test builds it, so this
-    // is a broken build, not a runtime condition a caller could handle.
-    std::fprintf(stderr, "mxlimit: built-in route table is invalid: %s\n",
-                 std::string(trie.status().message()).c_str());
+std::shared_ptr<const internal::MergedRouteTable> MergeOrDie(
+    const RouteOptions& routes) {
+  absl::StatusOr<std::unique_ptr<const internal::MergedRouteTable>> table =
+      internal::MergeRouteTable(routes);
+  if (!table.ok()) {
+    std::fprintf(stderr, "mxlimit: invalid route options:\n%s\n",
+                 std::string(table.status().message()).c_str());
     std::abort();
   }
-  return std::make_unique<const internal::RouteTrie>(*std::move(trie));
+  return *std::move(table);
 }
 
 }  // namespace
 
-RouteNormalizer::RouteNormalizer() : trie_(BuildBuiltinTrie()) {}
+RouteNormalizer::RouteNormalizer()
+    // The default table is static: share it without owning it.
+    : RouteNormalizer(std::shared_ptr<const internal::MergedRouteTable>(
+          std::shared_ptr<void>(), &internal::DefaultRouteTable())) {}
+
+RouteNormalizer::RouteNormalizer(const RouteOptions& routes)
+    : RouteNormalizer(MergeOrDie(routes)) {}
+
+RouteNormalizer::RouteNormalizer(
+    std::shared_ptr<const internal::MergedRouteTable> table)
+    : table_(std::move(table)), trie_(&table_->trie()) {}
+
+absl::StatusOr<std::unique_ptr<RouteNormalizer>> RouteNormalizer::Create(
+    const RouteOptions& routes) {
+  absl::StatusOr<std::unique_ptr<const internal::MergedRouteTable>> table =
+      internal::MergeRouteTable(routes);
+  if (!table.ok()) return table.status();
+  return std::unique_ptr<RouteNormalizer>(new RouteNormalizer(
+      std::shared_ptr<const internal::MergedRouteTable>(*std::move(table))));
+}
 
 RouteNormalizer::~RouteNormalizer() = default;
 
@@ -54,6 +75,15 @@ std::span<const std::string_view> RouteNormalizer::keys() const {
 
 std::span<const RouteForm> RouteNormalizer::forms() const {
   return trie_->forms();
+}
+
+std::string_view RouteNormalizer::pack(RouteId id) const {
+  std::span<const std::string_view> packs = table_->packs_by_id();
+  return id < packs.size() ? packs[id] : std::string_view();
+}
+
+const RouteOptions& RouteNormalizer::options() const {
+  return table_->options();
 }
 
 }  // namespace mxlimit

@@ -76,8 +76,4 @@ std::span<const RoutePack> BuiltinRoutePacks() { return kPacks; }
 
 std::span<const std::string_view> DefaultRoutePacks() { return kDefaultPacks; }
 
-// Until every caller builds its table from packs: the spec pack, which still
-// holds the whole former table.
-const RouteTableSpec& BuiltinRouteTable() { return spec::kTable; }
-
 }  // namespace mxlimit::internal

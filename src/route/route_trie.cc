@@ -142,8 +142,12 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   trie.slots_.assign(slots, LiteralEdge{});
   trie.slot_shift_ = 64 - bits;
   trie.slot_mask_ = slots - 1;
+  // Only literals over 16 bytes keep their text: shorter ones are confirmed
+  // by their words alone (FindLiteral).
   size_t text_bytes = 0;
-  for (const PendingEdge& edge : edges) text_bytes += edge.text.size();
+  for (const PendingEdge& edge : edges) {
+    if (edge.text.size() > 16) text_bytes += edge.text.size();
+  }
   if (trie.nodes_.size() >= kNoEdge || text_bytes > UINT16_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "route table too large for the matcher: ", trie.nodes_.size(),
@@ -158,7 +162,7 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
     slot.size = static_cast<uint16_t>(edge.text.size());
     slot.text_offset = static_cast<uint16_t>(trie.literal_text_.size());
     slot.child_node = trie.nodes_[edge.child];  // final: all patterns added
-    trie.literal_text_.append(edge.text);
+    if (edge.text.size() > 16) trie.literal_text_.append(edge.text);
     size_t i = trie.SlotIndex(slot.words, slot.size, slot.parent);
     while (trie.slots_[i].parent != kNoEdge) i = (i + 1) & trie.slot_mask_;
     trie.slots_[i] = slot;

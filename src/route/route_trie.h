@@ -76,9 +76,6 @@ struct RouteTableSpec {
   std::span<const std::string_view> may_be_empty;
 };
 
-// The former single table (the spec pack while the packs are being split).
-const RouteTableSpec& BuiltinRouteTable();
-
 // One concrete request shape the trie serves.
 struct ExpandedPattern {
   enum class Origin : uint8_t { kTemplate, kForm, kPrefixAlias };

@@ -41,12 +41,12 @@ TEST(ConfigErrorTest, TopLevelNotAMap) {
       Errors("- a\n- b\n"),
       ElementsAre("test.yaml:1:1: top level: got a list, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "exempt, policies, store"));
+                  "routes, exempt, policies, store"));
   EXPECT_THAT(
       Errors("hello\n"),
       ElementsAre("test.yaml:1:1: top level: got hello, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "exempt, policies, store"));
+                  "routes, exempt, policies, store"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -59,10 +59,10 @@ TEST(ConfigErrorTest, MoreThanOneDocument) {
 TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
   EXPECT_THAT(
       Errors("polices: []\n"),
-      ElementsAre(
-          "test.yaml:1:1: unknown key \"polices\" in the top level "
-          "(did you mean \"policies\"?); known keys: "
-          "builtin_policies, shadow_mode, tables, exempt, policies, store"));
+      ElementsAre("test.yaml:1:1: unknown key \"polices\" in the top level "
+                  "(did you mean \"policies\"?); known keys: "
+                  "builtin_policies, shadow_mode, tables, routes, exempt, "
+                  "policies, store"));
   EXPECT_THAT(
       Errors("tables:\n  ip: { capacty: 5 }\n"),
       ElementsAre("test.yaml:2:9: unknown key \"capacty\" in tables.ip (did "
@@ -541,11 +541,16 @@ TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].first == "yaml") yaml.push_back(i);
   }
-  // The file's shape, the store section, the bad file.
-  ASSERT_EQ(yaml.size(), 3u);
+  // The file's shape, the routes section, the store section, the bad file.
+  ASSERT_EQ(yaml.size(), 4u);
   absl::StatusOr<LimiterConfig> shape =
       ParseConfig(blocks[yaml[0]].second, "config.md");
   EXPECT_TRUE(shape.ok()) << shape.status();
+  absl::StatusOr<LimiterConfig> routes =
+      ParseConfig(blocks[yaml[1]].second, "config.md");
+  ASSERT_TRUE(routes.ok()) << routes.status();
+  EXPECT_EQ(routes->routes.extra.size(), 2u);
+  yaml.erase(yaml.begin() + 1);
   // The store example names a secret file no test machine has: the same
   // file with the secret inline must load.
   std::string store = blocks[yaml[1]].second;

@@ -4,7 +4,8 @@
 //   * nothing escapes: no yaml-cpp exception, no crash, whatever the bytes
 //     (deep nesting, aliases, tags, binary junk);
 //   * an accepted file is complete and valid: its policies pass
-//     `ValidatePolicies`, its tables `ValidateTableOptions`, its exempt users
+//     `ValidatePolicies`, its tables `ValidateTableOptions`, its routes
+//     `ValidateRouteOptions`, its exempt users
 //     are well-formed user IDs, and a `Limiter` can be built from it (when the
 //     tables are small enough to build here);
 //   * a rejected file gives InvalidArgument and a message of at most
@@ -42,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   MXLIMIT_FUZZ_CHECK(ValidatePolicies(config->policies).empty());
   MXLIMIT_FUZZ_CHECK(ValidateTableOptions(config->tables).ok());
+  MXLIMIT_FUZZ_CHECK(ValidateRouteOptions(config->routes).ok());
   for (const std::string& user : config->exempt.users) {
     MXLIMIT_FUZZ_CHECK(IsWellFormedUserId(user));
   }

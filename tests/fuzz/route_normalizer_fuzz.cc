@@ -9,8 +9,10 @@
 //     table (tests/testing/route_test_support.h);
 //   * a query-free path holding a control byte, space or DEL is the fallback.
 //
+// The table is the default packs plus 64 generated extra templates.
+//
 // Input, first byte odd: a known request shape (an expanded pattern of the
-// built-in table, chosen by the next two bytes) whose placeholders are filled
+// table, chosen by the next two bytes) whose placeholders are filled
 // with fuzzer-chosen bytes. When every value is a plausible identifier (no
 // '/', '?', '#', not empty unless the placeholder may be, not a literal
 // segment of any pattern), the key must be exactly that pattern's key; a value
@@ -18,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,23 +28,36 @@
 #include "absl/container/flat_hash_set.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/testing/extra_routes.h"
 #include "tests/testing/route_test_support.h"
 
 namespace mxlimit::fuzz {
 namespace {
 
+// The default packs plus 64 extra templates of mixed shapes (with aliases,
+// tests/testing/extra_routes.h), so that every input also runs against
+// operator templates: the same matcher rules must hold for them.
+RouteOptions FuzzRouteOptions() {
+  RouteOptions routes;
+  routes.extra = testing::GenerateExtraRoutes(64);
+  return routes;
+}
+
 struct Table {
-  RouteNormalizer normalizer;
-  testing::ReferenceMatcher reference{internal::BuiltinRouteTable()};
+  std::unique_ptr<const internal::MergedRouteTable> merged =
+      *internal::MergeRouteTable(FuzzRouteOptions());
+  RouteNormalizer normalizer{FuzzRouteOptions()};
+  testing::ReferenceMatcher reference{merged->spec()};
   std::vector<internal::ExpandedPattern> patterns;
   absl::flat_hash_set<std::string> literal_segments;
   absl::flat_hash_set<std::string> may_be_empty;
 
   Table() {
-    const internal::RouteTableSpec& spec = internal::BuiltinRouteTable();
+    const internal::RouteTableSpec& spec = merged->spec();
     absl::StatusOr<std::vector<internal::ExpandedPattern>> expanded =
         internal::ExpandRouteTable(spec);
     MXLIMIT_FUZZ_CHECK(expanded.ok());

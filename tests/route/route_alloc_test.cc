@@ -12,6 +12,7 @@
 
 #include "mxlimit/route.h"
 #include "tests/testing/counting_new.h"
+#include "tests/testing/extra_routes.h"
 #include "tests/testing/route_test_support.h"
 
 namespace mxlimit {
@@ -62,6 +63,30 @@ TEST(RouteAllocTest, NormalizeDoesNotAllocate) {
   long after = ::mxlimit::testing::AllocationCount();
   EXPECT_EQ(after - before, 0) << "Normalize allocated";
   EXPECT_GT(known, targets.size() / 4);  // the loop did real lookups
+}
+
+// The same with 1,000 extra templates of mixed shapes (and their aliases):
+// an operator's table is matched by the same allocation-free walk.
+TEST(RouteAllocTest, NormalizeWithExtraTemplatesDoesNotAllocate) {
+  RouteOptions routes;
+  routes.extra = testing::GenerateExtraRoutes(1000);
+  const RouteNormalizer normalizer(routes);
+  std::vector<std::string> targets;
+  for (const ExtraRoute& e : routes.extra) {
+    const std::string t = testing::TargetFor(e.route_template);
+    targets.push_back(t);
+    targets.push_back(t + "?q=1");
+    targets.push_back(t + "/suffix");
+  }
+  targets.push_back("/_matrix/client/v3/sync");
+  long before = ::mxlimit::testing::AllocationCount();
+  size_t known = 0;
+  for (const std::string& t : targets) {
+    known += normalizer.Normalize("GET", t).known;
+  }
+  long after = ::mxlimit::testing::AllocationCount();
+  EXPECT_EQ(after - before, 0) << "Normalize allocated";
+  EXPECT_EQ(known, 2 * routes.extra.size() + 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 #include "tests/testing/route_pack_testing.h"
 #include "tests/testing/route_test_support.h"
@@ -249,7 +250,7 @@ void ExpectAgreesWithReferenceOnMutatedTargets(
 }
 
 TEST(RouteHostileTest, AgreesWithReferenceMatcherOnMutatedTargets) {
-  const internal::RouteTableSpec& table = internal::BuiltinRouteTable();
+  const internal::RouteTableSpec& table = internal::DefaultRouteTable().spec();
   absl::StatusOr<internal::RouteTrie> trie = internal::RouteTrie::Build(table);
   ASSERT_TRUE(trie.ok()) << trie.status();
   ExpectAgreesWithReferenceOnMutatedTargets(table, *trie);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 #include "tests/testing/route_pack_testing.h"
 #include "tests/testing/route_test_support.h"
@@ -36,9 +37,10 @@ absl::Status BuildStatus(const Table& table) {
 }
 
 TEST(RouteTableTest, BuiltinTableBuilds) {
-  absl::StatusOr<RouteTrie> trie = RouteTrie::Build(BuiltinRouteTable());
+  absl::StatusOr<RouteTrie> trie = RouteTrie::Build(DefaultRouteTable().spec());
   ASSERT_TRUE(trie.ok()) << trie.status();
-  EXPECT_EQ(trie->keys().size(), BuiltinRouteTable().templates.size() + 1);
+  EXPECT_EQ(trie->keys().size(),
+            DefaultRouteTable().spec().templates.size() + 1);
   EXPECT_LE(trie->max_segments(), RouteTrie::kMaxSegments);
   EXPECT_GT(trie->literal_edge_count(), 100u);
 }
