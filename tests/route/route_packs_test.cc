@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mxlimit/route.h"
+#include "src/route/route_table_builder.h"
 #include "src/route/route_trie.h"
 #include "tests/testing/route_pack_testing.h"
 #include "tests/testing/route_test_support.h"
@@ -58,7 +59,9 @@ TEST(RoutePacksTest, PacksAreInCanonicalOrderAndTheDefaultIsSpecMscSynapse) {
   }
 }
 
-// Any set of packs is a valid table: 2^7 combinations, each built.
+// Any set of packs is a valid table: 2^7 combinations, each built, and the
+// library's merge (MergeRouteTable) gives the same rows and packs as this
+// test's own reading of the rules in route_packs.h (PackTable).
 TEST(RoutePacksTest, EveryCombinationOfPacksBuilds) {
   const std::vector<std::string_view> all = AllPackNames();
   for (unsigned mask = 1; mask < (1u << all.size()); ++mask) {
@@ -71,6 +74,27 @@ TEST(RoutePacksTest, EveryCombinationOfPacksBuilds) {
     ASSERT_TRUE(trie.ok()) << ::testing::PrintToString(names) << ": "
                            << trie.status();
     EXPECT_LE(trie->max_segments(), RouteTrie::kMaxSegments);
+
+    RouteOptions options;
+    options.packs.assign(names.begin(), names.end());
+    absl::StatusOr<std::unique_ptr<const MergedRouteTable>> merged =
+        MergeRouteTable(options);
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    const RouteTableSpec& got = (*merged)->spec();
+    ASSERT_THAT(got.templates,
+                ::testing::ElementsAreArray(table.spec().templates))
+        << ::testing::PrintToString(names);
+    ASSERT_EQ(got.forms.size(), table.spec().forms.size());
+    for (size_t i = 0; i < got.forms.size(); ++i) {
+      EXPECT_EQ(got.forms[i].form, table.spec().forms[i].form);
+      EXPECT_EQ(got.forms[i].route_template,
+                table.spec().forms[i].route_template);
+    }
+    ASSERT_EQ(got.prefix_aliases.size(), table.spec().prefix_aliases.size());
+    for (size_t id = 1; id < (*merged)->packs_by_id().size(); ++id) {
+      EXPECT_EQ((*merged)->packs_by_id()[id],
+                table.PackOf(got.templates[id - 1]));
+    }
   }
 }
 

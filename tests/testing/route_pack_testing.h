@@ -2,9 +2,10 @@
 // packs by the combining rules of src/route/route_packs.h, owned by the test,
 // and the identifier shapes the per-pack route lists are instantiated with.
 //
-// NOTE: until the route options can name packs, this is the tests' own merge
-// of packs; it follows the contract line by line so that the real merge can
-// replace it without changing what the tests expect.
+// NOTE: this is the tests' own merge of packs, written from the contract
+// line by line and independently of the library's (MergeRouteTable in
+// src/route/route_table_builder.h); route_packs_test checks that the two
+// agree for every combination of packs.
 
 #ifndef MXLIMIT_TESTS_TESTING_ROUTE_PACK_TESTING_H_
 #define MXLIMIT_TESTS_TESTING_ROUTE_PACK_TESTING_H_
