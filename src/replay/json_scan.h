@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -290,6 +291,36 @@ inline bool JsonSecondsToMs(std::string_view number, int64_t* ms) {
   for (; digits < 3; ++digits) frac *= 10;
   *ms = whole * 1000 + frac + (round_up ? 1 : 0);
   return true;
+}
+
+// One member a parser wants: `key` and where to store it.
+struct JsonSlot {
+  std::string_view key;
+  JsonMember* member;
+};
+
+// Reads the members of `object` that `slots` name into their slots (the last
+// of duplicates wins, as in Python's json module; other members are skipped).
+// False on a syntax error.
+inline bool CollectMembers(std::string_view object,
+                           std::span<const JsonSlot> slots) {
+  JsonObjectReader reader(object);
+  JsonMember m;
+  while (reader.Next(&m)) {
+    for (const JsonSlot& slot : slots) {
+      if (m.key == slot.key) {
+        *slot.member = m;
+        break;
+      }
+    }
+  }
+  return reader.ok();
+}
+
+// A string member the parsers can view as is: present, a string, and free
+// of escapes.
+inline bool IsPlainString(const JsonMember& m) {
+  return !m.key.empty() && m.type == JsonType::kString && !m.escaped;
 }
 
 }  // namespace mxlimit::replay::internal

@@ -9,8 +9,10 @@
 namespace mxlimit::replay {
 namespace {
 
+using internal::CollectMembers;
+using internal::IsPlainString;
 using internal::JsonMember;
-using internal::JsonObjectReader;
+using internal::JsonSlot;
 using internal::JsonType;
 using internal::Scanner;
 
@@ -19,32 +21,6 @@ struct CaddyFields {
   // Inside `request`.
   JsonMember client_ip, remote_ip, method, uri, proto;
 };
-
-struct Slot {
-  std::string_view key;
-  JsonMember* member;
-};
-
-// Reads the members of one object named in `slots`; the last of duplicates
-// wins. False on a syntax error.
-template <size_t N>
-bool Collect(std::string_view object, const Slot (&slots)[N]) {
-  JsonObjectReader reader(object);
-  JsonMember m;
-  while (reader.Next(&m)) {
-    for (const Slot& slot : slots) {
-      if (m.key == slot.key) {
-        *slot.member = m;
-        break;
-      }
-    }
-  }
-  return reader.ok();
-}
-
-bool Plain(const JsonMember& m) {
-  return !m.key.empty() && m.type == JsonType::kString && !m.escaped;
-}
 
 // "http.log.access" or "http.log.access.<name>" (one per `log` directive).
 bool IsAccessLogger(std::string_view name) {
@@ -71,21 +47,21 @@ ParseResult ReadTime(const CaddyFields& f, int64_t* ms) {
 
 ParseResult ReadRequest(CaddyFields& f, LogRecord* r) {
   if (f.request.type != JsonType::kObject) return ParseResult::kMalformed;
-  const Slot slots[] = {{"client_ip", &f.client_ip},
-                        {"remote_ip", &f.remote_ip},
-                        {"method", &f.method},
-                        {"uri", &f.uri},
-                        {"proto", &f.proto}};
-  if (!Collect(f.request.value, slots)) return ParseResult::kMalformed;
+  const JsonSlot slots[] = {{"client_ip", &f.client_ip},
+                            {"remote_ip", &f.remote_ip},
+                            {"method", &f.method},
+                            {"uri", &f.uri},
+                            {"proto", &f.proto}};
+  if (!CollectMembers(f.request.value, slots)) return ParseResult::kMalformed;
   // client_ip is Caddy's answer after its trusted_proxies; "" when unset.
-  const JsonMember& client = Plain(f.client_ip) && !f.client_ip.value.empty()
-                                 ? f.client_ip
-                                 : f.remote_ip;
-  if (!Plain(client) || !internal::LooksLikeIpAddress(client.value)) {
+  const JsonMember& client =
+      IsPlainString(f.client_ip) && !f.client_ip.value.empty() ? f.client_ip
+                                                               : f.remote_ip;
+  if (!IsPlainString(client) || !internal::LooksLikeIpAddress(client.value)) {
     return ParseResult::kBadClientAddress;
   }
-  if (!Plain(f.method) || !Plain(f.uri) || !Plain(f.proto) ||
-      !internal::IsHttpMethod(f.method.value) ||
+  if (!IsPlainString(f.method) || !IsPlainString(f.uri) ||
+      !IsPlainString(f.proto) || !internal::IsHttpMethod(f.method.value) ||
       !internal::IsRequestTarget(f.uri.value) ||
       !internal::IsHttpProtocol(f.proto.value)) {
     return ParseResult::kBadRequestLine;
@@ -106,12 +82,12 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
   if (s.peek() != '{') return ParseResult::kNotRequest;
 
   CaddyFields f;
-  const Slot top[] = {{"logger", &f.logger},
-                      {"ts", &f.ts},
-                      {"duration", &f.duration},
-                      {"request", &f.request}};
-  if (!Collect(line, top)) return ParseResult::kMalformed;
-  if (!Plain(f.logger) || !IsAccessLogger(f.logger.value)) {
+  const JsonSlot top[] = {{"logger", &f.logger},
+                          {"ts", &f.ts},
+                          {"duration", &f.duration},
+                          {"request", &f.request}};
+  if (!CollectMembers(line, top)) return ParseResult::kMalformed;
+  if (!IsPlainString(f.logger) || !IsAccessLogger(f.logger.value)) {
     return ParseResult::kNotRequest;
   }
   LogRecord r;

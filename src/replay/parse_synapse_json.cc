@@ -11,8 +11,10 @@
 namespace mxlimit::replay {
 namespace {
 
+using internal::CollectMembers;
+using internal::IsPlainString;
 using internal::JsonMember;
-using internal::JsonObjectReader;
+using internal::JsonSlot;
 using internal::JsonType;
 using internal::Scanner;
 
@@ -25,35 +27,16 @@ struct SynapseFields {
 // Reads every member of the object into `*f` (the last of duplicates wins,
 // as in Python's json module). False when the line is not one JSON object.
 bool CollectFields(std::string_view line, SynapseFields* f) {
-  struct Slot {
-    std::string_view key;
-    JsonMember* member;
-  };
-  const Slot slots[] = {{"log", &f->log},
-                        {"namespace", &f->logger},
-                        {"time", &f->time},
-                        {"ip_address", &f->ip_address},
-                        {"requester", &f->requester},
-                        {"authenticated_entity", &f->authenticated_entity},
-                        {"method", &f->method},
-                        {"url", &f->url},
-                        {"protocol", &f->protocol}};
-  JsonObjectReader reader(line);
-  JsonMember m;
-  while (reader.Next(&m)) {
-    for (const Slot& slot : slots) {
-      if (m.key == slot.key) {
-        *slot.member = m;
-        break;
-      }
-    }
-  }
-  return reader.ok();
-}
-
-// A string we can view as is: present, a string, no escapes.
-bool Plain(const JsonMember& m) {
-  return !m.key.empty() && m.type == JsonType::kString && !m.escaped;
+  const JsonSlot slots[] = {{"log", &f->log},
+                            {"namespace", &f->logger},
+                            {"time", &f->time},
+                            {"ip_address", &f->ip_address},
+                            {"requester", &f->requester},
+                            {"authenticated_entity", &f->authenticated_entity},
+                            {"method", &f->method},
+                            {"url", &f->url},
+                            {"protocol", &f->protocol}};
+  return CollectMembers(line, slots);
 }
 
 // The processing time: the first number after "Processed request: " in the
@@ -75,7 +58,7 @@ ParseResult ProcessingTime(const JsonMember& log, int64_t* ms) {
 ParseResult ReadRequester(const SynapseFields& f, LogRecord* r) {
   const JsonMember& req = f.requester;
   if (req.key.empty() || req.type == JsonType::kNull) return ParseResult::kOk;
-  if (!Plain(req) || req.value.empty()) return ParseResult::kBadUser;
+  if (!IsPlainString(req) || req.value.empty()) return ParseResult::kBadUser;
   if (req.value[0] != '@') {
     if (!internal::IsServerName(req.value)) return ParseResult::kBadUser;
     r->origin_server = req.value;
@@ -86,7 +69,7 @@ ParseResult ReadRequester(const SynapseFields& f, LogRecord* r) {
   if (const size_t bar = user.find('|'); bar != std::string_view::npos) {
     acting = user.substr(0, bar);
     user = user.substr(bar + 1);
-  } else if (Plain(f.authenticated_entity) &&
+  } else if (IsPlainString(f.authenticated_entity) &&
              f.authenticated_entity.value != user &&
              !f.authenticated_entity.value.empty() &&
              f.authenticated_entity.value[0] == '@') {
@@ -102,8 +85,8 @@ ParseResult ReadRequester(const SynapseFields& f, LogRecord* r) {
 }
 
 ParseResult ReadRequestLine(const SynapseFields& f, LogRecord* r) {
-  if (!Plain(f.method) || !Plain(f.url) || !Plain(f.protocol) ||
-      !internal::IsHttpMethod(f.method.value) ||
+  if (!IsPlainString(f.method) || !IsPlainString(f.url) ||
+      !IsPlainString(f.protocol) || !internal::IsHttpMethod(f.method.value) ||
       !internal::IsRequestTarget(f.url.value) ||
       !internal::IsHttpProtocol(f.protocol.value)) {
     return ParseResult::kBadRequestLine;
@@ -124,7 +107,8 @@ ParseResult ParseSynapseJsonLine(std::string_view line, LogRecord* out) {
 
   SynapseFields f;
   if (!CollectFields(line, &f)) return ParseResult::kMalformed;
-  if (!Plain(f.logger) || !internal::IsSynapseAccessLogger(f.logger.value)) {
+  if (!IsPlainString(f.logger) ||
+      !internal::IsSynapseAccessLogger(f.logger.value)) {
     return ParseResult::kNotRequest;
   }
   int64_t processing_ms = 0, logged_ms = 0;
@@ -137,7 +121,7 @@ ParseResult ParseSynapseJsonLine(std::string_view line, LogRecord* out) {
     return ParseResult::kBadTimestamp;
   }
   LogRecord r;
-  if (!Plain(f.ip_address) ||
+  if (!IsPlainString(f.ip_address) ||
       !internal::LooksLikeIpAddress(f.ip_address.value)) {
     return ParseResult::kBadClientAddress;
   }

@@ -25,21 +25,6 @@ namespace {
 
 using Field = RouteOptionsProblem::Field;
 
-// What makes two patterns serve the same paths: their literals and where
-// their placeholders are (as ExpandRouteTable compares them).
-std::string ShapeOf(const std::vector<ParsedSegment>& segments) {
-  std::string shape;
-  for (const ParsedSegment& s : segments) {
-    shape.push_back('/');
-    if (s.placeholder) {
-      shape.append("{}");
-    } else {
-      shape.append(s.text.data(), s.text.size());
-    }
-  }
-  return shape;
-}
-
 // The placeholder names of a parsed template, sorted: an alias must bind the
 // same identifiers as the template whose key it shares.
 std::vector<std::string_view> SortedPlaceholders(
@@ -373,7 +358,7 @@ void RouteTableMerger::CheckShapes() {
                        table_->pack_of_[p.id],
                        alias,
                        0};
-      shapes.emplace(ShapeOf(parsed), std::move(owner));
+      shapes.emplace(TemplateShape(parsed), std::move(owner));
     }
   }
   // Explicit lines first, then version spellings, as ExpandRouteTable. One
@@ -383,7 +368,8 @@ void RouteTableMerger::CheckShapes() {
     const std::string& text = routes_.extra[extra.index].route_template;
     ShapeOwner owner{text,    extra.key, extra.alias ? "alias" : "route",
                      "extra", false,     extra.index};
-    auto [it, inserted] = shapes.try_emplace(ShapeOf(extra.parsed), owner);
+    auto [it, inserted] =
+        shapes.try_emplace(TemplateShape(extra.parsed), owner);
     if (!inserted) {
       Error(Field::kExtraTemplate, extra.index,
             absl::StrCat(Quoted(text), " matches exactly the same paths as ",
@@ -407,7 +393,7 @@ void RouteTableMerger::CheckShapes() {
       if (!ParseTemplate(spelling, &parsed).ok()) continue;
       ShapeOwner owner{spelling, extra.key, "version spelling",
                        "extra",  true,      extra.index};
-      auto [it, inserted] = shapes.try_emplace(ShapeOf(parsed), owner);
+      auto [it, inserted] = shapes.try_emplace(TemplateShape(parsed), owner);
       // A spelling yields to an explicit line, as built-in ones do.
       if (inserted || !it->second.prefix_alias || it->second.key == extra.key) {
         continue;

@@ -31,21 +31,6 @@ bool IsLiteralByte(char c) {
          c != '%' && c != '{' && c != '}';
 }
 
-// What makes two patterns collide: their literals and where their
-// placeholders are, whatever the placeholders are called.
-std::string ShapeOf(const std::vector<ParsedSegment>& segments) {
-  std::string shape;
-  for (const ParsedSegment& s : segments) {
-    shape.push_back('/');
-    if (s.placeholder) {
-      shape.append("{}");
-    } else {
-      shape.append(s.text.data(), s.text.size());
-    }
-  }
-  return shape;
-}
-
 std::string_view OriginName(ExpandedPattern::Origin origin) {
   switch (origin) {
     case ExpandedPattern::Origin::kTemplate:
@@ -59,6 +44,19 @@ std::string_view OriginName(ExpandedPattern::Origin origin) {
 }
 
 }  // namespace
+
+std::string TemplateShape(const std::vector<ParsedSegment>& segments) {
+  std::string shape;
+  for (const ParsedSegment& s : segments) {
+    shape.push_back('/');
+    if (s.placeholder) {
+      shape.append("{}");
+    } else {
+      shape.append(s.text.data(), s.text.size());
+    }
+  }
+  return shape;
+}
 
 absl::Status ParseTemplate(std::string_view text,
                            std::vector<ParsedSegment>* out) {
@@ -166,7 +164,8 @@ absl::StatusOr<std::vector<ExpandedPattern>> ExpandRouteTable(
   auto add = [&](ExpandedPattern pattern) -> absl::Status {
     absl::Status status = ParseTemplate(pattern.pattern, &parsed);
     if (!status.ok()) return status;
-    auto [it, inserted] = by_shape.emplace(ShapeOf(parsed), result.size());
+    auto [it, inserted] =
+        by_shape.emplace(TemplateShape(parsed), result.size());
     if (inserted) {
       result.push_back(std::move(pattern));
       return absl::OkStatus();

@@ -13,6 +13,7 @@
 #define MXLIMIT_ROUTE_ROUTE_TEMPLATE_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +37,11 @@ inline bool IsDotSegment(const char* data, size_t size) {
 // point into `text`.
 absl::Status ParseTemplate(std::string_view text,
                            std::vector<ParsedSegment>* out);
+
+// What makes two templates serve the same paths: their literals and where
+// their placeholders are, whatever the placeholders are called
+// ("/rooms/{}/state").
+std::string TemplateShape(const std::vector<ParsedSegment>& segments);
 
 }  // namespace mxlimit::internal
 
