@@ -132,7 +132,8 @@ class RouteNormalizer {
   // The default packs (DefaultRoutePackNames()), no extra templates. Shares
   // one table built on first use, so it costs next to nothing.
   RouteNormalizer();
-  // The table of `routes`.
+  // The table of `routes` (options that spell the default table share it,
+  // as the default constructor does).
   // REQUIRES: ValidateRouteOptions(routes).ok(). Otherwise prints the
   // problems to stderr and aborts, as for a broken built-in table: the
   // config loader and `Limiter::Create` validate first; use `Create` for

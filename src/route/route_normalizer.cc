@@ -26,15 +26,21 @@ std::shared_ptr<const internal::MergedRouteTable> MergeOrDie(
   return *std::move(table);
 }
 
+// The default table is static: shared without being owned, so a limiter
+// with the default routes costs no merge and no trie build.
+std::shared_ptr<const internal::MergedRouteTable> SharedDefaultTable() {
+  return std::shared_ptr<const internal::MergedRouteTable>(
+      std::shared_ptr<void>(), &internal::DefaultRouteTable());
+}
+
 }  // namespace
 
-RouteNormalizer::RouteNormalizer()
-    // The default table is static: share it without owning it.
-    : RouteNormalizer(std::shared_ptr<const internal::MergedRouteTable>(
-          std::shared_ptr<void>(), &internal::DefaultRouteTable())) {}
+RouteNormalizer::RouteNormalizer() : RouteNormalizer(SharedDefaultTable()) {}
 
 RouteNormalizer::RouteNormalizer(const RouteOptions& routes)
-    : RouteNormalizer(MergeOrDie(routes)) {}
+    : RouteNormalizer(internal::IsDefaultRouteOptions(routes)
+                          ? SharedDefaultTable()
+                          : MergeOrDie(routes)) {}
 
 RouteNormalizer::RouteNormalizer(
     std::shared_ptr<const internal::MergedRouteTable> table)
@@ -42,6 +48,10 @@ RouteNormalizer::RouteNormalizer(
 
 absl::StatusOr<std::unique_ptr<RouteNormalizer>> RouteNormalizer::Create(
     const RouteOptions& routes) {
+  if (internal::IsDefaultRouteOptions(routes)) {
+    return std::unique_ptr<RouteNormalizer>(
+        new RouteNormalizer(SharedDefaultTable()));
+  }
   absl::StatusOr<std::unique_ptr<const internal::MergedRouteTable>> table =
       internal::MergeRouteTable(routes);
   if (!table.ok()) return table.status();

@@ -475,9 +475,19 @@ std::unique_ptr<MergedRouteTable> RouteTableMerger::Merge() {
   return std::move(table_);
 }
 
+bool IsDefaultRouteOptions(const RouteOptions& routes) {
+  if (!routes.extra.empty()) return false;
+  const std::span<const std::string_view> defaults = DefaultRoutePackNames();
+  return routes.packs.empty() ||
+         std::equal(routes.packs.begin(), routes.packs.end(), defaults.begin(),
+                    defaults.end());
+}
+
 std::vector<RouteOptionsProblem> FindRouteOptionsProblems(
     const RouteOptions& routes, std::span<const size_t> shown_index) {
   std::vector<RouteOptionsProblem> problems;
+  // The default table has no problems: DefaultRouteTable() would abort.
+  if (IsDefaultRouteOptions(routes)) return problems;
   RouteTableMerger(routes, problems, shown_index).Merge();
   return problems;
 }

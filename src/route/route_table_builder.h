@@ -96,6 +96,12 @@ absl::StatusOr<std::unique_ptr<const MergedRouteTable>> MergeRouteTable(
 // invalid: a broken build, caught by route_table_test).
 const MergedRouteTable& DefaultRouteTable();
 
+// True when `routes` spells the default table exactly: no extra templates,
+// and no packs named or the default ones in canonical order. Its table is
+// then DefaultRouteTable(), merged and checked once per process, so callers
+// share that rather than merge again.
+bool IsDefaultRouteOptions(const RouteOptions& routes);
+
 }  // namespace mxlimit::internal
 
 #endif  // MXLIMIT_ROUTE_ROUTE_TABLE_BUILDER_H_
