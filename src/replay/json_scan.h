@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "absl/strings/ascii.h"
+#include "src/replay/text_scan.h"
 
 namespace mxlimit::replay::internal {
 
@@ -321,6 +322,16 @@ inline bool CollectMembers(std::string_view object,
 // of escapes.
 inline bool IsPlainString(const JsonMember& m) {
   return !m.key.empty() && m.type == JsonType::kString && !m.escaped;
+}
+
+// The request line of a JSON access-log entry: method, target and protocol
+// each a plain string that a request line could hold.
+inline bool IsPlainRequestLine(const JsonMember& method,
+                               const JsonMember& target,
+                               const JsonMember& protocol) {
+  return IsPlainString(method) && IsPlainString(target) &&
+         IsPlainString(protocol) && IsHttpMethod(method.value) &&
+         IsRequestTarget(target.value) && IsHttpProtocol(protocol.value);
 }
 
 }  // namespace mxlimit::replay::internal

@@ -60,10 +60,7 @@ ParseResult ReadRequest(CaddyFields& f, LogRecord* r) {
   if (!IsPlainString(client) || !internal::LooksLikeIpAddress(client.value)) {
     return ParseResult::kBadClientAddress;
   }
-  if (!IsPlainString(f.method) || !IsPlainString(f.uri) ||
-      !IsPlainString(f.proto) || !internal::IsHttpMethod(f.method.value) ||
-      !internal::IsRequestTarget(f.uri.value) ||
-      !internal::IsHttpProtocol(f.proto.value)) {
+  if (!internal::IsPlainRequestLine(f.method, f.uri, f.proto)) {
     return ParseResult::kBadRequestLine;
   }
   r->client_ip = client.value;

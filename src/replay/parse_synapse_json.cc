@@ -85,10 +85,7 @@ ParseResult ReadRequester(const SynapseFields& f, LogRecord* r) {
 }
 
 ParseResult ReadRequestLine(const SynapseFields& f, LogRecord* r) {
-  if (!IsPlainString(f.method) || !IsPlainString(f.url) ||
-      !IsPlainString(f.protocol) || !internal::IsHttpMethod(f.method.value) ||
-      !internal::IsRequestTarget(f.url.value) ||
-      !internal::IsHttpProtocol(f.protocol.value)) {
+  if (!internal::IsPlainRequestLine(f.method, f.url, f.protocol)) {
     return ParseResult::kBadRequestLine;
   }
   r->method = f.method.value;
