@@ -85,7 +85,7 @@ func cstr(s string) (*C.char, C.size_t) {
 // Options beyond the policy file.
 type Options struct {
 	// Engines the tables are spread over, each behind its own lock: a power
-	// of two from 1 to 256, or 0 for the core count rounded up.
+	// of two from 1 to 256, or 0 for the default (256, fewer for small tables).
 	Shards uint32
 }
 

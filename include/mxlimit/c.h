@@ -173,8 +173,8 @@ typedef struct mxlimit_options {
   // sizeof(mxlimit_options), set by `MXLIMIT_OPTIONS_INIT`.
   uint32_t struct_size;
   // How many independent engines (each behind its own lock) the tables are
-  // spread over: a power of two from 1 to 256, or 0 for the core count
-  // rounded up to a power of two.
+  // spread over: a power of two from 1 to 256, or 0 for the default: 256,
+  // fewer when a table's capacity would leave a shard under 64 buckets.
   uint32_t shards;
 } mxlimit_options;
 

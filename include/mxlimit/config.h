@@ -72,9 +72,9 @@ absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
 // What a file is checked against besides its own contents.
 struct ConfigCheckOptions {
   // The shard count the config will run with, for the warning about a table
-  // capacity below it (which a ShardedLimiter refuses). 0: the count
-  // `ShardedLimiter::DefaultShardCount()` gives on this machine, which is
-  // what mxlimitd uses.
+  // capacity below it (which a ShardedLimiter refuses). 0: the default count,
+  // which mxlimitd uses; it adapts to the capacities
+  // (`ShardedLimiter::DefaultShardCount`), so no capacity is below it.
   size_t shards = 0;
 };
 

@@ -38,7 +38,7 @@
 //
 //   absl::StatusOr<std::unique_ptr<mxlimit::ShardedLimiter>> Start(
 //       const mxlimit::LimiterConfig& config) {
-//     // Shards: from the core count.
+//     // Shards: the default count for config.tables.
 //     return mxlimit::ShardedLimiter::Create(config);
 //   }
 //
@@ -80,17 +80,28 @@ class SharedCore;
 
 class ShardedLimiter {
  public:
-  // Most shards accepted. More shards than threads only costs memory.
+  // Most shards accepted. More shards than threads costs a little memory per
+  // shard (and spreads a table's least-recently-used order over more
+  // lists), and makes two threads meet on one lock less often.
   static constexpr size_t kMaxShards = 256;
+  // The default count never leaves a shard fewer buckets than this in
+  // either table.
+  static constexpr size_t kMinDefaultShardBuckets = 64;
 
-  // `std::thread::hardware_concurrency()` rounded up to a power of two,
-  // clamped to [1, kMaxShards].
-  static size_t DefaultShardCount();
+  // The shard count `Create` picks for 0: `kMaxShards`, halved while a
+  // shard would hold fewer than `kMinDefaultShardBuckets` buckets of either
+  // of `tables`' capacities (at least 1). Many shards whatever the core
+  // count: a check holds its shards' locks for all of its work, and two
+  // threads on a few shards wait for each other on most checks
+  // (bench/sharded_limiter_bench, docs/embedding.md).
+  static size_t DefaultShardCount(const TableOptions& tables);
+  // The count for the default table capacities.
+  static size_t DefaultShardCount() { return DefaultShardCount({}); }
 
   // Compiles `config` once and builds `shards` engines (0: the default
-  // count). Errors: those of `Limiter::Create`, and InvalidArgument for a
-  // shard count that is not a power of two from 1 to `kMaxShards` or a table
-  // capacity below the shard count.
+  // count for `config.tables`). Errors: those of `Limiter::Create`, and
+  // InvalidArgument for a shard count that is not a power of two from 1 to
+  // `kMaxShards` or a table capacity below the shard count.
   static absl::StatusOr<std::unique_ptr<ShardedLimiter>> Create(
       const LimiterConfig& config, size_t shards = 0);
 
@@ -159,7 +170,9 @@ class ShardedLimiter {
   // shards itself, with a store round trip between its steps.
   friend class internal::SharedCore;
 
-  struct Shard {
+  // One cache line (or more) per shard: a shard's lock is written by every
+  // check that takes it, and must not share a line with a neighbour's.
+  struct alignas(64) Shard {
     mutable internal::Mutex mu;
     std::unique_ptr<internal::Engine> engine ABSL_PT_GUARDED_BY(mu);
     // Policy names by PolicyId of the engine's current set, pointing into
@@ -177,8 +190,14 @@ class ShardedLimiter {
   // names. `ip` and `user` are the shards that decided each scope.
   static void PinNames(const Shard& ip, const Shard& user, Decision& d)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ip.mu, user.mu);
+  // A request's route and query-free path, matched once, without a lock.
+  struct Matched {
+    Route route;
+    std::string_view path;
+  };
+  Matched Match(const Request& request) const;
   Decision CheckAcross(size_t ip, size_t user, const Request& request,
-                       MonotonicTime now);
+                       const Matched& m, MonotonicTime now);
   // Interns the names (or, with `layers`, the layer names) of `policies`;
   // returns them by PolicyId.
   std::vector<std::string_view> InternNames(const PolicySet& policies,

@@ -33,7 +33,7 @@ namespace mxlimit::cli {
 struct CheckConfigOptions {
   std::string path;
   std::string reload_against;
-  size_t shards = 0;  // 0: ShardedLimiter::DefaultShardCount()
+  size_t shards = 0;  // 0: the default count for the file's capacities
 };
 
 namespace {
@@ -62,7 +62,9 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
       ShardedLimiter::Create(running_config, shards);
   if (!sharded.ok()) {
     PrintError(kCommand,
-               absl::StrCat(opts.reload_against, ": cannot run with ", shards,
+               absl::StrCat(opts.reload_against, ": cannot run with ",
+                            shards == 0 ? std::string("the default")
+                                        : absl::StrCat(shards),
                             " shards: ", sharded.status().message(), "\n"));
     return false;
   }
@@ -103,8 +105,8 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
 }
 
 int RunCheckConfig(const CheckConfigOptions& opts) {
-  const size_t shards =
-      opts.shards != 0 ? opts.shards : ShardedLimiter::DefaultShardCount();
+  // 0: the default count, as mxlimitd picks it for the file's capacities.
+  const size_t shards = opts.shards;
   LimiterConfig config;
   std::vector<std::string> warnings;
   const std::unique_ptr<Limiter> limiter =
@@ -171,8 +173,8 @@ void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   }
   cmd->add_option("--shards", opts->shards,
                   "Shard count to check capacities and reloads against "
-                  "(default: mxlimitd's on this machine, the core count "
-                  "rounded up to a power of two)")
+                  "(default: mxlimitd's, 256 or fewer to leave each shard "
+                  "64 buckets)")
       ->check(CLI::IsMember(powers));
   cmd->callback([opts, &exit_code] { exit_code = RunCheckConfig(*opts); });
 }

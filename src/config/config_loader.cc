@@ -23,7 +23,6 @@
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
-#include "mxlimit/sharded_limiter.h"
 #include "mxlimit/user_id.h"
 #include "src/config/config_warnings.h"
 #include "src/config/sections.h"
@@ -236,9 +235,8 @@ absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
         " bytes, over the limit of ", kMaxConfigBytes,
         " bytes (1 MiB); is this the right file?"));
   }
-  const size_t shards = options.shards != 0
-                            ? options.shards
-                            : ShardedLimiter::DefaultShardCount();
+  // The default shard count adapts to the capacities: nothing to warn of.
+  const size_t shards = options.shards != 0 ? options.shards : 1;
   CheckedConfig checked;
   config_internal::ConfigErrors errors;
   config_internal::ConfigErrors warnings("warning: ");

@@ -254,10 +254,15 @@ bool Engine::IsExempt(const Request& request) const {
 }
 
 void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-                     const Route* route) const {
+                     const Route* route,
+                     const PolicySet::Resolution* resolution) const {
   std::string_view path;
   if (route != nullptr) {
     e.route = *route;
+    if (resolution != nullptr) {
+      AddChecks(request, mask, *resolution, e);
+      return;
+    }
     path = QueryFreePath(request.target);
   } else {
     // RouteNormalizer::Normalize, plus the path end found by the same pass;
@@ -273,6 +278,11 @@ void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
   const bool has_user = !request.user_id.empty();
   const PolicySet::Resolution r =
       policies_->Resolve(request.method, e.route.id, path, has_user);
+  AddChecks(request, mask, r, e);
+}
+
+void Engine::AddChecks(const Request& request, ScopeMask mask,
+                       const PolicySet::Resolution& r, Evaluation& e) const {
   e.ip_policy = r.ip;
   e.user_policy = r.user;
   // The user part of every user key is built (and checked) once.
@@ -319,12 +329,13 @@ bool Engine::MarkExempt(const Request& request, const Route* route,
 }
 
 void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
-                      Evaluation& e, const Route* route) {
+                      Evaluation& e, const Route* route,
+                      const PolicySet::Resolution* resolution) {
   if (MarkExempt(request, route, e)) {
     ++exempt_requests_;
     return;
   }
-  Resolve(request, mask, e, route);
+  Resolve(request, mask, e, route, resolution);
   BucketCheck* checks = e.checks.items;
   const size_t n = e.count;
   // Hash each key once; start every table load before waiting on any. Then
@@ -546,10 +557,11 @@ void Engine::RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
   if (bucket->tat < tat) bucket->tat = tat;
 }
 
-MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
-                                       MonotonicTime now) {
+MXLIMIT_FLATTEN Decision
+Engine::Check(const Request& request, MonotonicTime now, const Route* route,
+              const PolicySet::Resolution* resolution) {
   Evaluation e;
-  Evaluate(request, now, kBothScopes, e);
+  Evaluate(request, now, kBothScopes, e, route, resolution);
   // One named result, built in place: returning one of two objects (or a
   // copy of one) made the compiler copy a Decision written field by field
   // with wide loads, which stalls store-to-load forwarding.

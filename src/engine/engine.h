@@ -111,7 +111,12 @@ class Engine {
 
   // --- Whole requests: what `Limiter`'s methods of the same names do. ------
 
-  Decision Check(const Request& request, MonotonicTime now);
+  // `route` and `resolution`, when given, are as for `Resolve`: a caller
+  // driving several engines (a ShardedLimiter) matches the route once,
+  // before taking any lock.
+  Decision Check(const Request& request, MonotonicTime now,
+                 const Route* route = nullptr,
+                 const PolicySet::Resolution* resolution = nullptr);
   Decision Peek(const Request& request, MonotonicTime now) const;
   void Charge(const Request& request, MonotonicTime now) {
     ChargeScopes(request, now, kBothScopes);
@@ -138,16 +143,21 @@ class Engine {
   // than the in-process tables stands behind exactly those calls.
 
   // Normalizes (unless `route` is given: a route the same normalizer already
-  // produced for this request) and resolves `request`: fills in `e.route`
-  // and one check, with its bucket key, per resolved policy of the scopes in
+  // produced for this request) and resolves `request` (unless `route` and
+  // `resolution` are given: what `policies().Resolve` answers for it,
+  // computed by the caller on the very PolicySet this engine holds, while
+  // holding its lock): fills in `e.route` and
+  // one check, with its bucket key, per resolved policy of the scopes in
   // `mask`. Touches no table.
   void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-               const Route* route = nullptr) const;
+               const Route* route = nullptr,
+               const PolicySet::Resolution* resolution = nullptr) const;
   // Locates the buckets of the scopes in `mask` and evaluates them; changes
   // no table (Settle does). Counts and stops at exempt requests.
   // REQUIRES: the engine's tables do not change until `e` is settled.
   void Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
-                Evaluation& e, const Route* route = nullptr);
+                Evaluation& e, const Route* route = nullptr,
+                const PolicySet::Resolution* resolution = nullptr);
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, const Route* route = nullptr) const;
@@ -220,6 +230,10 @@ class Engine {
   using UserTable =
       internal::BucketTable<internal::UserBucketKey, internal::BucketKeyHash>;
 
+  // Resolve's second half: `e.ip_policy`, `e.user_policy` and a check, with
+  // its bucket key, for each policy of `r` in the scopes of `mask`.
+  void AddChecks(const Request& request, ScopeMask mask,
+                 const PolicySet::Resolution& r, Evaluation& e) const;
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
   bool IsExempt(const Request& request) const;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <thread>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -80,9 +79,11 @@ void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
 
 }  // namespace
 
-size_t ShardedLimiter::DefaultShardCount() {
-  const size_t cores = std::max<size_t>(std::thread::hardware_concurrency(), 1);
-  return std::min(std::bit_ceil(cores), kMaxShards);
+size_t ShardedLimiter::DefaultShardCount(const TableOptions& tables) {
+  const size_t smallest = std::min(tables.ip_capacity, tables.user_capacity);
+  const size_t fit =
+      std::bit_floor(std::max<size_t>(smallest / kMinDefaultShardBuckets, 1));
+  return std::min(fit, kMaxShards);
 }
 
 ShardedLimiter::ShardedLimiter(const TableOptions& tables,
@@ -98,7 +99,7 @@ ShardedLimiter::~ShardedLimiter() = default;
 
 absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
     const LimiterConfig& config, size_t shards) {
-  if (shards == 0) shards = DefaultShardCount();
+  if (shards == 0) shards = DefaultShardCount(config.tables);
   if (!std::has_single_bit(shards) || shards > kMaxShards) {
     return absl::InvalidArgumentError(
         absl::StrCat("shards: got ", shards,
@@ -173,30 +174,52 @@ void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
   }
 }
 
+ShardedLimiter::Matched ShardedLimiter::Match(const Request& request) const {
+  Matched m;
+  size_t path_size = 0;
+  m.route.id = normalizer_->Match(request.target, &path_size);
+  m.route.key = normalizer_->key(m.route.id);
+  m.route.known = m.route.id != kFallbackRouteId;
+  m.path = request.target.substr(0, path_size);
+  return m;
+}
+
 Decision ShardedLimiter::Check(const Request& request, MonotonicTime now) {
   const size_t ip = IpShard(request.client);
   const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
-  if (ip != user) return CheckAcross(ip, user, request, now);
+  // Matched before any lock is taken: the normalizer is shared and
+  // read-only, and every nanosecond under a shard's lock is one another
+  // thread may spend waiting for it.
+  const Matched m = Match(request);
+  if (ip != user) return CheckAcross(ip, user, request, m, now);
   Shard& s = shards_[ip];
   internal::MutexLock lock(s.mu);
-  Decision d = s.engine->Check(request, now);
+  const PolicySet::Resolution r = s.engine->policies().Resolve(
+      request.method, m.route.id, m.path, !request.user_id.empty());
+  Decision d = s.engine->Check(request, now, &m.route, &r);
   PinNames(s, s, d);
   return d;
 }
 
 Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
-                                     const Request& request,
+                                     const Request& request, const Matched& m,
                                      MonotonicTime now) {
   Shard& a = shards_[ip];
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
+  // Resolved once for both scopes when both shards hold the same policy set
+  // (always, except while a reload is being installed shard by shard).
+  const PolicySet& policies = a.engine->policies();
+  const PolicySet::Resolution r = policies.Resolve(
+      request.method, m.route.id, m.path, !request.user_id.empty());
   internal::Engine::Evaluation ip_part;
-  a.engine->Evaluate(request, now, internal::Engine::kIpScope, ip_part);
+  a.engine->Evaluate(request, now, internal::Engine::kIpScope, ip_part,
+                     &m.route, &r);
   if (ip_part.exempt) return internal::Engine::ExemptDecision(ip_part.route);
-  // The route normalized for the IP scope serves the user scope too.
   internal::Engine::Evaluation user_part;
   b.engine->Evaluate(request, now, internal::Engine::kUserScope, user_part,
-                     &ip_part.route);
+                     &m.route,
+                     &b.engine->policies() == &policies ? &r : nullptr);
   // Nothing is charged until every policy has answered.
   Decision d = a.engine->Combine(ip_part, user_part);
   const int64_t cost = std::max<int64_t>(request.cost, 0);

@@ -150,13 +150,21 @@ TEST(ConfigWarningTest, CapacityBelowTheShardCount) {
   EXPECT_TRUE(ShardedLimiter::Create(*config, 8).ok());
 }
 
-TEST(ConfigWarningTest, DefaultShardCountIsThisMachines) {
+TEST(ConfigWarningTest, DefaultShardCountAdaptsToTheCapacities) {
+  // The default count never exceeds a capacity, so it warns of none; an
+  // explicit count above the capacity does.
   const std::string yaml = "tables:\n  ip: { capacity: 1 }\n";
-  const size_t shards = ShardedLimiter::DefaultShardCount();
   absl::StatusOr<CheckedConfig> checked =
       ParseConfigWithWarnings(yaml, "test.yaml");
   ASSERT_TRUE(checked.ok());
-  EXPECT_THAT(checked->warnings, SizeIs(shards > 1 ? 1 : 0));
+  EXPECT_THAT(checked->warnings, IsEmpty());
+  EXPECT_THAT(Warnings(yaml, 2), SizeIs(1));
+  absl::StatusOr<LimiterConfig> config = ParseConfig(yaml, "test.yaml");
+  ASSERT_TRUE(config.ok());
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> sharded =
+      ShardedLimiter::Create(*config);
+  ASSERT_TRUE(sharded.ok()) << sharded.status();
+  EXPECT_EQ((*sharded)->shard_count(), 1u);
 }
 
 TEST(ConfigWarningTest, WarningsAreSortedByPositionAndCapped) {

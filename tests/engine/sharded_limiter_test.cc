@@ -92,8 +92,31 @@ TEST(ShardedLimiterTest, AcceptsOnlyPowersOfTwoUpToTheMaximum) {
   EXPECT_EQ(one->shard_count(), 1u);
   auto fallback = MakeSharded(config, 0);
   ASSERT_NE(fallback, nullptr);
-  EXPECT_EQ(fallback->shard_count(), ShardedLimiter::DefaultShardCount());
+  EXPECT_EQ(fallback->shard_count(),
+            ShardedLimiter::DefaultShardCount(config.tables));
   EXPECT_TRUE(std::has_single_bit(fallback->shard_count()));
+}
+
+TEST(ShardedLimiterTest, DefaultCountLeavesEveryShardItsBuckets) {
+  // The default tables get the most shards; small tables fewer, never
+  // below kMinDefaultShardBuckets per shard (nor below one shard).
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(), ShardedLimiter::kMaxShards);
+  TableOptions tables;
+  tables.ip_capacity = 1000;  // 15 shards' worth: 8
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(tables), 8u);
+  tables.user_capacity = 100;  // the smaller table decides: 1
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(tables), 1u);
+  tables.ip_capacity = tables.user_capacity = 1;
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(tables), 1u);
+  tables.ip_capacity = tables.user_capacity = 64 * 256;
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(tables), 256u);
+  tables.ip_capacity = tables.user_capacity = 64 * 256 - 1;
+  EXPECT_EQ(ShardedLimiter::DefaultShardCount(tables), 128u);
+  LimiterConfig config = TwoScopes(1, 1);
+  config.tables.ip_capacity = 1000;
+  auto limiter = MakeSharded(config, 0);
+  ASSERT_NE(limiter, nullptr);
+  EXPECT_EQ(limiter->shard_count(), 8u);
 }
 
 TEST(ShardedLimiterTest, RejectsWhatALoneLimiterRejects) {

@@ -111,7 +111,7 @@ fn name_to_cstring(name: &str) -> Result<CString, Error> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     /// Engines the tables are spread over, each behind its own lock: a power
-    /// of two from 1 to 256, or 0 for the core count rounded up.
+    /// of two from 1 to 256, or 0 for the default (256, fewer for small tables).
     pub shards: u32,
 }
 

@@ -2,17 +2,22 @@
 // File: internal/mutex.h
 // -----------------------------------------------------------------------------
 //
-// `internal::Mutex` is an `absl::Mutex` that ThreadSanitizer can see, and the
-// two scoped locks `ShardedLimiter` takes: one shard, or two shards in a fixed
-// order.
+// `internal::Mutex` is the lock behind every shard of `ShardedLimiter` (and
+// the shared store's queues), and the two scoped locks `ShardedLimiter`
+// takes: one shard, or two shards in a fixed order.
 //
-// Why a wrapper: abseil annotates its mutex for ThreadSanitizer only when the
-// abseil library itself is built with -fsanitize=thread. Debian's libabsl is
-// not, so under TSan every access guarded by a plain `absl::Mutex` looks like a
-// data race. When this header is compiled with ThreadSanitizer, the wrapper
-// reports each lock and unlock through TSan's public mutex interface
-// (<sanitizer/tsan_interface.h>), which also arms TSan's lock-order
-// (potential deadlock) detector. Without TSan it is exactly an `absl::Mutex`.
+// Why not `absl::Mutex`: Debian's libabsl is built without NDEBUG, so every
+// `absl::Mutex::Lock` runs abseil's debug-mode deadlock detector, which takes
+// one process-wide spin lock and updates a global lock graph. Every check on
+// every thread then writes the same cache lines, whichever shard it locks,
+// and a second thread made the sharded limiter slower in total
+// (bench/sharded_limiter_bench, docs/embedding.md). A pthread mutex keeps
+// all of a lock's state in the lock. glibc's adaptive kind spins briefly
+// before sleeping, which suits critical sections as short as a check.
+//
+// ThreadSanitizer intercepts pthread mutexes itself (lock order included),
+// so no annotation is needed, unlike an `absl::Mutex` from a libabsl not
+// built with -fsanitize=thread.
 //
 // All three types carry Clang thread-safety annotations, so fields marked
 // `ABSL_GUARDED_BY(mu)` are checked by `clang++ -Wthread-safety`.
@@ -20,53 +25,30 @@
 #ifndef MXLIMIT_INTERNAL_MUTEX_H_
 #define MXLIMIT_INTERNAL_MUTEX_H_
 
-#include "absl/base/config.h"
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <pthread.h>
 
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-#include <sanitizer/tsan_interface.h>
-#endif
+#include "absl/base/thread_annotations.h"
 
 namespace mxlimit::internal {
 
 class ABSL_LOCKABLE Mutex {
  public:
-  Mutex() {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_create(this, __tsan_mutex_not_static);
-#endif
-  }
-  ~Mutex() {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_destroy(this, 0);
-#endif
-  }
+  Mutex() = default;
+  ~Mutex() { pthread_mutex_destroy(&mu_); }
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_pre_lock(this, 0);
-#endif
-    mu_.Lock();
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_post_lock(this, 0, 0);
-#endif
-  }
-
-  void Unlock() ABSL_UNLOCK_FUNCTION() {
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_pre_unlock(this, 0);
-#endif
-    mu_.Unlock();
-#ifdef ABSL_HAVE_THREAD_SANITIZER
-    __tsan_mutex_post_unlock(this, 0);
-#endif
-  }
+  // pthread_mutex_lock fails only for error-checking or robust mutexes, and
+  // for a mutex that was never initialized; this one is neither.
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { pthread_mutex_lock(&mu_); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { pthread_mutex_unlock(&mu_); }
 
  private:
-  absl::Mutex mu_;
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+  pthread_mutex_t mu_ = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+#else
+  pthread_mutex_t mu_ = PTHREAD_MUTEX_INITIALIZER;
+#endif
 };
 
 // Holds one mutex for the life of the scope.
