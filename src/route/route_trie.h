@@ -30,7 +30,9 @@
 //      hashed. The first three levels are nearly always a fixed prefix
 //      (`_matrix/client/v3`), so one probe into a small table of such
 //      three-literal prefixes jumps straight to depth 3 when none of the
-//      nodes on the way has a placeholder to fall back on. Every node is
+//      nodes on the way has a placeholder to fall back on (kept while
+//      BM_Normalize_Mix, bench/route_bench, is faster with it than without:
+//      CHANGELOG.md has the last measurement). Every node is
 //      visited at most once, so the walk is bounded by the path's segment count
 //      and the trie depth, never by the number of templates.
 //
@@ -171,7 +173,8 @@ class RouteTrie {
                    uint32_t parent) const noexcept;
 
   // FindLiteral, Descend and Jump are Match's helpers, defined `inline` in
-  // route_trie.cc so that they fold into Match (about -3 ns per request).
+  // route_trie.cc so that they fold into Match; BM_Normalize_Mix
+  // (bench/route_bench) guards it.
   const LiteralEdge* FindLiteral(uint32_t parent,
                                  const Segment& segment) const noexcept;
   // The walk from `node` (whose copy is `here`) at segment `depth`.
