@@ -53,7 +53,9 @@
 #ifndef MXLIMIT_SHARDED_LIMITER_H_
 #define MXLIMIT_SHARDED_LIMITER_H_
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -213,6 +215,11 @@ class ShardedLimiter {
   const ClientPrefix shard_prefix_;
   const AddressMasker client_mask_;
   const size_t shard_count_;
+  // UserShard's random keys, drawn at construction: the seed of the hash
+  // over a user's bucket key words, and the secret that digests IDs too long
+  // to store inline. Random so that users cannot aim at one shard.
+  std::array<uint64_t, 6> user_shard_seed_;
+  std::array<uint64_t, 2> user_shard_secret_;
   // Fixed at construction: `shards_[i]` never moves, only its contents
   // change under its own lock.
   const std::unique_ptr<Shard[]> shards_;

@@ -576,6 +576,32 @@ Engine::Check(const Request& request, MonotonicTime now, const Route* route,
   return d;
 }
 
+MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
+                                           const Request& request,
+                                           MonotonicTime now,
+                                           const Route& route,
+                                           std::string_view path) {
+  // Resolved once for both scopes when both engines hold the same policy
+  // set (always, except while a ShardedLimiter installs a reload shard by
+  // shard).
+  const PolicySet& policies = *ip.policies_;
+  const PolicySet::Resolution r = policies.Resolve(
+      request.method, route.id, path, !request.user_id.empty());
+  Evaluation ip_part;
+  ip.Evaluate(request, now, kIpScope, ip_part, &route, &r);
+  if (ip_part.exempt) return ExemptDecision(ip_part.route);
+  Evaluation user_part;
+  user.Evaluate(request, now, kUserScope, user_part, &route,
+                user.policies_.get() == &policies ? &r : nullptr);
+  // Nothing is charged until every policy has answered.
+  Decision d = ip.Combine(ip_part, user_part);
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  ip.Settle(ip_part, d, now, cost);
+  user.Settle(user_part, d, now, cost);
+  ip.CountDecision(d);
+  return d;
+}
+
 Decision Engine::Peek(const Request& request, MonotonicTime now) const {
   Evaluation e;
   Inspect(request, now, kBothScopes, e);

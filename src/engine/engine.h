@@ -169,6 +169,15 @@ class Engine {
   // of `user_part` (the same evaluation, for a lone engine).
   Decision Combine(const Evaluation& ip_part,
                    const Evaluation& user_part) const;
+  // The whole protocol for a request whose per-IP scope lives in `ip` and
+  // per-user scope in `user` (two different engines, both locked by the
+  // caller): `Check` over two engines. `route` and `path` are the request's
+  // route and query-free path from the engines' shared normalizer; the
+  // policies are resolved once when both engines hold the same set. The
+  // decision is counted by `ip`.
+  static Decision CheckPair(Engine& ip, Engine& user, const Request& request,
+                            MonotonicTime now, const Route& route,
+                            std::string_view path);
   // Counts a decided, non-exempt request in the per-route and fallback
   // counters. `Check` calls it; a ShardedLimiter calls it on the engine that
   // evaluated the per-IP scope, so each request is counted once. Fixed

@@ -6,9 +6,9 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/user_id.h"
+#include "src/engine/bucket_keys.h"
 #include "src/engine/engine.h"
+#include "src/engine/siphash.h"
 
 namespace mxlimit {
 
@@ -93,7 +93,14 @@ ShardedLimiter::ShardedLimiter(const TableOptions& tables,
       shard_prefix_(shard_prefix),
       client_mask_(shard_prefix.ipv4, shard_prefix.ipv6),
       shard_count_(shard_count),
-      shards_(std::make_unique<Shard[]>(shard_count)) {}
+      shards_(std::make_unique<Shard[]>(shard_count)) {
+  const internal::SipKey a = internal::RandomSipKey();
+  const internal::SipKey b = internal::RandomSipKey();
+  const internal::SipKey c = internal::RandomSipKey();
+  const internal::SipKey d = internal::RandomSipKey();
+  user_shard_seed_ = {a.k0, a.k1, b.k0, b.k1, c.k0, c.k1};
+  user_shard_secret_ = {d.k0, d.k1};
+}
 
 ShardedLimiter::~ShardedLimiter() = default;
 
@@ -142,11 +149,15 @@ size_t ShardedLimiter::IpShard(const IpAddress& client) const {
 }
 
 size_t ShardedLimiter::UserShard(std::string_view user_id) const {
-  // Malformed IDs all share one overflow bucket per policy (bucket_keys.h);
-  // spreading them over shards would multiply that budget.
-  if (!IsWellFormedUserId(user_id)) return 0;
-  return absl::Hash<absl::string_view>{}(internal::ToAbsl(user_id)) &
-         (shard_count_ - 1);
+  // The ID's bucket key, checked and loaded a word at a time as the engines
+  // build it (far cheaper than IsWellFormedUserId's byte-at-a-time pass),
+  // then hashed. Malformed IDs all share one overflow bucket per policy
+  // (bucket_keys.h); spreading them over shards would multiply that budget.
+  internal::UserBucketKey key;
+  key.Assign(user_id, 0, 0,
+             internal::SipKey{user_shard_secret_[0], user_shard_secret_[1]});
+  if (key.kind() == internal::UserBucketKey::Kind::kOverflow) return 0;
+  return internal::BucketKeyHash(user_shard_seed_)(key) & (shard_count_ - 1);
 }
 
 void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
@@ -207,27 +218,9 @@ Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
   Shard& a = shards_[ip];
   Shard& b = shards_[user];
   internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  // Resolved once for both scopes when both shards hold the same policy set
-  // (always, except while a reload is being installed shard by shard).
-  const PolicySet& policies = a.engine->policies();
-  const PolicySet::Resolution r = policies.Resolve(
-      request.method, m.route.id, m.path, !request.user_id.empty());
-  internal::Engine::Evaluation ip_part;
-  a.engine->Evaluate(request, now, internal::Engine::kIpScope, ip_part,
-                     &m.route, &r);
-  if (ip_part.exempt) return internal::Engine::ExemptDecision(ip_part.route);
-  internal::Engine::Evaluation user_part;
-  b.engine->Evaluate(request, now, internal::Engine::kUserScope, user_part,
-                     &m.route,
-                     &b.engine->policies() == &policies ? &r : nullptr);
-  // Nothing is charged until every policy has answered.
-  Decision d = a.engine->Combine(ip_part, user_part);
-  const int64_t cost = std::max<int64_t>(request.cost, 0);
-  a.engine->Settle(ip_part, d, now, cost);
-  b.engine->Settle(user_part, d, now, cost);
-  // Counted once, by the shard that evaluated the route.
-  a.engine->CountDecision(d);
-  PinNames(a, b, d);
+  Decision d = internal::Engine::CheckPair(*a.engine, *b.engine, request, now,
+                                           m.route, m.path);
+  if (!d.exempt) PinNames(a, b, d);
   return d;
 }
 
