@@ -105,9 +105,11 @@ SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
       keyer_(options.key_secret) {
   store_->SetLateReplyHandler(this);
   generation_seen_.store(store_->generation(), std::memory_order_relaxed);
-  // Room for a busy sync interval's charges, allocated once.
+  // Room for a busy sync interval's charges, allocated once: 65,536 over
+  // all shards (at least 256 a shard), whatever the shard count, so the
+  // default 256 shards hold what 2 did.
   pending_capacity_ =
-      std::max<size_t>(1024, size_t{1 << 16} / mirror_.shard_count_);
+      std::max<size_t>(256, size_t{1 << 16} / mirror_.shard_count_);
   pending_ = std::make_unique<PendingShard[]>(mirror_.shard_count_);
   for (size_t i = 0; i < mirror_.shard_count_; ++i) {
     pending_[i].charges.reserve(pending_capacity_);
