@@ -111,12 +111,11 @@ class Engine {
 
   // --- Whole requests: what `Limiter`'s methods of the same names do. ------
 
-  // `route` and `resolution`, when given, are as for `Resolve`: a caller
-  // driving several engines (a ShardedLimiter) matches the route once,
-  // before taking any lock.
+  // `route`, when given, is as for `Resolve`: a caller driving several
+  // engines (a ShardedLimiter) matches the route once, before taking any
+  // lock.
   Decision Check(const Request& request, MonotonicTime now,
-                 const Route* route = nullptr,
-                 const PolicySet::Resolution* resolution = nullptr);
+                 const Route* route = nullptr);
   Decision Peek(const Request& request, MonotonicTime now) const;
   void Charge(const Request& request, MonotonicTime now) {
     ChargeScopes(request, now, kBothScopes);

@@ -205,9 +205,7 @@ Decision ShardedLimiter::Check(const Request& request, MonotonicTime now) {
   if (ip != user) return CheckAcross(ip, user, request, m, now);
   Shard& s = shards_[ip];
   internal::MutexLock lock(s.mu);
-  const PolicySet::Resolution r = s.engine->policies().Resolve(
-      request.method, m.route.id, m.path, !request.user_id.empty());
-  Decision d = s.engine->Check(request, now, &m.route, &r);
+  Decision d = s.engine->Check(request, now, &m.route);
   PinNames(s, s, d);
   return d;
 }

@@ -1,0 +1,196 @@
+// Engine's cold paths: building an engine, and reloading its policies in
+// two steps (check and compile, which may fail; install, which may not), so
+// that a ShardedLimiter compiles a config once for all its shards. The
+// request path is in engine.cc.
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "src/engine/engine.h"
+
+namespace mxlimit::internal {
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
+    const LimiterConfig& config) {
+  absl::Status tables_ok = ValidateTableOptions(config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
+      RouteNormalizer::Create(config.routes);
+  if (!normalizer.ok()) return normalizer.status();
+  auto engine = std::make_unique<Engine>(
+      config.tables,
+      std::shared_ptr<const RouteNormalizer>(*std::move(normalizer)));
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *engine->normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  engine->Install(*std::move(compiled), config.exempt);
+  return engine;
+}
+
+absl::Status Engine::CheckTablesUnchanged(const TableOptions& current,
+                                          const TableOptions& next) {
+  // Names every difference, and says when the new value is the default: a
+  // file that merely leaves out a customised `tables:` section lands here,
+  // and "fixed at start-up" alone would not tell its author why.
+  static const TableOptions kDefaults;
+  std::string changes;
+  auto compare = [&](std::string_view field, auto running, auto wanted,
+                     auto fallback) {
+    if (running == wanted) return;
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ",
+                    internal::ToAbsl(field), " ", running, " in force, ",
+                    wanted, " in the new config",
+                    wanted == fallback ? " (the default: is `tables:` "
+                                         "left out there?)"
+                                       : "");
+  };
+  compare("tables.ip.capacity", current.ip_capacity, next.ip_capacity,
+          kDefaults.ip_capacity);
+  compare("tables.ip.ipv4_prefix", current.ipv4_prefix, next.ipv4_prefix,
+          kDefaults.ipv4_prefix);
+  compare("tables.ip.ipv6_prefix", current.ipv6_prefix, next.ipv6_prefix,
+          kDefaults.ipv6_prefix);
+  compare("tables.user.capacity", current.user_capacity, next.user_capacity,
+          kDefaults.user_capacity);
+  if (changes.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "tables: capacities and prefixes are fixed at start-up; restart to "
+      "change them (the old policies stay in force): ",
+      changes));
+}
+
+absl::Status Engine::CheckRoutesUnchanged(const RouteNormalizer& current,
+                                          const RouteOptions& next) {
+  const RouteOptions& running = current.options();
+  for (const std::string& name : next.packs) {
+    if (std::find(RoutePackNames().begin(), RoutePackNames().end(), name) ==
+        RoutePackNames().end()) {
+      return ValidateRouteOptions(next);  // names the unknown pack
+    }
+  }
+  if (SameRouteTable(running, next)) return absl::OkStatus();
+  static const RouteOptions kDefaults;
+  std::string changes;
+  const std::vector<std::string> wanted = ActiveRoutePacks(next);
+  if (running.packs != wanted) {
+    absl::StrAppend(&changes, "routes.packs [",
+                    absl::StrJoin(running.packs, ", "), "] in force, [",
+                    absl::StrJoin(wanted, ", "), "] in the new config");
+  }
+  if (running.extra != next.extra) {
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ", "routes.extra ",
+                    running.extra.size(), " templates in force, ",
+                    next.extra.size(), " in the new config");
+    for (size_t i = 0; i < std::min(running.extra.size(), next.extra.size());
+         ++i) {
+      if (running.extra[i] != next.extra[i]) {
+        absl::StrAppend(&changes, ", the first difference at routes.extra[", i,
+                        "]");
+        break;
+      }
+    }
+  }
+  if (SameRouteTable(next, kDefaults)) {
+    absl::StrAppend(&changes, " (the default: is `routes:` left out there?)");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "routes: packs and extra templates are fixed at start-up (route ids key "
+      "the buckets); restart to change them (the old policies stay in "
+      "force): ",
+      changes));
+}
+
+absl::Status Engine::Reload(const LimiterConfig& config) {
+  absl::Status tables_ok = CheckTablesUnchanged(tables_, config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  absl::Status routes_ok = CheckRoutesUnchanged(*normalizer_, config.routes);
+  if (!routes_ok.ok()) return routes_ok;
+  // Everything that can fail happens before anything is replaced, so a
+  // rejected config never half-applies.
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      CompilePolicies(config, *normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  Install(*std::move(compiled), config.exempt);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
+    const LimiterConfig& config, const RouteNormalizer& normalizer) {
+  absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
+      config.policies, config.builtin_policies, normalizer.keys(),
+      config.shadow_mode, normalizer.forms());
+  if (!compiled.ok()) return compiled.status();
+  return std::make_shared<const PolicySet>(*std::move(compiled));
+}
+
+void Engine::Install(std::shared_ptr<const PolicySet> next,
+                     const ExemptOptions& exempt) {
+  // A policy keeps its bucket token (and so its buckets) when its name is
+  // in both sets and KeepsBuckets (policy.h) says so; every other token is
+  // free, and the buckets still carrying one are dropped before it is handed
+  // out again.
+  std::vector<uint16_t> tokens(next->size(), 0);
+  std::vector<bool> kept(size_t{1} << 16, false);
+  std::vector<bool> assigned(next->size(), false);
+  for (PolicyId n = 0; policies_ != nullptr && n < next->size(); ++n) {
+    const Policy& np = next->policy(n);
+    std::optional<PolicyId> o = policies_->Find(np.name);
+    if (!o.has_value()) continue;
+    const Policy& op = policies_->policy(*o);
+    if (KeepsBuckets(op, np)) {
+      tokens[n] = bucket_token_[*o];
+      assigned[n] = true;
+      kept[tokens[n]] = true;
+    }
+  }
+  uint32_t candidate = 0;
+  for (size_t n = 0; n < next->size(); ++n) {
+    if (assigned[n]) continue;
+    while (kept[candidate]) ++candidate;
+    tokens[n] = static_cast<uint16_t>(candidate++);
+  }
+  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
+    return !kept[k.policy];
+  });
+  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
+    return !kept[k.policy()];
+  });
+
+  // Carry over per-policy counters of policies that kept their name.
+  std::vector<PolicyCounters> counters(next->size());
+  if (policies_ != nullptr) {
+    for (size_t n = 0; n < next->size(); ++n) {
+      std::optional<PolicyId> old =
+          policies_->Find(next->policy(static_cast<PolicyId>(n)).name);
+      if (old.has_value()) counters[n] = policy_counters_[*old];
+    }
+  }
+
+  std::vector<AddressMasker> masks;
+  masks.reserve(next->size());
+  for (const Policy& p : next->policies()) {
+    masks.push_back(
+        p.client_prefix.has_value()
+            ? AddressMasker(p.client_prefix->ipv4, p.client_prefix->ipv6)
+            : client_mask_);
+  }
+
+  absl::flat_hash_set<std::string> users(exempt.users.begin(),
+                                         exempt.users.end());
+  policies_ = std::move(next);
+  ip_masks_ = std::move(masks);
+  bucket_token_ = std::move(tokens);
+  policy_counters_ = std::move(counters);
+  exempt_ips_ = exempt.ips;
+  exempt_users_ = std::move(users);
+  has_exemptions_ = !exempt_ips_.empty() || !exempt_users_.empty();
+}
+
+}  // namespace mxlimit::internal
