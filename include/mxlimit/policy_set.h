@@ -153,8 +153,13 @@ class PreparedRouteForms {
 
  private:
   friend class PolicySet;
+  struct Glob {
+    std::string text;
+    size_t head_size;  // of internal::FormGlobHead(text)
+    friend bool operator==(const Glob&, const Glob&) = default;
+  };
   // Distinct globs per RouteId (empty: no forms).
-  std::vector<std::vector<std::string>> by_route_;
+  std::vector<std::vector<Glob>> by_route_;
   // Routes with a form that has no glob (route_glob.h): never route-only.
   std::vector<bool> refused_;
 };
@@ -309,15 +314,11 @@ class PolicySet {
   void BuildRouteSide(const PreparedRouteForms& route_forms);
   void BuildRawSide();
   uint32_t AddBestTable(std::span<const uint16_t> candidate_orders);
-  // A raw-path entry by the bytes before its first '*'.
-  struct EntryHead {
-    std::string_view head;
-    size_t entry;
-  };
+  // The entries by literal head, for BuildRouteSide (policy_set.cc).
+  struct HeadIndex;
   internal::MethodMask RouteOnlyMethods(
-      std::span<const std::string> globs, std::span<const char> matches_key,
-      std::span<const EntryHead> heads,
-      std::span<const size_t> head_lengths) const;
+      std::span<const PreparedRouteForms::Glob> globs,
+      std::span<const char> matches_key, const HeadIndex& index) const;
   // The raw-path half of Resolve: folds every raw-path match into `best`.
   void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
                       bool has_user, uint16_t* best) const;

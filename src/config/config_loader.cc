@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 #include <sstream>
@@ -73,15 +74,17 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
   if (const Field* f = top.Find("tables")) {
     ReadTables(*f, shards, config.tables, errors, warnings);
   }
-  // Before `policies:`, whose patterns are checked against the table.
+  // Before `policies:`, whose patterns are checked against the table (the
+  // default one when `routes:` is left out or invalid).
+  std::shared_ptr<const internal::MergedRouteTable> route_table;
   if (const Field* f = top.Find("routes")) {
-    ReadRoutes(*f, config.routes, errors, warnings);
+    route_table = ReadRoutes(*f, config.routes, errors, warnings);
   }
   if (const Field* f = top.Find("exempt")) {
     ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, config.routes, config.policies, errors,
+    ReadPolicies(*f, config.tables, route_table.get(), config.policies, errors,
                  warnings);
   }
   if (const Field* f = top.Find("store")) {

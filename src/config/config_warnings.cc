@@ -56,57 +56,119 @@ bool Overlap(const Cidr& a, const Cidr& b) {
 
 }  // namespace
 
-void RouteFacts::Build() {
-  if (built_) return;
-  built_ = true;
-  absl::StatusOr<std::unique_ptr<RouteNormalizer>> made =
-      RouteNormalizer::Create(options_);
-  const std::unique_ptr<RouteNormalizer> normalizer =
-      made.ok() ? *std::move(made) : std::make_unique<RouteNormalizer>();
-  // Every template and form the table serves, in canonical form (version
-  // aliases folded), as policies compare them.
-  for (std::string_view key : normalizer->keys()) {
-    keys_.push_back(internal::CanonicalPath(key));
+// What the warnings read of one table, each part built on first use (a file
+// whose patterns need none of them pays for none).
+struct RouteFacts::Facts {
+  explicit Facts(const internal::MergedRouteTable& table);
+  void BuildKeys();
+  void BuildPlaceholders();
+  void BuildGlobs();
+  void BuildAll() {
+    BuildKeys();
+    BuildPlaceholders();
+    BuildGlobs();
   }
-  for (const RouteForm& form : normalizer->forms()) {
-    keys_.push_back(internal::CanonicalPath(form.pattern));
-  }
-  std::sort(keys_.begin(), keys_.end());
-  table_name_ = absl::StrCat("routes.packs: ",
-                             absl::StrJoin(normalizer->options().packs, ", "));
-  if (!normalizer->options().extra.empty()) {
-    const size_t n = normalizer->options().extra.size();
-    absl::StrAppend(&table_name_, "; ", n,
+
+  const internal::MergedRouteTable& table;
+  std::string table_name;
+  bool keys_built = false;
+  std::vector<std::string> keys;  // sorted
+  bool placeholders_built = false;
+  std::vector<std::string> placeholders;  // sorted
+  bool globs_built = false;
+  // Canonical globs of every route form; nullopt where RouteFormGlob refuses.
+  std::vector<std::optional<std::string>> form_globs;
+};
+
+RouteFacts::Facts::Facts(const internal::MergedRouteTable& table)
+    : table(table) {
+  table_name = absl::StrCat("routes.packs: ",
+                            absl::StrJoin(table.options().packs, ", "));
+  if (!table.options().extra.empty()) {
+    const size_t n = table.options().extra.size();
+    absl::StrAppend(&table_name, "; ", n,
                     n == 1 ? " extra template" : " extra templates");
   }
+}
+
+void RouteFacts::Facts::BuildKeys() {
+  if (keys_built) return;
+  keys_built = true;
+  // Every template and form the table serves, in canonical form (version
+  // aliases folded), as policies compare them.
+  const internal::RouteTrie& trie = table.trie();
+  keys.reserve(trie.keys().size() + trie.forms().size());
+  for (std::string_view key : trie.keys()) {
+    keys.push_back(internal::CanonicalPath(key));
+  }
+  for (const RouteForm& form : trie.forms()) {
+    keys.push_back(internal::CanonicalPath(form.pattern));
+  }
+  std::sort(keys.begin(), keys.end());
+}
+
+void RouteFacts::Facts::BuildPlaceholders() {
+  if (placeholders_built) return;
+  placeholders_built = true;
   std::set<std::string, std::less<>> names;
-  for (const RouteForm& form : normalizer->forms()) {
+  for (const RouteForm& form : table.trie().forms()) {
     for (std::string_view name : Placeholders(form.pattern)) {
       names.emplace(name);
     }
-    form_globs_.push_back(internal::RouteFormGlob(form.pattern));
   }
-  placeholders_.assign(names.begin(), names.end());
+  placeholders.assign(names.begin(), names.end());
+}
+
+void RouteFacts::Facts::BuildGlobs() {
+  if (globs_built) return;
+  globs_built = true;
+  form_globs.reserve(table.trie().forms().size());
+  for (const RouteForm& form : table.trie().forms()) {
+    form_globs.push_back(internal::RouteFormGlob(form.pattern));
+  }
+}
+
+RouteFacts::RouteFacts(const internal::MergedRouteTable* table)
+    : table_(table) {}
+
+RouteFacts::~RouteFacts() = default;
+
+const RouteFacts::Facts& RouteFacts::facts(void (Facts::*build)()) {
+  if (facts_ == nullptr) {
+    if (table_ == nullptr) {
+      // Most files use the default table: its facts never change.
+      static const Facts* const kDefault = [] {
+        auto* facts = new Facts(internal::DefaultRouteTable());
+        facts->BuildAll();
+        return facts;
+      }();
+      facts_ = kDefault;
+    } else {
+      owned_ = std::make_unique<Facts>(*table_);
+      facts_ = owned_.get();
+    }
+  }
+  if (owned_ != nullptr && build != nullptr) (owned_.get()->*build)();
+  return *facts_;
 }
 
 bool RouteFacts::IsKey(std::string_view canonical_pattern) {
-  Build();
-  return std::binary_search(keys_.begin(), keys_.end(), canonical_pattern);
+  const std::vector<std::string>& keys = facts(&Facts::BuildKeys).keys;
+  return std::binary_search(keys.begin(), keys.end(), canonical_pattern);
 }
 
 const std::string& RouteFacts::table_name() {
-  Build();
-  return table_name_;
+  return facts(nullptr).table_name;
 }
 
 const std::vector<std::string>& RouteFacts::placeholders() {
-  Build();
-  return placeholders_;
+  return facts(&Facts::BuildPlaceholders).placeholders;
 }
 
 bool RouteFacts::AnyRouteMayMatch(std::string_view canonical_pattern) {
-  Build();
-  return std::any_of(form_globs_.begin(), form_globs_.end(),
+  const std::vector<std::optional<std::string>>& globs =
+      facts(&Facts::BuildGlobs).form_globs;
+  return std::any_of(globs.begin(), globs.end(),
                      [&](const std::optional<std::string>& glob) {
                        return !glob.has_value() ||
                               internal::GlobsOverlap(canonical_pattern, *glob);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,16 +20,22 @@
 #include "mxlimit/policy.h"
 #include "mxlimit/route_options.h"
 #include "src/config/yaml_fields.h"
+#include "src/route/route_table_builder.h"
 
 namespace mxlimit::config_internal {
 
 // The facts about the route table that pattern warnings need, built on first
-// use (most files have no pattern that needs them).
+// use (most files have no pattern that needs them); the default table's once
+// per process.
 class RouteFacts {
  public:
-  // `routes`: the file's `routes:` (the default table when it is invalid;
-  // its errors are reported anyway).
-  explicit RouteFacts(const RouteOptions& routes) : options_(routes) {}
+  // `table`: the table of the file's `routes:`; null for the default table,
+  // and when `routes:` is invalid (its errors are reported anyway). Must
+  // outlive this.
+  explicit RouteFacts(const internal::MergedRouteTable* table);
+  ~RouteFacts();
+  RouteFacts(const RouteFacts&) = delete;
+  RouteFacts& operator=(const RouteFacts&) = delete;
 
   // Every `{name}` a route template or form uses, e.g. "roomId".
   const std::vector<std::string>& placeholders();
@@ -42,15 +49,13 @@ class RouteFacts {
   bool AnyRouteMayMatch(std::string_view canonical_pattern);
 
  private:
-  void Build();
+  struct Facts;
+  // The facts, with the part `build` makes built (null: none).
+  const Facts& facts(void (Facts::*build)());
 
-  const RouteOptions& options_;
-  bool built_ = false;
-  std::vector<std::string> placeholders_;
-  std::vector<std::string> keys_;  // sorted
-  std::string table_name_;
-  // Canonical globs of every route form; nullopt where RouteFormGlob refuses.
-  std::vector<std::optional<std::string>> form_globs_;
+  const internal::MergedRouteTable* table_;
+  const Facts* facts_ = nullptr;  // made on first use
+  std::unique_ptr<Facts> owned_;  // unless the default table's
 };
 
 // A `match` pattern written at `path`/`mark`: not in canonical form, a

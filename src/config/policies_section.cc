@@ -441,12 +441,12 @@ class PolicyReader {
 }  // namespace
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
-                  const RouteOptions& route_options,
+                  const internal::MergedRouteTable* route_table,
                   std::vector<Policy>& policies, ConfigErrors& errors,
                   ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
-  RouteFacts routes(route_options);
+  RouteFacts routes(route_table);
   // Name -> line of its first definition, for duplicate reports.
   absl::flat_hash_map<std::string, int> first_line;
   // Where each read policy is, by index into `policies`.

@@ -3,6 +3,7 @@
 // rules on templates live in src/route/route_table_builder.cc, the only
 // copy; this file reads the YAML and pins each problem to its position.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -162,8 +163,9 @@ std::pair<YAML::Mark, std::string> Locate(const Problem& problem,
 
 }  // namespace
 
-void ReadRoutes(const Field& field, RouteOptions& routes, ConfigErrors& errors,
-                ConfigErrors& warnings) {
+std::shared_ptr<const internal::MergedRouteTable> ReadRoutes(
+    const Field& field, RouteOptions& routes, ConfigErrors& errors,
+    ConfigErrors& warnings) {
   MapFields map(field, kRoutesKeys, /*null_is_empty=*/true, errors);
   RouteMarks marks;
   marks.routes = field.mark();
@@ -176,12 +178,14 @@ void ReadRoutes(const Field& field, RouteOptions& routes, ConfigErrors& errors,
   for (const RouteMarks::Extra& e : marks.extras) {
     file_index.push_back(e.file_index);
   }
-  for (const Problem& problem :
-       internal::FindRouteOptionsProblems(routes, file_index)) {
+  internal::RouteOptionsCheck check =
+      internal::CheckRouteOptions(routes, file_index);
+  for (const Problem& problem : check.problems) {
     auto [mark, path] = Locate(problem, marks);
     (problem.warning ? warnings : errors)
         .Add(mark, absl::StrCat(path, ": ", problem.message));
   }
+  return std::move(check.table);
 }
 
 }  // namespace mxlimit::config_internal

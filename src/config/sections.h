@@ -9,12 +9,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "mxlimit/options.h"
 #include "mxlimit/policy.h"
 #include "src/config/yaml_fields.h"
+#include "src/route/route_table_builder.h"
 
 namespace mxlimit::config_internal {
 
@@ -24,20 +26,24 @@ void ReadTables(const Field& field, size_t shards, TableOptions& tables,
                 ConfigErrors& errors, ConfigErrors& warnings);
 
 // `routes:` (route packs and extra templates). Checks the whole table, so
-// that every problem is reported at the entry it is about.
-void ReadRoutes(const Field& field, RouteOptions& routes, ConfigErrors& errors,
-                ConfigErrors& warnings);
+// that every problem is reported at the entry it is about. Returns the table
+// that check built: null when a problem is an error or the options spell the
+// default table.
+std::shared_ptr<const internal::MergedRouteTable> ReadRoutes(
+    const Field& field, RouteOptions& routes, ConfigErrors& errors,
+    ConfigErrors& warnings);
 
 // `exempt:` (networks and user IDs that are never limited).
 void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
                 ConfigErrors& warnings);
 
 // `policies:` (operator policies, in file order). `tables` supplies the
-// prefix for a family a `client_prefix` leaves out; `routes` the route table
-// patterns are checked against (warnings).
+// prefix for a family a `client_prefix` leaves out; `route_table` the route
+// table patterns are checked against (warnings; null: the default table).
 void ReadPolicies(const Field& field, const TableOptions& tables,
-                  const RouteOptions& routes, std::vector<Policy>& policies,
-                  ConfigErrors& errors, ConfigErrors& warnings);
+                  const internal::MergedRouteTable* route_table,
+                  std::vector<Policy>& policies, ConfigErrors& errors,
+                  ConfigErrors& warnings);
 
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config
 // file, whose directory a relative `key_secret_file` is read from.

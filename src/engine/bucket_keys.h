@@ -338,10 +338,10 @@ class BucketKeyHash {
 };
 
 inline BucketKeyHash::BucketKeyHash() {
-  const SipKey a = RandomSipKey();
-  const SipKey b = RandomSipKey();
-  const SipKey c = RandomSipKey();
-  seed_ = {a.k0, a.k1, b.k0, b.k1, c.k0, c.k1};
+  std::array<SipKey, 3> keys;
+  RandomSipKeys(keys);
+  seed_ = {keys[0].k0, keys[0].k1, keys[1].k0,
+           keys[1].k1, keys[2].k0, keys[2].k1};
 }
 
 }  // namespace mxlimit::internal

@@ -1,6 +1,7 @@
 #include "mxlimit/sharded_limiter.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <utility>
 
@@ -94,12 +95,11 @@ ShardedLimiter::ShardedLimiter(const TableOptions& tables,
       client_mask_(shard_prefix.ipv4, shard_prefix.ipv6),
       shard_count_(shard_count),
       shards_(std::make_unique<Shard[]>(shard_count)) {
-  const internal::SipKey a = internal::RandomSipKey();
-  const internal::SipKey b = internal::RandomSipKey();
-  const internal::SipKey c = internal::RandomSipKey();
-  const internal::SipKey d = internal::RandomSipKey();
-  user_shard_seed_ = {a.k0, a.k1, b.k0, b.k1, c.k0, c.k1};
-  user_shard_secret_ = {d.k0, d.k1};
+  std::array<internal::SipKey, 4> keys;
+  internal::RandomSipKeys(keys);
+  user_shard_seed_ = {keys[0].k0, keys[0].k1, keys[1].k0,
+                      keys[1].k1, keys[2].k0, keys[2].k1};
+  user_shard_secret_ = {keys[3].k0, keys[3].k1};
 }
 
 ShardedLimiter::~ShardedLimiter() = default;

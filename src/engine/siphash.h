@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string_view>
 
 namespace mxlimit::internal {
@@ -106,16 +107,23 @@ inline SipDigest SipHash128(const SipKey& key, std::string_view data) {
   return out;
 }
 
-// A fresh key from the operating system's entropy source. Call once per
+// Fresh keys from the operating system's entropy source, all from one
+// opening of it (the opening costs more than the words). Call once per
 // process or per table (it may allocate and is not meant for the hot path).
-inline SipKey RandomSipKey() {
+inline void RandomSipKeys(std::span<SipKey> keys) {
   std::random_device rd;
   auto word = [&rd] {
     return (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
   };
+  for (SipKey& key : keys) {
+    key.k0 = word();
+    key.k1 = word();
+  }
+}
+
+inline SipKey RandomSipKey() {
   SipKey key;
-  key.k0 = word();
-  key.k1 = word();
+  RandomSipKeys({&key, 1});
   return key;
 }
 

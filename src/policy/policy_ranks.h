@@ -39,6 +39,17 @@ inline std::string CanonicalPattern(std::string_view pattern) {
   return CanonicalPath(pattern);
 }
 
+// The same as a view: `pattern` itself when it is canonical already (most
+// route keys), else CanonicalPattern's text kept in `scratch`.
+inline std::string_view CanonicalPatternView(std::string_view pattern,
+                                             std::string& scratch) {
+  if (pattern == kFallbackRouteKey || CanonicalCursor(pattern).IsRaw()) {
+    return pattern;
+  }
+  scratch = CanonicalPath(pattern);
+  return scratch;
+}
+
 }  // namespace mxlimit::internal
 
 #endif  // MXLIMIT_POLICY_POLICY_RANKS_H_

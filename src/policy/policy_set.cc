@@ -15,12 +15,14 @@
 #include <emmintrin.h>
 #endif
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/internal/prefix_trie.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
 
@@ -97,14 +99,16 @@ PreparedRouteForms::PreparedRouteForms(std::span<const RouteForm> forms) {
     }
     std::optional<std::string> glob = internal::RouteFormGlob(form.pattern);
     if (glob.has_value()) {
-      by_route_[form.id].push_back(*std::move(glob));
+      const size_t head_size = internal::FormGlobHead(*glob).size();
+      by_route_[form.id].push_back(Glob{*std::move(glob), head_size});
     } else {
       refused_[form.id] = true;
     }
   }
-  for (std::vector<std::string>& globs : by_route_) {
+  for (std::vector<Glob>& globs : by_route_) {
     // Version aliases of one form canonicalize to one glob.
-    std::sort(globs.begin(), globs.end());
+    std::sort(globs.begin(), globs.end(),
+              [](const Glob& a, const Glob& b) { return a.text < b.text; });
     globs.erase(std::unique(globs.begin(), globs.end()), globs.end());
   }
 }
@@ -113,6 +117,17 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     std::vector<Policy> operator_policies, bool include_builtins,
     std::span<const std::string_view> route_keys, bool all_shadow,
     std::span<const RouteForm> route_forms) {
+  // The default table is static, so its forms (every engine's and tool's
+  // with the default routes, reloads included) are prepared once.
+  static const std::span<const RouteForm> kDefaultForms =
+      RouteNormalizer().forms();
+  if (route_forms.data() == kDefaultForms.data() &&
+      route_forms.size() == kDefaultForms.size()) {
+    static const PreparedRouteForms* const kDefaultPrepared =
+        new PreparedRouteForms(kDefaultForms);
+    return Compile(std::move(operator_policies), include_builtins, route_keys,
+                   all_shadow, *kDefaultPrepared);
+  }
   return Compile(std::move(operator_policies), include_builtins, route_keys,
                  all_shadow, PreparedRouteForms(route_forms));
 }
@@ -269,18 +284,58 @@ void PolicySet::RankEntries() {
   lanes_ = std::max<size_t>(8, (slots_.size() + 7) / 8 * 8);
 }
 
+// Every entry by its head: the bytes of its canonical pattern before the
+// first '*' (an exact pattern's whole text). An entry can match a text only
+// when its head is a prefix of the text, and one walk of `trie` over a text
+// visits exactly those entries: a route key or a form glob costs a walk, not
+// a test per entry.
+struct PolicySet::HeadIndex {
+  internal::PrefixTrie trie;
+  // Entries by trie value: a head's wildcard entries are its prefix value,
+  // its exact ones its exact value (visited only for the head itself).
+  std::vector<std::vector<size_t>> groups;
+  std::vector<PatternKind> kinds;  // by entry
+  // By entry: the literal bytes after the last '*' (inner-'*' entries).
+  std::vector<std::string_view> tails;
+  // Entries but `<fallback>` sorted by head, for the heads that extend a
+  // form glob's head.
+  struct ByHead {
+    std::string_view head;
+    size_t entry;
+  };
+  std::vector<ByHead> sorted;
+};
+
 void PolicySet::BuildRouteSide(const PreparedRouteForms& route_forms) {
   const size_t entry_count = entries_.size();
-  // Route side: every entry matching each canonical key, resolved to a table
-  // once.
-  // A key can match only the entries whose literal prefix (everything
-  // before the first '*') it starts with; testing that first spares most of
-  // the glob matches, which dominated compiling (and so reloads).
-  std::vector<std::string_view> prefixes;
-  prefixes.reserve(entry_count);
-  for (const Entry& e : entries_) {
-    prefixes.push_back(ShapeOf(e.canonical).prefix);
+  HeadIndex index;
+  index.kinds.reserve(entry_count);
+  index.tails.reserve(entry_count);
+  internal::PrefixTrie::Builder builder;
+  for (size_t i = 0; i < entry_count; ++i) {
+    const std::string_view canonical = entries_[i].canonical;
+    const PatternShape shape = ShapeOf(canonical);
+    index.kinds.push_back(shape.kind);
+    index.tails.push_back(canonical.substr(canonical.rfind('*') + 1));
+    uint32_t& value = shape.kind == PatternKind::kExact
+                          ? builder.ExactSlot(shape.prefix)
+                          : builder.Slot(shape.prefix);
+    if (value == internal::PrefixTrie::kNone) {
+      value = static_cast<uint32_t>(index.groups.size());
+      index.groups.emplace_back();
+    }
+    index.groups[value].push_back(i);
+    if (!route_forms.by_route_.empty() &&
+        entries_[i].canonical != kFallbackRouteKey) {
+      index.sorted.push_back({shape.prefix, i});
+    }
   }
+  index.trie = std::move(builder).Build();
+  std::sort(index.sorted.begin(), index.sorted.end(),
+            [](const HeadIndex::ByHead& a, const HeadIndex::ByHead& b) {
+              return a.head < b.head;
+            });
+
   std::vector<uint16_t> candidates;
   // A route may resolve from its row alone when every form has a glob.
   auto route_only_candidate = [&](size_t r) {
@@ -288,39 +343,41 @@ void PolicySet::BuildRouteSide(const PreparedRouteForms& route_forms) {
            !route_forms.refused_[r] && !route_forms.by_route_[r].empty();
   };
   std::vector<char> matches_key(entry_count, 0);
-  std::vector<EntryHead> heads;
-  if (!route_forms.by_route_.empty()) {
-    for (size_t i = 0; i < entry_count; ++i) {
-      if (entries_[i].canonical == kFallbackRouteKey) continue;
-      heads.push_back(EntryHead{prefixes[i], i});
-    }
-    std::sort(
-        heads.begin(), heads.end(),
-        [](const EntryHead& a, const EntryHead& b) { return a.head < b.head; });
-  }
-  std::vector<size_t> head_lengths;
-  head_lengths.reserve(heads.size());
-  for (const EntryHead& h : heads) head_lengths.push_back(h.head.size());
-  std::sort(head_lengths.begin(), head_lengths.end());
-  head_lengths.erase(std::unique(head_lengths.begin(), head_lengths.end()),
-                     head_lengths.end());
+  // Routes that match the same entries share one table: most routes meet
+  // only a few catch-alls.
+  absl::flat_hash_map<std::vector<uint16_t>, uint32_t> table_of;
   route_table_.reserve(route_keys_.size());
   route_only_.assign(route_keys_.size(), 0);
+  std::string scratch;
   for (size_t r = 0; r < route_keys_.size(); ++r) {
-    const std::string canonical_key = CanonicalPattern(route_keys_[r]);
-    const std::string_view view = canonical_key;
+    // Every entry matching the canonical key, resolved to a table once. An
+    // exact or trailing-'*' entry whose head the walk reaches matches
+    // (ShapeOf); an inner-'*' one when the key also ends with its tail and
+    // the rest of it matches the rest of the key.
+    const std::string_view key =
+        internal::CanonicalPatternView(route_keys_[r], scratch);
     candidates.clear();
-    for (size_t i = 0; i < entry_count; ++i) {
-      if (!view.starts_with(prefixes[i])) continue;
-      if (GlobMatch(entries_[i].canonical, canonical_key)) {
+    index.trie.ForEachMatch(key, [&](uint32_t group) {
+      for (const size_t i : index.groups[group]) {
+        if (index.kinds[i] == PatternKind::kInnerStar) {
+          const std::string_view pattern = entries_[i].canonical;
+          const size_t head = pattern.find('*');
+          if (!key.ends_with(index.tails[i]) ||
+              !GlobMatch(pattern.substr(head), key.substr(head))) {
+            continue;
+          }
+        }
         candidates.push_back(OrderOf(i));
       }
-    }
-    route_table_.push_back(AddBestTable(candidates));
+    });
+    std::sort(candidates.begin(), candidates.end());
+    auto [table, added] = table_of.try_emplace(candidates, 0);
+    if (added) table->second = AddBestTable(candidates);
+    route_table_.push_back(table->second);
     if (!route_only_candidate(r)) continue;
     for (uint16_t order : candidates) matches_key[order - 1] = 1;
-    route_only_[r] = RouteOnlyMethods(route_forms.by_route_[r], matches_key,
-                                      heads, head_lengths);
+    route_only_[r] =
+        RouteOnlyMethods(route_forms.by_route_[r], matches_key, index);
     for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
 }
@@ -374,14 +431,13 @@ void PolicySet::BuildRawSide() {
 // The methods for which a route's paths need no raw-path walk: those of no
 // raw-path pattern that could match one of its paths without already
 // matching its key (a pattern that matches the key is in the route's table,
-// so meeting it again on the path changes nothing). `heads` lists the raw
-// entries by literal head (the bytes before the first '*'), sorted: a pattern
-// and a form glob can only overlap when one head starts with the other, so
-// each glob looks at those entries alone.
+// so meeting it again on the path changes nothing). A pattern and a form glob
+// can only overlap when one's literal head starts with the other's, so each
+// glob looks at those entries alone: the heads its head starts with (one
+// walk of the index), then those that extend it.
 MethodMask PolicySet::RouteOnlyMethods(
-    std::span<const std::string> globs, std::span<const char> matches_key,
-    std::span<const EntryHead> heads,
-    std::span<const size_t> head_lengths) const {
+    std::span<const PreparedRouteForms::Glob> globs,
+    std::span<const char> matches_key, const HeadIndex& index) const {
   MethodMask relevant = 0;
   // True once every method is relevant (nothing left to learn).
   auto consider = [&](size_t i, std::string_view glob) {
@@ -390,26 +446,30 @@ MethodMask PolicySet::RouteOnlyMethods(
     if (internal::GlobsOverlap(e.canonical, glob)) relevant |= e.methods;
     return relevant == internal::kAllMethods;
   };
-  auto by_head = [](const EntryHead& a, std::string_view b) {
+  auto by_head = [](const HeadIndex::ByHead& a, std::string_view b) {
     return a.head < b;
   };
-  for (const std::string& glob : globs) {
-    const std::string_view head = internal::FormGlobHead(glob);
-    // Heads that start with the glob's head.
-    for (auto it = std::lower_bound(heads.begin(), heads.end(), head, by_head);
-         it != heads.end() && it->head.starts_with(head); ++it) {
-      if (consider(it->entry, glob)) return 0;
-    }
-    // Heads that are a proper prefix of the glob's head (one lookup per
-    // head length in use).
-    for (const size_t k : head_lengths) {
-      if (k >= head.size()) break;
-      const std::string_view shorter = head.substr(0, k);
-      for (auto it =
-               std::lower_bound(heads.begin(), heads.end(), shorter, by_head);
-           it != heads.end() && it->head == shorter; ++it) {
-        if (consider(it->entry, glob)) return 0;
+  for (const PreparedRouteForms::Glob& form : globs) {
+    const std::string_view glob = form.text;
+    const std::string_view head = glob.substr(0, form.head_size);
+    // Heads that are a prefix of the glob's head, or equal to it. The walk
+    // skips exact patterns shorter than the head, which no text of the glob
+    // (each starts with the whole head) can equal; `<fallback>` is no path
+    // and never on the way.
+    bool all = false;
+    index.trie.ForEachMatch(head, [&](uint32_t group) {
+      for (const size_t i : index.groups[group]) {
+        if (all) return;
+        all = consider(i, glob);
       }
+    });
+    if (all) return 0;
+    // Heads that extend the glob's head.
+    for (auto it = std::lower_bound(index.sorted.begin(), index.sorted.end(),
+                                    head, by_head);
+         it != index.sorted.end() && it->head.starts_with(head); ++it) {
+      if (it->head.size() == head.size()) continue;  // walked
+      if (consider(it->entry, glob)) return 0;
     }
   }
   return internal::kAllMethods & ~relevant;

@@ -176,6 +176,22 @@ bool GlobsOverlap(std::string_view pattern, std::string_view form,
       std::string_view::npos) {
     return GlobMatch(pattern, form);
   }
+  // The literal head and tail the two share (HeadsAndTailsAgree compared
+  // them) start and end every common text, produced by no wildcard: the
+  // search needs only what lies between (most forms then fit in a row).
+  size_t head = 0;
+  while (head < pattern.size() && head < form.size() && pattern[head] != '*' &&
+         !IsStar(form[head])) {
+    ++head;
+  }
+  size_t tail = 0;
+  while (tail < pattern.size() - head && tail < form.size() - head &&
+         pattern[pattern.size() - 1 - tail] != '*' &&
+         !IsStar(form[form.size() - 1 - tail])) {
+    ++tail;
+  }
+  pattern = pattern.substr(head, pattern.size() - head - tail);
+  form = form.substr(head, form.size() - head - tail);
   if (search == OverlapSearch::kRows ||
       (search == OverlapSearch::kAuto && form.size() < 64)) {
     return GlobsOverlapByRows(pattern, form);

@@ -5,8 +5,13 @@
 #include "src/route/route_table_builder.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -54,6 +59,72 @@ struct ShapeOwner {
   bool prefix_alias = false;
   size_t extra_index = 0;  // when pack == "extra"
 };
+
+// One explicit line of a table: a template or a form, and its key's id.
+struct ExpansionLine {
+  std::string_view text;
+  RouteId id;
+  ExpandedPattern::Origin origin;
+};
+
+// The expansion of one set of active packs (templates, forms and version
+// spellings): the list, and its patterns by shape, which every extra
+// template is checked against.
+struct PackShapes {
+  absl::Status status;  // ExpandRouteTable's: not OK only in a broken build
+  std::vector<ExpandedPattern> patterns;
+  ExpansionRuns runs;
+  absl::flat_hash_map<std::string, ShapeOwner> by_shape;
+  absl::flat_hash_map<std::string_view, RouteId> id_of;  // by template
+};
+
+std::unique_ptr<const PackShapes> ExpandPackShapes(
+    const RouteTableSpec& spec, std::span<const std::string_view> pack_of) {
+  auto out = std::make_unique<PackShapes>();
+  absl::StatusOr<std::vector<ExpandedPattern>> expanded =
+      ExpandRouteTable(spec, &out->runs);
+  if (!expanded.ok()) {
+    out->status = expanded.status();
+    return out;
+  }
+  out->patterns = *std::move(expanded);
+  for (size_t i = 0; i < spec.templates.size(); ++i) {
+    out->id_of.emplace(spec.templates[i], static_cast<RouteId>(i + 1));
+  }
+  std::vector<ParsedSegment> parsed;
+  for (const ExpandedPattern& p : out->patterns) {
+    if (!ParseTemplate(p.pattern, &parsed).ok()) continue;
+    const bool alias = p.origin == ExpandedPattern::Origin::kPrefixAlias;
+    ShapeOwner owner{p.pattern,
+                     spec.templates[p.id - 1],
+                     alias ? "version spelling"
+                     : p.origin == ExpandedPattern::Origin::kForm ? "form"
+                                                                  : "route",
+                     pack_of[p.id],
+                     alias,
+                     0};
+    out->by_shape.emplace(TemplateShape(parsed), std::move(owner));
+  }
+  return out;
+}
+
+// The shapes of the packs in `pack_set` (bit p: BuiltinRoutePacks()[p]),
+// whose table `spec` is. They depend on nothing else, and expanding the
+// packs costs more than all the checks on a few extra templates, so each set
+// is expanded once per process: at most one entry per subset of the packs,
+// in practice the one or two sets a process's configs name. The entries
+// point only into the static pack data.
+const PackShapes& BuiltinPackShapes(uint32_t pack_set,
+                                    const RouteTableSpec& spec,
+                                    std::span<const std::string_view> pack_of) {
+  static std::mutex mu;
+  static auto* const cache =
+      new absl::flat_hash_map<uint32_t, std::unique_ptr<const PackShapes>>;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<const PackShapes>& entry = (*cache)[pack_set];
+  if (entry == nullptr) entry = ExpandPackShapes(spec, pack_of);
+  return *entry;
+}
 
 }  // namespace
 
@@ -111,6 +182,14 @@ class RouteTableMerger {
   void CheckShapes();
   void Finish();
   void BuildTrie();
+  // The active packs alone, as the table holds them before the extras.
+  RouteTableSpec PackSpec() const;
+  std::optional<std::vector<ExpandedPattern>> ExpandWithPacks() const;
+  // The extras' explicit lines as the table lists them; false when an alias
+  // names no key.
+  bool ExtraLines(const PackShapes& packs,
+                  std::vector<ExpansionLine>* templates,
+                  std::vector<ExpansionLine>* forms) const;
 
   // The index messages print for extra entry `i`.
   size_t Shown(size_t i) const {
@@ -125,6 +204,10 @@ class RouteTableMerger {
   std::unique_ptr<MergedRouteTable> table_ =
       std::make_unique<MergedRouteTable>();
   std::vector<const RoutePack*> active_packs_;
+  uint32_t pack_set_ = 0;  // bit p: BuiltinRoutePacks()[p] is active
+  // The packs' lines in the table, before the extras'.
+  size_t pack_templates_ = 0;
+  size_t pack_forms_ = 0;
   // Every active key (built-in or extra) -> its pack.
   absl::flat_hash_map<std::string_view, std::string_view> keys_;
   std::vector<Extra> extras_;
@@ -178,6 +261,7 @@ void RouteTableMerger::SelectPacks() {
   for (size_t p = 0; p < all.size(); ++p) {
     if (active[p]) {
       active_packs_.push_back(&all[p]);
+      pack_set_ |= uint32_t{1} << p;
       table_->options_.packs.emplace_back(all[p].name);
     }
   }
@@ -338,29 +422,25 @@ void RouteTableMerger::CheckAliases() {
 // explicit line over a version spelling, quietly let one win.
 void RouteTableMerger::CheckShapes() {
   if (extras_.empty()) return;
-  absl::flat_hash_map<std::string, ShapeOwner> shapes;
-  std::vector<ParsedSegment> parsed;
-  {
-    absl::StatusOr<std::vector<ExpandedPattern>> builtin =
-        ExpandRouteTable(table_->spec_);
-    if (!builtin.ok()) {
-      Error(Field::kPacks, 0, std::string(builtin.status().message()));
-      return;
-    }
-    for (ExpandedPattern& p : *builtin) {
-      if (!ParseTemplate(p.pattern, &parsed).ok()) continue;
-      const bool alias = p.origin == ExpandedPattern::Origin::kPrefixAlias;
-      ShapeOwner owner{std::move(p.pattern),
-                       table_->templates_[p.id - 1],
-                       alias ? "version spelling"
-                       : p.origin == ExpandedPattern::Origin::kForm ? "form"
-                                                                    : "route",
-                       table_->pack_of_[p.id],
-                       alias,
-                       0};
-      shapes.emplace(TemplateShape(parsed), std::move(owner));
-    }
+  const PackShapes& builtin =
+      BuiltinPackShapes(pack_set_, PackSpec(), table_->pack_of_);
+  if (!builtin.status.ok()) {
+    Error(Field::kPacks, 0, std::string(builtin.status.message()));
+    return;
   }
+  // The extras' shapes, over the packs' (which come first, as in the table).
+  absl::flat_hash_map<std::string, ShapeOwner> extra_shapes;
+  // Adds `owner` unless its shape is taken; returns the owner that holds it.
+  auto claim =
+      [&](const std::string& shape,
+          const ShapeOwner& owner) -> std::pair<const ShapeOwner*, bool> {
+    if (auto it = builtin.by_shape.find(shape); it != builtin.by_shape.end()) {
+      return {&it->second, false};
+    }
+    auto [it, inserted] = extra_shapes.try_emplace(shape, owner);
+    return {&it->second, inserted};
+  };
+  std::vector<ParsedSegment> parsed;
   // Explicit lines first, then version spellings, as ExpandRouteTable. One
   // error per entry: its spellings collide wherever it does.
   absl::flat_hash_set<size_t> failed;
@@ -368,12 +448,11 @@ void RouteTableMerger::CheckShapes() {
     const std::string& text = routes_.extra[extra.index].route_template;
     ShapeOwner owner{text,    extra.key, extra.alias ? "alias" : "route",
                      "extra", false,     extra.index};
-    auto [it, inserted] =
-        shapes.try_emplace(TemplateShape(extra.parsed), owner);
+    auto [holder, inserted] = claim(TemplateShape(extra.parsed), owner);
     if (!inserted) {
       Error(Field::kExtraTemplate, extra.index,
             absl::StrCat(Quoted(text), " matches exactly the same paths as ",
-                         Describe(it->second)));
+                         Describe(*holder)));
       failed.insert(extra.index);
     }
   }
@@ -393,16 +472,16 @@ void RouteTableMerger::CheckShapes() {
       if (!ParseTemplate(spelling, &parsed).ok()) continue;
       ShapeOwner owner{spelling, extra.key, "version spelling",
                        "extra",  true,      extra.index};
-      auto [it, inserted] = shapes.try_emplace(TemplateShape(parsed), owner);
+      auto [holder, inserted] = claim(TemplateShape(parsed), owner);
       // A spelling yields to an explicit line, as built-in ones do.
-      if (inserted || !it->second.prefix_alias || it->second.key == extra.key) {
+      if (inserted || !holder->prefix_alias || holder->key == extra.key) {
         continue;
       }
       Error(Field::kExtraTemplate, extra.index,
             absl::StrCat(Quoted(text), " is also served as ", Quoted(spelling),
                          " (prefix alias ", ToAbsl(alias.alias_prefix),
                          "), which matches exactly the same paths as ",
-                         Describe(it->second)));
+                         Describe(*holder)));
       break;
     }
   }
@@ -433,6 +512,125 @@ void RouteTableMerger::Finish() {
                            t.may_be_empty_};
 }
 
+RouteTableSpec RouteTableMerger::PackSpec() const {
+  const MergedRouteTable& t = *table_;
+  return RouteTableSpec{
+      std::span<const std::string_view>(t.templates_).first(pack_templates_),
+      std::span<const RouteFormRow>(t.forms_).first(pack_forms_),
+      t.prefix_aliases_, t.may_be_empty_};
+}
+
+bool RouteTableMerger::ExtraLines(const PackShapes& packs,
+                                  std::vector<ExpansionLine>* templates,
+                                  std::vector<ExpansionLine>* forms) const {
+  const MergedRouteTable& t = *table_;
+  for (size_t i = pack_templates_; i < t.templates_.size(); ++i) {
+    templates->push_back({t.templates_[i], static_cast<RouteId>(i + 1),
+                          ExpandedPattern::Origin::kTemplate});
+  }
+  for (size_t i = pack_forms_; i < t.forms_.size(); ++i) {
+    const RouteFormRow& form = t.forms_[i];
+    RouteId id = kFallbackRouteId;
+    if (auto it = packs.id_of.find(form.route_template);
+        it != packs.id_of.end()) {
+      id = it->second;
+    }
+    for (const ExpansionLine& line : *templates) {
+      if (line.text == form.route_template) id = line.id;
+    }
+    if (id == kFallbackRouteId) return false;
+    forms->push_back({form.form, id, ExpandedPattern::Origin::kForm});
+  }
+  return true;
+}
+
+// ExpandRouteTable(table_->spec_), from the packs' expansion (cached) and
+// the extras alone: the table lists the packs' templates, the extra ones,
+// the packs' forms, the alias ones, then the version spellings of each line
+// in that order. CheckShapes has refused every extra pattern that shares a
+// shape with another line; a spelling that does is skipped as
+// ExpandRouteTable skips it. Nullopt for anything else (an extra spelling
+// over another key's, one that does not parse): the caller then expands
+// the whole table, which reports it.
+std::optional<std::vector<ExpandedPattern>> RouteTableMerger::ExpandWithPacks()
+    const {
+  using Origin = ExpandedPattern::Origin;
+  const MergedRouteTable& t = *table_;
+  const PackShapes& packs =
+      BuiltinPackShapes(pack_set_, PackSpec(), t.pack_of_);
+  if (!packs.status.ok() || packs.runs.templates != pack_templates_ ||
+      packs.runs.forms != pack_forms_) {
+    return std::nullopt;
+  }
+  using Line = ExpansionLine;
+  std::vector<Line> templates;
+  std::vector<Line> forms;
+  if (!ExtraLines(packs, &templates, &forms)) return std::nullopt;
+  // The extras' shapes: id, and whether a spelling holds it.
+  absl::flat_hash_map<std::string, std::pair<RouteId, bool>> extra_shapes;
+  std::vector<ParsedSegment> parsed;
+  std::vector<ExpandedPattern> out;
+  // Adds `line`'s pattern (or skips it as a spelling that yields); false
+  // where ExpandRouteTable would have refused the table.
+  auto add = [&](std::string pattern, const Line& line, Origin origin) {
+    if (!ParseTemplate(pattern, &parsed).ok()) return false;
+    std::string shape = TemplateShape(parsed);
+    const bool spelling = origin == Origin::kPrefixAlias;
+    if (auto it = packs.by_shape.find(shape); it != packs.by_shape.end()) {
+      // The packs' explicit lines and template spellings come first; their
+      // form spellings later, but then an extra template would collide
+      // with a spelling of another key, which CheckShapes refused.
+      return spelling && (!it->second.prefix_alias ||
+                          it->second.key == t.templates_[line.id - 1]);
+    }
+    auto [it, inserted] =
+        extra_shapes.try_emplace(std::move(shape), line.id, spelling);
+    if (!inserted) {
+      return spelling && (!it->second.second || it->second.first == line.id);
+    }
+    out.push_back({std::move(pattern), line.id, origin});
+    return true;
+  };
+  auto spell = [&](const std::vector<Line>& lines) {
+    for (const Line& line : lines) {
+      for (const PrefixAliasRow& alias : t.prefix_aliases_) {
+        const std::string_view stable = alias.stable_prefix;
+        if (line.text.size() <= stable.size() ||
+            line.text.substr(0, stable.size()) != stable ||
+            line.text[stable.size()] != '/') {
+          continue;
+        }
+        std::string aliased(alias.alias_prefix);
+        aliased.append(line.text.substr(stable.size()));
+        if (!add(std::move(aliased), line, Origin::kPrefixAlias)) return false;
+      }
+    }
+    return true;
+  };
+  auto copy = [&](size_t begin, size_t end) {
+    out.insert(out.end(),
+               packs.patterns.begin() + static_cast<std::ptrdiff_t>(begin),
+               packs.patterns.begin() + static_cast<std::ptrdiff_t>(end));
+  };
+  const size_t spellings = pack_templates_ + pack_forms_;
+  const size_t form_spellings = spellings + packs.runs.template_spellings;
+  out.reserve(packs.patterns.size() + (templates.size() + forms.size()) *
+                                          (1 + t.prefix_aliases_.size()));
+  copy(0, pack_templates_);
+  for (const Line& line : templates) {
+    if (!add(std::string(line.text), line, line.origin)) return std::nullopt;
+  }
+  copy(pack_templates_, spellings);
+  for (const Line& line : forms) {
+    if (!add(std::string(line.text), line, line.origin)) return std::nullopt;
+  }
+  copy(spellings, form_spellings);
+  if (!spell(templates)) return std::nullopt;
+  copy(form_spellings, packs.patterns.size());
+  if (!spell(forms)) return std::nullopt;
+  return out;
+}
+
 void RouteTableMerger::BuildTrie() {
   MergedRouteTable& t = *table_;
   if (t.templates_.size() + 1 >= kSharedBucketRoute) {
@@ -442,7 +640,12 @@ void RouteTableMerger::BuildTrie() {
                      " route keys, expected fewer than ", kSharedBucketRoute));
     return;
   }
-  absl::StatusOr<RouteTrie> trie = RouteTrie::Build(t.spec_);
+  // The default table is built once: it gains nothing from the packs' cache.
+  std::optional<std::vector<ExpandedPattern>> expanded;
+  if (!IsDefaultRouteOptions(routes_)) expanded = ExpandWithPacks();
+  absl::StatusOr<RouteTrie> trie =
+      expanded.has_value() ? RouteTrie::Build(t.spec_, *std::move(expanded))
+                           : RouteTrie::Build(t.spec_);
   if (trie.ok()) {
     t.trie_ = std::make_unique<const RouteTrie>(*std::move(trie));
     return;
@@ -462,6 +665,8 @@ void RouteTableMerger::BuildTrie() {
 std::unique_ptr<MergedRouteTable> RouteTableMerger::Merge() {
   SelectPacks();
   MergePacks();
+  pack_templates_ = table_->templates_.size();
+  pack_forms_ = table_->forms_.size();
   table_->spec_ =
       RouteTableSpec{table_->templates_, table_->forms_,
                      table_->prefix_aliases_, table_->may_be_empty_};
@@ -490,6 +695,14 @@ std::vector<RouteOptionsProblem> FindRouteOptionsProblems(
   if (IsDefaultRouteOptions(routes)) return problems;
   RouteTableMerger(routes, problems, shown_index).Merge();
   return problems;
+}
+
+RouteOptionsCheck CheckRouteOptions(const RouteOptions& routes,
+                                    std::span<const size_t> shown_index) {
+  RouteOptionsCheck check;
+  if (IsDefaultRouteOptions(routes)) return check;
+  check.table = RouteTableMerger(routes, check.problems, shown_index).Merge();
+  return check;
 }
 
 absl::StatusOr<std::unique_ptr<const MergedRouteTable>> MergeRouteTable(

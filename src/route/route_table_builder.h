@@ -88,6 +88,18 @@ struct RouteOptionsProblem {
 std::vector<RouteOptionsProblem> FindRouteOptionsProblems(
     const RouteOptions& routes, std::span<const size_t> shown_index = {});
 
+// FindRouteOptionsProblems' problems and the table they were found building,
+// for a caller that needs both (the config loader checks patterns against
+// the table): one merge instead of two.
+struct RouteOptionsCheck {
+  std::vector<RouteOptionsProblem> problems;
+  // Null when a problem is an error, and for options that spell the default
+  // table (IsDefaultRouteOptions), whose table is DefaultRouteTable().
+  std::shared_ptr<const MergedRouteTable> table;
+};
+RouteOptionsCheck CheckRouteOptions(const RouteOptions& routes,
+                                    std::span<const size_t> shown_index = {});
+
 // The table of `routes`; InvalidArgument lists the problems, one per line.
 absl::StatusOr<std::unique_ptr<const MergedRouteTable>> MergeRouteTable(
     const RouteOptions& routes);

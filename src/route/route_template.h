@@ -42,6 +42,10 @@ absl::Status ParseTemplate(std::string_view text,
 // their placeholders are, whatever the placeholders are called
 // ("/rooms/{}/state").
 std::string TemplateShape(const std::vector<ParsedSegment>& segments);
+// The same, appended to `out`. Never longer than the template (a `{name}`
+// becomes `{}`).
+void AppendTemplateShape(const std::vector<ParsedSegment>& segments,
+                         std::string* out);
 
 }  // namespace mxlimit::internal
 

@@ -56,17 +56,25 @@ struct PendingEdge {
 using JumpPath = std::array<const PendingEdge*, 3>;
 std::vector<JumpPath> FindJumpPaths(const std::vector<PendingEdge>& edges,
                                     const std::vector<bool>& jumpable) {
-  std::vector<std::vector<const PendingEdge*>> children_of(jumpable.size());
-  for (const PendingEdge& edge : edges) {
-    children_of[edge.parent].push_back(&edge);
-  }
+  // Each node's outgoing edges, as one run of `children` (in `edges` order):
+  // two arrays, not one per node.
+  std::vector<uint32_t> first(jumpable.size() + 1, 0);
+  for (const PendingEdge& edge : edges) ++first[edge.parent + 1];
+  for (size_t n = 0; n < jumpable.size(); ++n) first[n + 1] += first[n];
+  std::vector<const PendingEdge*> children(edges.size());
+  std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+  for (const PendingEdge& edge : edges) children[fill[edge.parent]++] = &edge;
+  auto children_of = [&](uint32_t node) {
+    return std::span<const PendingEdge* const>(children.data() + first[node],
+                                               first[node + 1] - first[node]);
+  };
   std::vector<JumpPath> paths;
   if (!jumpable[0]) return paths;
-  for (const PendingEdge* e0 : children_of[0]) {
+  for (const PendingEdge* e0 : children_of(0)) {
     if (!jumpable[e0->child]) continue;
-    for (const PendingEdge* e1 : children_of[e0->child]) {
+    for (const PendingEdge* e1 : children_of(e0->child)) {
       if (!jumpable[e1->child]) continue;
-      for (const PendingEdge* e2 : children_of[e1->child]) {
+      for (const PendingEdge* e2 : children_of(e1->child)) {
         paths.push_back({e0, e1, e2});
       }
     }
@@ -86,26 +94,29 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   absl::StatusOr<std::vector<ExpandedPattern>> expanded =
       ExpandRouteTable(spec);
   if (!expanded.ok()) return expanded.status();
+  return Build(spec, *std::move(expanded));
+}
 
-  absl::flat_hash_set<std::string> may_be_empty;
-  for (std::string_view name : spec.may_be_empty) {
-    may_be_empty.emplace(name);
-  }
+absl::StatusOr<RouteTrie> RouteTrie::Build(
+    const RouteTableSpec& spec, std::vector<ExpandedPattern> expanded) {
+  const absl::flat_hash_set<std::string_view> may_be_empty(
+      spec.may_be_empty.begin(), spec.may_be_empty.end());
 
   RouteTrie trie;
   trie.nodes_.emplace_back();  // the root: the empty path before the first '/'
-  std::vector<PendingEdge> edges;  // text alive as long as `expanded`
-  absl::flat_hash_map<std::pair<uint32_t, std::string>, uint32_t>
+  // Segment texts point into `expanded`, which outlives both.
+  std::vector<PendingEdge> edges;
+  absl::flat_hash_map<std::pair<uint32_t, std::string_view>, uint32_t>
       literal_children;
 
   std::vector<ParsedSegment> parsed;
-  for (const ExpandedPattern& pattern : *expanded) {
+  for (const ExpandedPattern& pattern : expanded) {
     absl::Status status = ParseTemplate(pattern.pattern, &parsed);
     if (!status.ok()) return status;
     uint32_t node = 0;
     for (const ParsedSegment& segment : parsed) {
       if (segment.placeholder) {
-        bool empty_ok = may_be_empty.contains(std::string(segment.text));
+        const bool empty_ok = may_be_empty.contains(segment.text);
         if (trie.nodes_[node].placeholder == kNone) {
           auto child = static_cast<uint32_t>(trie.nodes_.size());
           trie.nodes_[node].placeholder = child;
@@ -121,7 +132,7 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
         node = trie.nodes_[node].placeholder;
       } else {
         auto [it, inserted] = literal_children.try_emplace(
-            std::make_pair(node, std::string(segment.text)),
+            std::make_pair(node, segment.text),
             static_cast<uint32_t>(trie.nodes_.size()));
         if (inserted) {
           edges.push_back({node, it->second, segment.text});
@@ -201,9 +212,10 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(const RouteTableSpec& spec) {
   trie.keys_.reserve(spec.templates.size() + 1);
   trie.keys_.push_back(kFallbackRouteKey);
   for (std::string_view key : spec.templates) trie.keys_.push_back(key);
-  trie.forms_.reserve(expanded->size());
-  for (const ExpandedPattern& pattern : *expanded) {
-    trie.forms_.push_back(RouteForm{pattern.id, pattern.pattern});
+  // Last: the edges' texts point into the patterns, which move here.
+  trie.forms_.reserve(expanded.size());
+  for (ExpandedPattern& pattern : expanded) {
+    trie.forms_.push_back(RouteForm{pattern.id, std::move(pattern.pattern)});
   }
   return trie;
 }

@@ -92,8 +92,17 @@ struct ExpandedPattern {
 // forms) with the same shape are an error; a prefix-alias expansion that hits
 // an explicit line yields to it; two expansions of the same shape with
 // different keys are an error. Placeholder names do not matter for the shape.
+//
+// `runs`, when not null, receives where the list splits: the templates, the
+// forms, then the version spellings of the templates, then those of the
+// forms (a merge that adds extra lines to built-in ones interleaves them).
+struct ExpansionRuns {
+  size_t templates = 0;
+  size_t forms = 0;
+  size_t template_spellings = 0;
+};
 absl::StatusOr<std::vector<ExpandedPattern>> ExpandRouteTable(
-    const RouteTableSpec& spec);
+    const RouteTableSpec& spec, ExpansionRuns* runs = nullptr);
 
 class RouteTrie {
  public:
@@ -103,6 +112,10 @@ class RouteTrie {
 
   // Builds the trie for `spec`; InvalidArgument names the offending line.
   static absl::StatusOr<RouteTrie> Build(const RouteTableSpec& spec);
+  // The same from `expanded`, which must be ExpandRouteTable(spec)'s list
+  // (a caller that assembled it from parts expanded before).
+  static absl::StatusOr<RouteTrie> Build(const RouteTableSpec& spec,
+                                         std::vector<ExpandedPattern> expanded);
 
   // The RouteId `target` is served as, or kFallbackRouteId. `target` is the
   // raw request target; everything from the first '?' or '#' is ignored.

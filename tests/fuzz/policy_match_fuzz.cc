@@ -106,11 +106,10 @@ std::string PatternFrom(std::string_view bytes) {
   return p;
 }
 
-// Compiling a policy set costs time per route key, and a fresh set per
-// input at the default table's size held this target near 400 inputs/s. So
-// most inputs compile against a small table (the push pack and a few client
-// routes as extra templates, the operator's way of adding routes), and one in
-// eight against the default packs, where the built-ins meet every route.
+// Compiling a policy set costs time per route key, so most inputs compile
+// against a small table (the push pack and a few client routes as extra
+// templates, the operator's way of adding routes), and one in eight against
+// the default packs, where the built-ins meet every route.
 struct RouteTable {
   const RouteNormalizer* normalizer;
   const PreparedRouteForms* forms;

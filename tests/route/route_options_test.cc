@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -285,6 +286,54 @@ TEST(RouteOptionsTest, GeneratedExtrasAllMatchTheirOwnKey) {
   }
   EXPECT_EQ(normalizer.Normalize("GET", "/_matrix/client/v3/sync").key,
             "/_matrix/client/v3/sync");
+}
+
+// A merge assembles the expansion from the packs' (expanded once per set)
+// and the extras': it must be the very list expanding the whole table gives,
+// in the same order.
+TEST(RouteOptionsTest, MergedExpansionEqualsTheWholeTablesExpansion) {
+  std::vector<ExtraRoute> generated = testing::GenerateExtraRoutes(200);
+  const std::vector<std::vector<ExtraRoute>> extras = {
+      {},
+      {{std::string(kThings), ""},
+       {std::string(kThingsV2), std::string(kThings)}},
+      {{"/_matrix/client/v3/org.example.sync", "/_matrix/client/v3/sync"},
+       {"/_matrix/client/v3/org.example/rooms/{roomId}/thing", ""},
+       {"/_matrix/client/r0/org.example/other", ""},
+       {"/_matrix/media/v3/org.example/{mediaId}", ""},
+       {"/_example/rooms/{roomId}/state/{stateKey}", ""}},
+      generated,
+  };
+  const std::vector<std::vector<std::string>> pack_sets = {
+      {},
+      {"spec"},
+      {"spec", "msc", "dendrite"},
+      {"push"},
+      std::vector<std::string>(RoutePackNames().begin(),
+                               RoutePackNames().end())};
+  size_t compared = 0;
+  for (const std::vector<std::string>& packs : pack_sets) {
+    for (const std::vector<ExtraRoute>& extra : extras) {
+      RouteOptions routes = WithExtra(extra);
+      routes.packs = packs;
+      absl::StatusOr<std::unique_ptr<const internal::MergedRouteTable>> table =
+          internal::MergeRouteTable(routes);
+      // Without `spec`, an alias of a spec template names no key.
+      if (!table.ok()) continue;
+      ++compared;
+      absl::StatusOr<internal::RouteTrie> whole =
+          internal::RouteTrie::Build((*table)->spec());
+      ASSERT_TRUE(whole.ok()) << whole.status();
+      const std::span<const RouteForm> merged = (*table)->trie().forms();
+      ASSERT_EQ(merged.size(), whole->forms().size());
+      for (size_t i = 0; i < merged.size(); ++i) {
+        EXPECT_EQ(merged[i].pattern, whole->forms()[i].pattern) << i;
+        EXPECT_EQ(merged[i].id, whole->forms()[i].id) << i;
+      }
+      EXPECT_EQ((*table)->trie().node_count(), whole->node_count());
+    }
+  }
+  EXPECT_GE(compared, 17u);
 }
 
 TEST(RouteOptionsTest, StateKeyMayBeEmptyInExtraTemplatesToo) {

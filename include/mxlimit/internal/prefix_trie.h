@@ -66,17 +66,23 @@ class PrefixTrie {
       // builder node whose value and children compressed node i carries;
       // children of one node get consecutive ids.
       std::vector<uint32_t> order = {0};
+      std::vector<std::pair<uint8_t, uint32_t>> children;
       trie.nodes_.reserve(nodes_.size());  // Never more nodes than before.
       trie.nodes_.emplace_back();          // Root: empty label.
       for (size_t i = 0; i < order.size(); ++i) {
-        TmpNode& tmp = nodes_[order[i]];
-        std::sort(tmp.children.begin(), tmp.children.end());
+        const TmpNode& tmp = nodes_[order[i]];
+        children.clear();
+        for (uint32_t c = tmp.first_child; c != kNone;
+             c = nodes_[c].next_sibling) {
+          children.emplace_back(nodes_[c].byte, c);
+        }
+        std::sort(children.begin(), children.end());
         Node& node = trie.nodes_[i];
         node.value = tmp.value;
         node.exact = tmp.exact;
         node.first_edge = static_cast<uint32_t>(trie.labels_.size());
-        node.edge_count = static_cast<uint16_t>(tmp.children.size());
-        for (const auto& [label, child] : tmp.children) {
+        node.edge_count = static_cast<uint16_t>(children.size());
+        for (const auto& [label, child] : children) {
           trie.labels_.push_back(label);
           trie.targets_.push_back(static_cast<uint32_t>(trie.nodes_.size()));
           // Fold the chain of single-child, valueless nodes below `child`
@@ -84,11 +90,11 @@ class PrefixTrie {
           Node next;
           next.label_begin = static_cast<uint32_t>(trie.chain_bytes_.size());
           uint32_t end = child;
-          while (nodes_[end].children.size() == 1 &&
+          while (nodes_[end].first_child != kNone &&
+                 nodes_[nodes_[end].first_child].next_sibling == kNone &&
                  nodes_[end].value == kNone && nodes_[end].exact == kNone) {
-            trie.chain_bytes_.push_back(
-                static_cast<char>(nodes_[end].children[0].first));
-            end = nodes_[end].children[0].second;
+            end = nodes_[end].first_child;
+            trie.chain_bytes_.push_back(static_cast<char>(nodes_[end].byte));
           }
           next.label_length = static_cast<uint32_t>(trie.chain_bytes_.size()) -
                               next.label_begin;
@@ -101,10 +107,14 @@ class PrefixTrie {
     }
 
    private:
+    // Children as a list threaded through the nodes (no allocation per
+    // node; Build sorts each node's children once).
     struct TmpNode {
-      std::vector<std::pair<uint8_t, uint32_t>> children;
+      uint32_t first_child = kNone;
+      uint32_t next_sibling = kNone;
       uint32_t value = kNone;
       uint32_t exact = kNone;
+      uint8_t byte = 0;  // the edge byte from the parent
     };
 
     // The node spelling `text`, created with its ancestors on first use.
@@ -112,17 +122,17 @@ class PrefixTrie {
       uint32_t node = 0;
       for (char c : text) {
         const auto byte = static_cast<uint8_t>(c);
-        uint32_t next = kNone;
-        for (const auto& [label, child] : nodes_[node].children) {
-          if (label == byte) {
-            next = child;
-            break;
-          }
+        uint32_t next = nodes_[node].first_child;
+        while (next != kNone && nodes_[next].byte != byte) {
+          next = nodes_[next].next_sibling;
         }
         if (next == kNone) {
           next = static_cast<uint32_t>(nodes_.size());
-          nodes_[node].children.emplace_back(byte, next);
-          nodes_.emplace_back();
+          TmpNode child;
+          child.byte = byte;
+          child.next_sibling = nodes_[node].first_child;
+          nodes_.push_back(child);
+          nodes_[node].first_child = next;
         }
         node = next;
       }
