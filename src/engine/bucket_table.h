@@ -85,8 +85,7 @@ class BucketTable {
       : capacity_(ClampCapacity(capacity)),
         slab_(MakeHugeArray<Entry>(capacity_ + 1)),
         index_(IndexBucketCount(capacity_), IndexHash{slab_.get(), hash},
-               IndexEq{slab_.get()}),
-        hash_(hash) {
+               IndexEq{slab_.get()}) {
     slab_[0].prev = 0;
     slab_[0].next = 0;
     // At full size the index must stay within abseil's rehash-in-place
@@ -110,7 +109,9 @@ class BucketTable {
     const Key* key;
     size_t hash;
   };
-  HashedKey Hashed(const Key& key) const { return {&key, hash_(key)}; }
+  HashedKey Hashed(const Key& key) const {
+    return {&key, index_.hash_function().hash(key)};
+  }
 
   // The state of `key` if present, after marking it most recently used;
   // nullptr otherwise. Counts a hit when found.
@@ -399,18 +400,21 @@ class BucketTable {
   using Index = absl::flat_hash_set<uint32_t, IndexHash, IndexEq,
                                     HugePageAllocator<uint32_t>>;
 
+  // What every request reads or writes comes first, so that a check touches
+  // as few of the table's lines as it can (the hash's seed lives in the
+  // index's hasher, once). ShardedLimiter keeps hundreds of tables, and a
+  // check finds their headers cold.
+  size_t size_ = 0;
   const size_t capacity_;
+  uint64_t hits_ = 0;
   HugeArray<Entry> slab_;
   Index index_;
-  [[no_unique_address]] Hash hash_;
-  size_t size_ = 0;
   // Records [never_used_, capacity_] have never held a key.
   size_t never_used_ = 1;
   // Singly linked (through `next`) list of erased records; 0 = empty.
   uint32_t free_list_ = 0;
   uint64_t admissions_ = 0;
   uint64_t evictions_ = 0;
-  uint64_t hits_ = 0;
 };
 
 }  // namespace mxlimit::internal
