@@ -157,18 +157,22 @@ bool Engine::MarkExempt(const Request& request, const Route* route,
 void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
                       Evaluation& e, const Route* route,
                       const PolicySet::Resolution* resolution) {
+  if (BeginEvaluate(request, mask, e, route, resolution)) {
+    FinishEvaluate(request, now, e);
+  }
+}
+
+bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
+                           Evaluation& e, const Route* route,
+                           const PolicySet::Resolution* resolution) {
   if (MarkExempt(request, route, e)) {
     ++exempt_requests_;
-    return;
+    return false;
   }
   Resolve(request, mask, e, route, resolution);
-  BucketCheck* checks = e.checks.items;
-  const size_t n = e.count;
-  // Hash each key once; start every table load before waiting on any. Then
-  // find the records (prefetching what relinking will touch) so the misses
-  // overlap.
-  for (size_t i = 0; i < n; ++i) {
-    BucketCheck& c = checks[i];
+  // Hash each key once and start every table load before waiting on any.
+  for (size_t i = 0; i < e.count; ++i) {
+    BucketCheck& c = e.checks.items[i];
     if (!c.has_bucket) continue;
     if (c.scope == Scope::kIp) {
       c.hash = ip_table_.Hashed(c.key.ip).hash;
@@ -178,9 +182,16 @@ void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
       user_table_.Prefetch({&c.key.user, c.hash});
     }
   }
+  return true;
+}
+
+void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
+                            Evaluation& e) {
+  // Find the records (prefetching what relinking will touch) so the misses
+  // overlap.
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  for (size_t i = 0; i < n; ++i) {
-    BucketCheck& c = checks[i];
+  for (size_t i = 0; i < e.count; ++i) {
+    BucketCheck& c = e.checks.items[i];
     const GcraState* state = nullptr;
     if (c.has_bucket) {
       if (c.scope == Scope::kIp) {
@@ -409,12 +420,20 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   const PolicySet& policies = *ip.policies_;
   const PolicySet::Resolution r = policies.Resolve(
       request.method, route.id, path, !request.user_id.empty());
+  // Both engines start their table loads before either waits on one, as a
+  // lone engine does for its two tables.
   Evaluation ip_part;
-  ip.Evaluate(request, now, kIpScope, ip_part, &route, &r);
-  if (ip_part.exempt) return ExemptDecision(ip_part.route);
+  if (!ip.BeginEvaluate(request, kIpScope, ip_part, &route, &r)) {
+    return ExemptDecision(ip_part.route);
+  }
   Evaluation user_part;
-  user.Evaluate(request, now, kUserScope, user_part, &route,
-                user.policies_.get() == &policies ? &r : nullptr);
+  if (user.BeginEvaluate(request, kUserScope, user_part, &route,
+                         user.policies_.get() == &policies ? &r : nullptr)) {
+    ip.FinishEvaluate(request, now, ip_part);
+    user.FinishEvaluate(request, now, user_part);
+  } else {
+    ip.FinishEvaluate(request, now, ip_part);
+  }
   // Nothing is charged until every policy has answered.
   Decision d = ip.Combine(ip_part, user_part);
   const int64_t cost = std::max<int64_t>(request.cost, 0);

@@ -133,9 +133,10 @@ class Engine {
   // `Check` is Resolve + Evaluate, Combine, Settle on this engine. A
   // ShardedLimiter runs the same steps with the per-IP scope on one engine
   // and the per-user scope on another, both locked, in this order:
-  // Evaluate (IP engine), Evaluate (user engine, given the route the first
-  // produced), Combine, Settle on each. Between an engine's Evaluate and its
-  // Settle nothing else may touch that engine.
+  // BeginEvaluate (IP engine), BeginEvaluate (user engine, given the route
+  // the first produced), FinishEvaluate on each, Combine, Settle on each.
+  // Between an engine's BeginEvaluate and its Settle nothing else may touch
+  // that engine.
   //
   // The bucket store is reached only from Evaluate/Inspect (read a bucket's
   // state), Settle (write it back, admit it) and ChargeScopes: a store other
@@ -157,6 +158,15 @@ class Engine {
   void Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
                 Evaluation& e, const Route* route = nullptr,
                 const PolicySet::Resolution* resolution = nullptr);
+  // Evaluate in two halves, for a caller driving two engines (CheckPair):
+  // begin on both, so that every table load is under way before either
+  // waits on one, then finish each. `BeginEvaluate` counts and marks an
+  // exempt request and returns false (there is nothing to finish); else it
+  // resolves and starts the loads. `FinishEvaluate` locates and evaluates.
+  bool BeginEvaluate(const Request& request, ScopeMask mask, Evaluation& e,
+                     const Route* route = nullptr,
+                     const PolicySet::Resolution* resolution = nullptr);
+  void FinishEvaluate(const Request& request, MonotonicTime now, Evaluation& e);
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, const Route* route = nullptr) const;

@@ -228,18 +228,22 @@ void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
       pass.split ? Engine::kIpScope : Engine::kBothScopes;
   if (inspect) {
     a.engine->Inspect(request, now, first, pass.ip_part);
-  } else {
-    a.engine->Evaluate(request, now, first, pass.ip_part);
-  }
-  if (pass.ip_part.exempt) return;
-  if (pass.split) {
-    if (inspect) {
+    if (pass.ip_part.exempt) return;
+    if (pass.split) {
       b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
                         &pass.ip_part.route);
-    } else {
-      b.engine->Evaluate(request, now, Engine::kUserScope, pass.user_part,
-                         &pass.ip_part.route);
     }
+  } else if (!pass.split) {
+    a.engine->Evaluate(request, now, first, pass.ip_part);
+    if (pass.ip_part.exempt) return;
+  } else {
+    // Both engines start their table loads before either waits on one.
+    if (!a.engine->BeginEvaluate(request, first, pass.ip_part)) return;
+    if (b.engine->BeginEvaluate(request, Engine::kUserScope, pass.user_part,
+                                &pass.ip_part.route)) {
+      b.engine->FinishEvaluate(request, now, pass.user_part);
+    }
+    a.engine->FinishEvaluate(request, now, pass.ip_part);
   }
   ApplyDebt(a, b, pass, now, std::max<int64_t>(request.cost, 0));
 }
