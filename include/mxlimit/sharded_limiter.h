@@ -77,7 +77,7 @@
 namespace mxlimit {
 
 namespace internal {
-class SharedCore;
+struct Shard;  // src/engine/shard.h
 }  // namespace internal
 
 class ShardedLimiter {
@@ -167,31 +167,16 @@ class ShardedLimiter {
   size_t IpShard(const IpAddress& client) const;
   size_t UserShard(std::string_view user_id) const;
 
+  // The `shard_count()` shards, for the library's own `SharedLimiter`, which
+  // runs the engine protocol over them with a store round trip between its
+  // steps. Not part of the API: `internal::Shard` is defined only inside the
+  // library.
+  internal::Shard* internal_shards() const { return shards_.get(); }
+
  private:
-  // A SharedLimiter (shared_limiter.h) runs the engine protocol over these
-  // shards itself, with a store round trip between its steps.
-  friend class internal::SharedCore;
-
-  // One cache line (or more) per shard: a shard's lock is written by every
-  // check that takes it, and must not share a line with a neighbour's.
-  struct alignas(64) Shard {
-    mutable internal::Mutex mu;
-    std::unique_ptr<internal::Engine> engine ABSL_PT_GUARDED_BY(mu);
-    // Policy names by PolicyId of the engine's current set, pointing into
-    // `ShardedLimiter::names_`, which never shrinks: decisions handed out
-    // before a reload keep valid views.
-    std::vector<std::string_view> names ABSL_GUARDED_BY(mu);
-    // The layer name of each policy, likewise interned.
-    std::vector<std::string_view> layers ABSL_GUARDED_BY(mu);
-  };
-
   ShardedLimiter(const TableOptions& tables, const ClientPrefix& shard_prefix,
                  size_t shard_count);
 
-  // Points `d.policy` and `d.shadow_policy` at the stable copies of the
-  // names. `ip` and `user` are the shards that decided each scope.
-  static void PinNames(const Shard& ip, const Shard& user, Decision& d)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ip.mu, user.mu);
   // A request's route and query-free path, matched once, without a lock.
   struct Matched {
     Route route;
@@ -222,7 +207,7 @@ class ShardedLimiter {
   std::array<uint64_t, 2> user_shard_secret_;
   // Fixed at construction: `shards_[i]` never moves, only its contents
   // change under its own lock.
-  const std::unique_ptr<Shard[]> shards_;
+  const std::unique_ptr<internal::Shard[]> shards_;
   // The route normalizer all shards share. Read-only once built (route.h),
   // so any thread may use it without a lock.
   std::shared_ptr<const RouteNormalizer> normalizer_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/engine/bucket_keys.h"
 #include "src/engine/engine.h"
+#include "src/engine/shard.h"
 #include "src/engine/siphash.h"
 
 namespace mxlimit {
@@ -79,6 +80,9 @@ void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
 }
 
 }  // namespace
+
+using internal::PinNames;
+using internal::Shard;
 
 size_t ShardedLimiter::DefaultShardCount(const TableOptions& tables) {
   const size_t smallest = std::min(tables.ip_capacity, tables.user_capacity);
@@ -160,7 +164,9 @@ size_t ShardedLimiter::UserShard(std::string_view user_id) const {
   return internal::BucketKeyHash(user_shard_seed_)(key) & (shard_count_ - 1);
 }
 
-void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
+namespace internal {
+
+void PinNames(const Shard& ip, const Shard& user, Decision& d) {
   // Branches rather than a reference to either shard, so the lock analysis
   // sees which shard's fields are read.
   if (d.denied_policy != kNoPolicy) {
@@ -184,6 +190,8 @@ void ShardedLimiter::PinNames(const Shard& ip, const Shard& user, Decision& d) {
     }
   }
 }
+
+}  // namespace internal
 
 ShardedLimiter::Matched ShardedLimiter::Match(const Request& request) const {
   Matched m;

@@ -100,6 +100,8 @@ void ForEachCheck(Engine::Evaluation& ip_part, Engine::Evaluation& user_part,
 SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
                        const StoreOptions& options)
     : mirror_(mirror),
+      shards_(mirror.internal_shards()),
+      shard_count_(mirror.shard_count()),
       store_(std::move(store)),
       options_(options),
       keyer_(options.key_secret) {
@@ -108,13 +110,12 @@ SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
   // Room for a busy sync interval's charges, allocated once: 65,536 over
   // all shards (at least 256 a shard), whatever the shard count, so the
   // default 256 shards hold what 2 did.
-  pending_capacity_ =
-      std::max<size_t>(256, size_t{1 << 16} / mirror_.shard_count_);
-  pending_ = std::make_unique<PendingShard[]>(mirror_.shard_count_);
-  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
+  pending_capacity_ = std::max<size_t>(256, size_t{1 << 16} / shard_count_);
+  pending_ = std::make_unique<PendingShard[]>(shard_count_);
+  for (size_t i = 0; i < shard_count_; ++i) {
     pending_[i].charges.reserve(pending_capacity_);
   }
-  batch_.reserve(pending_capacity_ * (mirror_.shard_count_ + 1));
+  batch_.reserve(pending_capacity_ * (shard_count_ + 1));
   watch_.reserve(pending_capacity_);
   sync_ops_ = std::make_unique<StoreOp[]>(kSyncOpsPerBatch);
   sync_results_ = std::make_unique<StoreResult[]>(kSyncOpsPerBatch);
@@ -197,8 +198,8 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
     any_pending_.store(true, std::memory_order_relaxed);
     queued = true;
   };
-  const Engine& ip_engine = *mirror_.shards_[ip].engine;
-  const Engine& user_engine = *mirror_.shards_[user].engine;
+  const Engine& ip_engine = *shards_[ip].engine;
+  const Engine& user_engine = *shards_[user].engine;
   for (const BucketCheck& c : pass.ip_part.all()) {
     if (pass.split || c.scope == Scope::kIp) {
       queue(c, ip, ip_engine);
@@ -309,13 +310,13 @@ bool SharedCore::DeniedLocally(const Pass& pass) {
 void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
                         const Request& request, MonotonicTime now, int64_t cost,
                         bool from_store) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
   a.engine->CountDecision(d);
   if (d.allowed) QueueCharges(ip, user, pass, request, now, cost);
-  ShardedLimiter::PinNames(a, b, d);
+  internal::PinNames(a, b, d);
 }
 
 Decision SharedCore::Check(const Request& request, MonotonicTime now) {
@@ -342,8 +343,8 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
   }
   const auto [ip_shard, user_shard] = OwnersOf(request);
   const size_t ip = ip_shard, user = user_shard;
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Plan plan;
   {
@@ -407,8 +408,8 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
 Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
                              MonotonicTime now, const Plan& plan,
                              const StoreResult& result) {
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
   if (&a.engine->policies() != plan.ip_policies ||
@@ -448,8 +449,8 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
   if (why != Fallback::kBreaker) {
     fallbacks_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
   }
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
   Pass pass;
@@ -486,8 +487,8 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
 Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
   const auto [ip_shard, user_shard] = OwnersOf(request);
   const size_t ip = ip_shard, user = user_shard;
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Plan plan;
   {
@@ -497,12 +498,12 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     if (!d.allowed && DeniedLocally(pass)) {
-      ShardedLimiter::PinNames(a, b, d);
+      internal::PinNames(a, b, d);
       return d;
     }
     PlanOp(a, b, request, pass, StoreOpKind::kPeek, now, plan);
     if (plan.op.count == 0 || breaker_.open()) {
-      ShardedLimiter::PinNames(a, b, d);
+      internal::PinNames(a, b, d);
       return d;
     }
   }
@@ -526,7 +527,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     }
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  ShardedLimiter::PinNames(a, b, d);
+  internal::PinNames(a, b, d);
   return d;
 }
 
@@ -538,8 +539,8 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   if (request.cost == 0) return;
   const auto [ip_shard, user_shard] = OwnersOf(request);
   const size_t ip = ip_shard, user = user_shard;
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   Plan plan;
   {
     MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
@@ -593,8 +594,8 @@ void SharedCore::SyncGeneration() {
   }
   // The store restarted empty: every shared bucket is full there, and the
   // mirror's would over-deny until they drained.
-  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
-    Shard& s = mirror_.shards_[i];
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
     MutexLock lock(s.mu);
     s.engine->EraseSharedBuckets();
   }
@@ -604,8 +605,8 @@ void SharedCore::SyncGeneration() {
 void SharedCore::SyncNow(MonotonicTime now) { Sync(now); }
 
 void SharedCore::DropPending() {
-  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
-    Shard& s = mirror_.shards_[i];
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
     MutexLock lock(s.mu);
     pending_[i].charges.clear();
   }
@@ -637,8 +638,8 @@ void SharedCore::Sync(MonotonicTime now) {
   // here reuses buffers allocated once, so a sync allocates nothing either.
   batch_.clear();
   any_pending_.store(false, std::memory_order_relaxed);
-  for (size_t i = 0; i < mirror_.shard_count_; ++i) {
-    Shard& s = mirror_.shards_[i];
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
     MutexLock lock(s.mu);
     std::vector<PendingCharge>& charges = pending_[i].charges;
     batch_.insert(batch_.end(), charges.begin(), charges.end());
@@ -701,7 +702,7 @@ void SharedCore::Sync(MonotonicTime now) {
       }
       const int64_t lead = r.lead[i % kMaxStoreBuckets];
       {
-        Shard& s = mirror_.shards_[p.shard];
+        Shard& s = shards_[p.shard];
         MutexLock lock(s.mu);
         // The store's lead includes this process's charges and everyone
         // else's; installed as it is, debt and all.
@@ -740,8 +741,8 @@ std::vector<std::string> SharedCore::DescribeStoreKeys(
   std::vector<std::string> out;
   const auto [ip_shard, user_shard] = OwnersOf(request);
   const size_t ip = ip_shard, user = user_shard;
-  Shard& a = mirror_.shards_[ip];
-  Shard& b = mirror_.shards_[user];
+  Shard& a = shards_[ip];
+  Shard& b = shards_[user];
   MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
   Pass pass;
   Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);

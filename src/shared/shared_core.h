@@ -1,6 +1,6 @@
 // What `SharedLimiter` does with a store: the engine protocol of engine.h
-// run over a `ShardedLimiter`'s shards, with a store round trip between
-// resolving a request and settling it, no shard lock held across it.
+// run over a `ShardedLimiter`'s shards (shard.h), with a store round trip
+// between resolving a request and settling it, no shard lock held across it.
 //
 //   1. Under the shards' locks: evaluate the request on the mirror. A
 //      request with no exact-shared bucket, or one the mirror already
@@ -44,6 +44,7 @@
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/shared_limiter.h"
 #include "src/engine/engine.h"
+#include "src/engine/shard.h"
 #include "src/shared/breaker.h"
 #include "src/shared/store.h"
 #include "src/shared/store_keys.h"
@@ -71,7 +72,7 @@ class SharedCore final : public LateReplyHandler {
   void DropPending();
 
  private:
-  using Shard = ShardedLimiter::Shard;
+  using Shard = internal::Shard;
   using Evaluation = Engine::Evaluation;
   using BucketCheck = Engine::BucketCheck;
 
@@ -154,6 +155,9 @@ class SharedCore final : public LateReplyHandler {
   std::pair<size_t, size_t> OwnersOf(const Request& request) const;
 
   ShardedLimiter& mirror_;
+  // The mirror's shards (fixed for its life) and how many.
+  Shard* const shards_;
+  const size_t shard_count_;
   std::unique_ptr<Store> store_;
   const StoreOptions options_;
   StoreKeyer keyer_;
