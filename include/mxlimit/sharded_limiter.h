@@ -171,7 +171,7 @@ class ShardedLimiter {
   // runs the engine protocol over them with a store round trip between its
   // steps. Not part of the API: `internal::Shard` is defined only inside the
   // library.
-  internal::Shard* internal_shards() const { return shards_.get(); }
+  internal::Shard* internal_shards() { return shards_.get(); }
 
  private:
   ShardedLimiter(const TableOptions& tables, const ClientPrefix& shard_prefix,

@@ -206,6 +206,23 @@ void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
   }
 }
 
+bool Engine::EvaluateSplit(Engine& ip, Engine& user, const Request& request,
+                           MonotonicTime now, Evaluation& ip_part,
+                           Evaluation& user_part, const Route* route,
+                           const PolicySet::Resolution* ip_resolution,
+                           const PolicySet::Resolution* user_resolution) {
+  // Both engines start their table loads before either waits on one, as a
+  // lone engine does for its two tables.
+  if (!ip.BeginEvaluate(request, kIpScope, ip_part, route, ip_resolution)) {
+    return false;
+  }
+  const bool user_begun = user.BeginEvaluate(request, kUserScope, user_part,
+                                             &ip_part.route, user_resolution);
+  ip.FinishEvaluate(request, now, ip_part);
+  if (user_begun) user.FinishEvaluate(request, now, user_part);
+  return true;
+}
+
 void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                      Evaluation& e, const Route* route) const {
   if (MarkExempt(request, route, e)) return;
@@ -420,19 +437,11 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   const PolicySet& policies = *ip.policies_;
   const PolicySet::Resolution r = policies.Resolve(
       request.method, route.id, path, !request.user_id.empty());
-  // Both engines start their table loads before either waits on one, as a
-  // lone engine does for its two tables.
   Evaluation ip_part;
-  if (!ip.BeginEvaluate(request, kIpScope, ip_part, &route, &r)) {
-    return ExemptDecision(ip_part.route);
-  }
   Evaluation user_part;
-  if (user.BeginEvaluate(request, kUserScope, user_part, &route,
-                         user.policies_.get() == &policies ? &r : nullptr)) {
-    ip.FinishEvaluate(request, now, ip_part);
-    user.FinishEvaluate(request, now, user_part);
-  } else {
-    ip.FinishEvaluate(request, now, ip_part);
+  if (!EvaluateSplit(ip, user, request, now, ip_part, user_part, &route, &r,
+                     user.policies_.get() == &policies ? &r : nullptr)) {
+    return ExemptDecision(ip_part.route);
   }
   // Nothing is charged until every policy has answered.
   Decision d = ip.Combine(ip_part, user_part);

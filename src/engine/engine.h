@@ -134,7 +134,8 @@ class Engine {
   // ShardedLimiter runs the same steps with the per-IP scope on one engine
   // and the per-user scope on another, both locked, in this order:
   // BeginEvaluate (IP engine), BeginEvaluate (user engine, given the route
-  // the first produced), FinishEvaluate on each, Combine, Settle on each.
+  // the first produced), FinishEvaluate on each (together: EvaluateSplit),
+  // Combine, Settle on each.
   // Between an engine's BeginEvaluate and its Settle nothing else may touch
   // that engine.
   //
@@ -167,6 +168,15 @@ class Engine {
                      const Route* route = nullptr,
                      const PolicySet::Resolution* resolution = nullptr);
   void FinishEvaluate(const Request& request, MonotonicTime now, Evaluation& e);
+  // Evaluate with the per-IP scope on `ip` and the per-user scope on `user`:
+  // both begin, then both finish. The user engine is given the route the IP
+  // engine produced. False when the request is exempt (`ip_part.exempt`):
+  // there is nothing to combine.
+  static bool EvaluateSplit(
+      Engine& ip, Engine& user, const Request& request, MonotonicTime now,
+      Evaluation& ip_part, Evaluation& user_part, const Route* route = nullptr,
+      const PolicySet::Resolution* ip_resolution = nullptr,
+      const PolicySet::Resolution* user_resolution = nullptr);
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, const Route* route = nullptr) const;

@@ -237,14 +237,9 @@ void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
   } else if (!pass.split) {
     a.engine->Evaluate(request, now, first, pass.ip_part);
     if (pass.ip_part.exempt) return;
-  } else {
-    // Both engines start their table loads before either waits on one.
-    if (!a.engine->BeginEvaluate(request, first, pass.ip_part)) return;
-    if (b.engine->BeginEvaluate(request, Engine::kUserScope, pass.user_part,
-                                &pass.ip_part.route)) {
-      b.engine->FinishEvaluate(request, now, pass.user_part);
-    }
-    a.engine->FinishEvaluate(request, now, pass.ip_part);
+  } else if (!Engine::EvaluateSplit(*a.engine, *b.engine, request, now,
+                                    pass.ip_part, pass.user_part)) {
+    return;
   }
   ApplyDebt(a, b, pass, now, std::max<int64_t>(request.cost, 0));
 }
