@@ -22,7 +22,8 @@
 // its own with the store's clock; the checking thread itself, at the
 // caller's time, with the caller's clock (deterministic replays).
 //
-// Internal: not installed.
+// The check path is in shared_core.cc, the sync and the mirror's reset in
+// shared_core_sync.cc. Internal: not installed.
 
 #ifndef MXLIMIT_SHARED_SHARED_CORE_H_
 #define MXLIMIT_SHARED_SHARED_CORE_H_
