@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
@@ -72,7 +73,7 @@ struct RouteFacts::Facts {
   const internal::MergedRouteTable& table;
   std::string table_name;
   bool keys_built = false;
-  std::vector<std::string> keys;  // sorted
+  absl::flat_hash_set<std::string> keys;
   bool placeholders_built = false;
   std::vector<std::string> placeholders;  // sorted
   bool globs_built = false;
@@ -99,12 +100,11 @@ void RouteFacts::Facts::BuildKeys() {
   const internal::RouteTrie& trie = table.trie();
   keys.reserve(trie.keys().size() + trie.forms().size());
   for (std::string_view key : trie.keys()) {
-    keys.push_back(internal::CanonicalPath(key));
+    keys.insert(internal::CanonicalPath(key));
   }
   for (const RouteForm& form : trie.forms()) {
-    keys.push_back(internal::CanonicalPath(form.pattern));
+    keys.insert(internal::CanonicalPath(form.pattern));
   }
-  std::sort(keys.begin(), keys.end());
 }
 
 void RouteFacts::Facts::BuildPlaceholders() {
@@ -153,8 +153,7 @@ const RouteFacts::Facts& RouteFacts::facts(void (Facts::*build)()) {
 }
 
 bool RouteFacts::IsKey(std::string_view canonical_pattern) {
-  const std::vector<std::string>& keys = facts(&Facts::BuildKeys).keys;
-  return std::binary_search(keys.begin(), keys.end(), canonical_pattern);
+  return facts(&Facts::BuildKeys).keys.contains(ToAbsl(canonical_pattern));
 }
 
 const std::string& RouteFacts::table_name() {

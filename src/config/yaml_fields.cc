@@ -33,21 +33,22 @@ int Column(const YAML::Mark& mark) {
 
 // Optimal string alignment distance: Levenshtein plus adjacent swaps.
 size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1,
-                                     std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  const size_t width = b.size() + 1;
+  std::vector<size_t> cells((a.size() + 1) * width);
+  auto d = [&](size_t i, size_t j) -> size_t& { return cells[i * width + j]; };
+  for (size_t i = 0; i <= a.size(); ++i) d(i, 0) = i;
+  for (size_t j = 0; j <= b.size(); ++j) d(0, j) = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] =
-          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      d(i, j) =
+          std::min({d(i - 1, j) + 1, d(i, j - 1) + 1, d(i - 1, j - 1) + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        d(i, j) = std::min(d(i, j), d(i - 2, j - 2) + 1);
       }
     }
   }
-  return d[a.size()][b.size()];
+  return d(a.size(), b.size());
 }
 
 // "the top level" or "tables.ip", for messages about a map's keys.
@@ -286,8 +287,13 @@ std::optional<std::string_view> NearestWord(
   std::optional<std::string_view> best;
   size_t best_distance = 0;
   for (std::string_view c : candidates) {
-    size_t d = EditDistance(word, c);
-    size_t allowed = c.size() >= 8 ? 2 : 1;
+    const size_t allowed = c.size() >= 8 ? 2 : 1;
+    // The distance is at least the difference in length.
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) >
+        allowed) {
+      continue;
+    }
+    const size_t d = EditDistance(word, c);
     if (d <= allowed && (!best.has_value() || d < best_distance)) {
       best = c;
       best_distance = d;

@@ -114,9 +114,7 @@ std::vector<std::string> SplitList(std::string_view list) {
   return absl::StrSplit(internal::ToAbsl(list), ',', absl::SkipEmpty());
 }
 
-}  // namespace
-
-std::vector<Policy> BuiltinPolicies() {
+std::vector<Policy> ParseBuiltins() {
   std::vector<Policy> out;
   out.reserve(std::size(kBuiltins));
   for (const BuiltinRow& row : kBuiltins) {
@@ -136,6 +134,16 @@ std::vector<Policy> BuiltinPolicies() {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Policy> BuiltinPolicies() {
+  // Read once: every compile with the built-ins (each engine, each reload)
+  // asks for them.
+  static const std::vector<Policy>* const kParsed =
+      new std::vector<Policy>(ParseBuiltins());
+  return *kParsed;
 }
 
 std::string_view BuiltinPolicySource(std::string_view name) {

@@ -440,10 +440,13 @@ MethodMask PolicySet::RouteOnlyMethods(
     std::span<const char> matches_key, const HeadIndex& index) const {
   MethodMask relevant = 0;
   // True once every method is relevant (nothing left to learn).
-  auto consider = [&](size_t i, std::string_view glob) {
+  // `surely`: the pair overlaps without a search.
+  auto consider = [&](size_t i, std::string_view glob, bool surely) {
     const Entry& e = entries_[i];
     if (matches_key[i] || (e.methods & ~relevant) == 0) return false;
-    if (internal::GlobsOverlap(e.canonical, glob)) relevant |= e.methods;
+    if (surely || internal::GlobsOverlap(e.canonical, glob)) {
+      relevant |= e.methods;
+    }
     return relevant == internal::kAllMethods;
   };
   auto by_head = [](const HeadIndex::ByHead& a, std::string_view b) {
@@ -456,11 +459,13 @@ MethodMask PolicySet::RouteOnlyMethods(
     // skips exact patterns shorter than the head, which no text of the glob
     // (each starts with the whole head) can equal; `<fallback>` is no path
     // and never on the way.
+    // A trailing-'*' pattern on the way matches every text of the glob:
+    // each starts with the glob's head, which starts with the pattern's.
     bool all = false;
     index.trie.ForEachMatch(head, [&](uint32_t group) {
       for (const size_t i : index.groups[group]) {
         if (all) return;
-        all = consider(i, glob);
+        all = consider(i, glob, index.kinds[i] == PatternKind::kPrefix);
       }
     });
     if (all) return 0;
@@ -469,7 +474,7 @@ MethodMask PolicySet::RouteOnlyMethods(
                                     head, by_head);
          it != index.sorted.end() && it->head.starts_with(head); ++it) {
       if (it->head.size() == head.size()) continue;  // walked
-      if (consider(it->entry, glob)) return 0;
+      if (consider(it->entry, glob, /*surely=*/false)) return 0;
     }
   }
   return internal::kAllMethods & ~relevant;

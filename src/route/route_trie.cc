@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -108,13 +109,35 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(
   std::vector<PendingEdge> edges;
   absl::flat_hash_map<std::pair<uint32_t, std::string_view>, uint32_t>
       literal_children;
+  // Patterns share most of their segments: a little over one new literal
+  // and node each, so growing from empty would rehash many times.
+  const size_t expected = expanded.size() + expanded.size() / 2;
+  literal_children.reserve(expected);
+  edges.reserve(expected);
+  trie.nodes_.reserve(expected + 1);
 
   std::vector<ParsedSegment> parsed;
+  // The previous pattern's segments and the node each led to. Patterns of a
+  // pack come grouped, so most share their leading segments with the one
+  // before: those reuse its nodes without a lookup.
+  std::vector<ParsedSegment> previous;
+  std::vector<uint32_t> previous_nodes;
+  std::vector<uint32_t> nodes;
   for (const ExpandedPattern& pattern : expanded) {
     absl::Status status = ParseTemplate(pattern.pattern, &parsed);
     if (!status.ok()) return status;
     uint32_t node = 0;
-    for (const ParsedSegment& segment : parsed) {
+    nodes.clear();
+    size_t shared = 0;
+    while (shared < parsed.size() && shared < previous.size() &&
+           parsed[shared].placeholder == previous[shared].placeholder &&
+           parsed[shared].text == previous[shared].text) {
+      node = previous_nodes[shared];
+      nodes.push_back(node);
+      ++shared;
+    }
+    for (const ParsedSegment& segment :
+         std::span<const ParsedSegment>(parsed).subspan(shared)) {
       if (segment.placeholder) {
         const bool empty_ok = may_be_empty.contains(segment.text);
         if (trie.nodes_[node].placeholder == kNone) {
@@ -141,10 +164,13 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(
         }
         node = it->second;
       }
+      nodes.push_back(node);
     }
     // ExpandRouteTable leaves one pattern per shape, so the node is free.
     trie.nodes_[node].route = pattern.id;
     trie.max_segments_ = std::max(trie.max_segments_, parsed.size());
+    std::swap(previous, parsed);
+    std::swap(previous_nodes, nodes);
   }
 
   // The literal edge table, at most half full.
