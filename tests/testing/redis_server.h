@@ -19,6 +19,7 @@
 #ifndef MXLIMIT_TESTS_TESTING_REDIS_SERVER_H_
 #define MXLIMIT_TESTS_TESTING_REDIS_SERVER_H_
 
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -87,8 +88,15 @@ class RedisServer {
   }
   pid_t pid() const { return pid_; }
 
-  // SIGSTOP: connections stay open, nothing is answered.
-  void Freeze() { kill(pid_, SIGSTOP); }
+  // SIGSTOP: connections stay open, nothing is answered. The signal takes
+  // effect some time after kill() returns, so wait for the server (our
+  // child) to report itself stopped: until then it may still answer.
+  void Freeze() {
+    if (kill(pid_, SIGSTOP) != 0) return;
+    int status = 0;
+    while (waitpid(pid_, &status, WUNTRACED) < 0 && errno == EINTR) {
+    }
+  }
   void Thaw() { kill(pid_, SIGCONT); }
 
   // SIGKILL: every connection drops, every key is gone.
