@@ -10,8 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -39,6 +43,12 @@ void ErrorResponse(int status, std::string_view reason, HttpResponse& r) {
   r.body = r.owned;
 }
 
+// A slot's input buffer: the longest target, the header fields and slack
+// for the request line around them.
+size_t InputCapacity(const ServerOptions& options) {
+  return kMaxTargetBytes + options.max_header_bytes + 1024;
+}
+
 IpAddress PeerAddress(const sockaddr_storage& ss) {
   IpAddress ip;
   if (ss.ss_family == AF_INET) {
@@ -55,21 +65,56 @@ IpAddress PeerAddress(const sockaddr_storage& ss) {
 
 }  // namespace
 
+// The process-wide connection bound and the input buffers, shared by the
+// workers. The kernel hands a new connection to whichever worker epoll wakes
+// (often the same one), so a bound split per worker would refuse connections
+// at a fraction of `max_connections`; and buffers move between workers so
+// that at most `max_connections` of them ever exist.
+class HttpServer::ConnectionPool {
+ public:
+  ConnectionPool(size_t max_connections, size_t buffer_bytes)
+      : max_(max_connections), buffer_bytes_(buffer_bytes) {}
+
+  // An input buffer for one more open connection, or null when
+  // `max_connections` are open. Allocates only past the previous peak.
+  std::unique_ptr<char[]> Acquire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (open_ == max_) return nullptr;
+    ++open_;
+    if (free_.empty()) {
+      // Not zeroed: pages are touched only as far as requests fill them.
+      return std::unique_ptr<char[]>(new char[buffer_bytes_]);
+    }
+    std::unique_ptr<char[]> buffer = std::move(free_.back());
+    free_.pop_back();
+    return buffer;
+  }
+
+  void Release(std::unique_ptr<char[]> buffer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    assert(open_ > 0);
+    --open_;
+    free_.push_back(std::move(buffer));
+  }
+
+ private:
+  const size_t max_;
+  const size_t buffer_bytes_;
+  std::mutex mu_;
+  size_t open_ = 0;
+  std::vector<std::unique_ptr<char[]>> free_;
+};
+
 // One worker: an epoll loop over its own slots.
 class HttpServer::Worker {
  public:
   Worker(const ServerOptions& options, HttpHandler& handler, int listen_fd,
-         size_t slots)
+         ConnectionPool& pool)
       : options_(options),
         handler_(handler),
         listen_fd_(listen_fd),
-        in_capacity_(kMaxTargetBytes + options.max_header_bytes + 1024),
-        slots_(slots) {
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      slots_[i].out.reserve(4096);
-      free_.push_back(static_cast<uint32_t>(slots_.size() - 1 - i));
-    }
-  }
+        in_capacity_(InputCapacity(options)),
+        pool_(pool) {}
   ~Worker() {
     if (epoll_fd_ >= 0) close(epoll_fd_);
     if (wake_fd_ >= 0) close(wake_fd_);
@@ -110,10 +155,14 @@ class HttpServer::Worker {
   }
 
  private:
-  // A connection slot. The deadline lists are intrusive, linked by slot
-  // index: `reading_` holds connections with a request (or a response)
-  // under way, `idle_` those waiting between requests. Each list has one
-  // timeout, so appending keeps it ordered by deadline.
+  // A connection slot. A slot is open exactly while it holds a socket
+  // (`fd >= 0`) and its pool buffer; only `Open` and `Close` change that, and
+  // `Close` of a closed slot is a no-op, so a slot index can never be on the
+  // free list twice. The deadline lists are intrusive, linked by slot index:
+  // `reading_` holds connections with a request (or a response) under way,
+  // or that have not sent their first byte yet; `idle_` those waiting between
+  // requests. Each list has one timeout, so appending keeps it ordered by
+  // deadline.
   struct Slot {
     int fd = -1;
     IpAddress peer;
@@ -165,11 +214,24 @@ class HttpServer::Worker {
   void OnWritable(uint32_t i);
   // Parses and answers every complete request in the slot's buffer.
   void Process(uint32_t i);
+  // Queues an error answer and marks the connection to close once it is
+  // sent; the caller flushes.
   void Fail(uint32_t i, int status, std::string_view reason);
   // Sends pending output; closes the slot when done and asked to.
   void Flush(uint32_t i);
   void SetInterest(uint32_t i, uint32_t events);
+  // Takes a free slot (made on first need) for `fd`.
+  void Open(int fd, const sockaddr_storage& peer, std::unique_ptr<char[]> in);
   void Close(uint32_t i);
+  // Whether slot `i` has nothing under way: no input, output or body.
+  bool Quiet(uint32_t i) const {
+    const Slot& s = slots_[i];
+    return s.in_len == 0 && s.discard == 0 && s.out.size() == s.out_sent;
+  }
+  // Aborts when the slot bookkeeping is inconsistent (debug builds only):
+  // every slot is either open or on the free list, once, and the open ones
+  // are each on one deadline list and counted.
+  void VerifySlots() const;
   void ExpireDeadlines(Clock::time_point now);
   int NextTimeoutMs(Clock::time_point now) const;
 
@@ -177,6 +239,7 @@ class HttpServer::Worker {
   HttpHandler& handler_;
   const int listen_fd_;
   const size_t in_capacity_;
+  ConnectionPool& pool_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::vector<Slot> slots_;
@@ -215,6 +278,9 @@ void HttpServer::Worker::Run() {
                    NextTimeoutMs(now));
     for (int e = 0; e < n; ++e) Dispatch(events[e]);
     ExpireDeadlines(Clock::now());
+#ifndef NDEBUG
+    VerifySlots();
+#endif
   }
 }
 
@@ -222,8 +288,14 @@ void HttpServer::Worker::StopAccepting(Clock::time_point now) {
   accepting_ = false;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
   drain_deadline_ = now + options_.drain_timeout;
-  // Nothing is under way on an idle connection: close it now.
+  // Nothing is under way on an idle connection, nor on one that has not
+  // sent a byte yet: close them now.
   while (idle_.head != kNone) Close(idle_.head);
+  for (uint32_t i = reading_.head; i != kNone;) {
+    const uint32_t next = slots_[i].next;
+    if (Quiet(i)) Close(i);
+    i = next;
+  }
 }
 
 void HttpServer::Worker::Dispatch(const epoll_event& event) {
@@ -270,13 +342,11 @@ void HttpServer::Worker::ExpireDeadlines(Clock::time_point now) {
     timed_out_.fetch_add(1, std::memory_order_relaxed);
     if (slots_[i].out.size() == slots_[i].out_sent && slots_[i].in_len > 0) {
       Fail(i, 408, "request head not received in time");
-      if (slots_[i].fd >= 0 && slots_[i].reading) {
-        // The 408 could not be sent at once: give up on this peer.
-        Close(i);
-      }
-    } else {
-      Close(i);
+      Flush(i);
     }
+    // A peer that sent nothing, stopped reading, or could not take the 408
+    // at once is given up on.
+    if (slots_[i].fd >= 0) Close(i);
   }
   while (idle_.head != kNone &&
          slots_[idle_.head].since + options_.idle_timeout <= now) {
@@ -291,7 +361,8 @@ void HttpServer::Worker::AcceptAll() {
     const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or a connection that went away
-    if (free_.empty()) {
+    std::unique_ptr<char[]> in = pool_.Acquire();
+    if (in == nullptr) {
       refused_.fetch_add(1, std::memory_order_relaxed);
       static constexpr std::string_view kBusy =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 25\r\n"
@@ -301,29 +372,44 @@ void HttpServer::Worker::AcceptAll() {
       close(fd);
       continue;
     }
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    const uint32_t i = free_.back();
-    free_.pop_back();
-    Slot& s = slots_[i];
-    s.fd = fd;
-    s.peer = PeerAddress(ss);
-    // Not zeroed: pages are touched only as far as requests fill them.
-    if (!s.in) s.in.reset(new char[in_capacity_]);
-    s.in_len = s.searched = 0;
-    s.discard = 0;
-    s.out.clear();
-    s.out_sent = 0;
-    s.close_after_write = s.stopped_reading = false;
-    s.interest = EPOLLIN;
-    Append(i, /*reading=*/false, Clock::now());
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = i;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-    accepted_.fetch_add(1, std::memory_order_relaxed);
-    open_.fetch_add(1, std::memory_order_relaxed);
+    Open(fd, ss, std::move(in));
   }
+}
+
+void HttpServer::Worker::Open(int fd, const sockaddr_storage& peer,
+                              std::unique_ptr<char[]> in) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (free_.empty()) {
+    // Slots grow to the worker's peak of open connections, which the pool
+    // bounds; links are indices, so moving slots breaks nothing.
+    slots_.emplace_back();
+    free_.push_back(static_cast<uint32_t>(slots_.size() - 1));
+  }
+  const uint32_t i = free_.back();
+  free_.pop_back();
+  Slot& s = slots_[i];
+  assert(s.fd < 0);
+  s.fd = fd;
+  s.peer = PeerAddress(peer);
+  s.in = std::move(in);
+  s.in_len = s.searched = 0;
+  s.discard = 0;
+  s.out.clear();
+  if (s.out.capacity() < 4096) s.out.reserve(4096);
+  s.out_sent = 0;
+  s.close_after_write = s.stopped_reading = false;
+  s.interest = EPOLLIN;
+  // A new connection must send its head within the request timeout, like
+  // any request under way: a peer that never sends a byte would otherwise
+  // hold its slot for the (much longer) idle timeout.
+  Append(i, /*reading=*/true, Clock::now());
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = i;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  open_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void HttpServer::Worker::OnReadable(uint32_t i) {
@@ -452,7 +538,6 @@ void HttpServer::Worker::Fail(uint32_t i, int status, std::string_view reason) {
   SerializeResponse(response_, /*close=*/true, s.out);
   s.stopped_reading = true;
   s.close_after_write = true;
-  Flush(i);
 }
 
 void HttpServer::Worker::Flush(uint32_t i) {
@@ -500,14 +585,48 @@ void HttpServer::Worker::SetInterest(uint32_t i, uint32_t events) {
 
 void HttpServer::Worker::Close(uint32_t i) {
   Slot& s = slots_[i];
+  assert(s.fd >= 0 && "slot closed twice");
+  if (s.fd < 0) return;
   Unlink(i);
   close(s.fd);  // also removes it from the epoll set
   s.fd = -1;
   s.in_len = 0;
+  s.discard = 0;
   s.out.clear();
   s.out_sent = 0;
+  pool_.Release(std::move(s.in));
   free_.push_back(i);
   open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void HttpServer::Worker::VerifySlots() const {
+  auto fail = [](const char* what) {
+    std::fprintf(stderr, "http_server: slot bookkeeping broken: %s\n", what);
+    std::abort();
+  };
+  std::vector<char> seen(slots_.size(), 0);
+  for (uint32_t i : free_) {
+    if (i >= slots_.size() || seen[i] != 0) fail("free list index repeated");
+    if (slots_[i].fd >= 0) fail("an open slot is on the free list");
+    seen[i] = 1;
+  }
+  size_t open = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].fd >= 0) ++open;
+    if (slots_[i].fd < 0 && seen[i] == 0) fail("a closed slot is lost");
+  }
+  size_t listed = 0;
+  for (const List* l : {&reading_, &idle_}) {
+    for (uint32_t i = l->head; i != kNone; i = slots_[i].next) {
+      if (slots_[i].fd < 0) fail("a closed slot is on a deadline list");
+      if (slots_[i].reading != (l == &reading_)) fail("list flag is wrong");
+      if (++listed > slots_.size()) fail("a deadline list has a cycle");
+    }
+  }
+  if (listed != open) fail("an open slot is on no deadline list");
+  if (open != open_.load(std::memory_order_relaxed)) {
+    fail("the open count differs from the open slots");
+  }
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
@@ -554,11 +673,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->listen_fd_ = fd;
   server->port_ =
       ntohs(ss.ss_family == AF_INET ? in4->sin_port : in6->sin6_port);
-  const size_t per_worker =
-      (options.max_connections + static_cast<size_t>(options.threads) - 1) /
-      static_cast<size_t>(options.threads);
+  server->pool_ = std::make_unique<ConnectionPool>(options.max_connections,
+                                                   InputCapacity(options));
   for (int t = 0; t < options.threads; ++t) {
-    auto worker = std::make_unique<Worker>(options, handler, fd, per_worker);
+    auto worker =
+        std::make_unique<Worker>(options, handler, fd, *server->pool_);
     if (absl::Status s = worker->Init(); !s.ok()) return s;
     server->workers_.push_back(std::move(worker));
   }

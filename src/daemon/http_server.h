@@ -7,17 +7,19 @@
 // one listening socket. It serves exactly what an authorization sidecar
 // needs (small GET requests on keepalive connections from a local proxy) and
 // bounds everything a client controls:
-//   - connections: `max_connections` slots in all; one more is answered 503
-//     and closed;
+//   - connections: `max_connections` open in all, whichever worker accepted
+//     them; one more is answered 503 and closed;
 //   - the request head: target up to `kMaxTargetBytes` (else 414), header
 //     fields up to `max_header_bytes` (else 431), `kMaxHeaderFields`;
 //   - time: a head must arrive within `request_timeout` of its first byte
-//     (else 408); an idle keepalive connection is closed after
+//     (else 408), and a new connection must send a first byte within it
+//     (else it is closed); an idle keepalive connection is closed after
 //     `idle_timeout`; a peer that stops reading its response is dropped after
 //     `request_timeout`;
 //   - bodies: up to `kMaxBodyBytes` are read and discarded (else 413).
-// Reading, parsing and answering an ordinary request allocates nothing: the
-// buffers belong to the slot and are sized at start.
+// Reading, parsing and answering an ordinary request allocates nothing: a
+// connection takes its buffers when it is accepted, sized at start and reused
+// by later connections.
 //
 // Example:
 //   class Hello : public mxlimit::daemon::HttpHandler {
@@ -68,6 +70,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   int threads = 1;
+  // Open connections in all, over every worker.
   size_t max_connections = 1024;
   // Caddy forwards every client header; Go's own servers accept 1 MiB,
   // nginx 32 KiB by default.
@@ -118,11 +121,14 @@ class HttpServer {
   ServerCounters Counters() const;
 
  private:
+  class ConnectionPool;
   class Worker;
   HttpServer() = default;
 
   int listen_fd_ = -1;
   uint16_t port_ = 0;
+  // Outlives the workers, which borrow it.
+  std::unique_ptr<ConnectionPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   bool drained_ = false;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/testing/raw_http.h"
@@ -38,6 +39,33 @@ class HttpServerTest : public ::testing::Test {
     server_ = *std::move(s);
   }
   uint16_t port() const { return server_->port(); }
+  // Waits for the server to see that connections went away.
+  bool OpenBecomes(uint64_t n) const {
+    const auto until = std::chrono::steady_clock::now() + milliseconds(2000);
+    while (server_->Counters().open != n) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return true;
+  }
+  // Opens `n` connections at once and checks each is answered; they stay
+  // open as long as the caller keeps what this returns.
+  std::vector<std::unique_ptr<RawConnection>> EveryConnectionAnswered(
+      size_t n) {
+    std::vector<std::unique_ptr<RawConnection>> conns;
+    for (size_t k = 0; k < n; ++k) {
+      conns.push_back(std::make_unique<RawConnection>(port()));
+      EXPECT_TRUE(conns.back()->connected());
+      conns.back()->Send("GET /ok" + std::to_string(k) + " HTTP/1.1\r\n\r\n");
+    }
+    for (size_t k = 0; k < n; ++k) {
+      EXPECT_EQ(conns[k]->ReadResponse(milliseconds(2000)).body,
+                "GET /ok" + std::to_string(k))
+          << "connection " << k << " of " << n;
+    }
+    EXPECT_EQ(server_->Counters().open, n);
+    return conns;
+  }
 
   Echo echo_;
   std::unique_ptr<HttpServer> server_;
@@ -161,6 +189,68 @@ TEST_F(HttpServerTest, DrainFinishesRequestsUnderWayAndClosesIdleOnes) {
   drain.join();
   RawConnection late(port());
   EXPECT_FALSE(late.connected());
+}
+
+// Every answer that closes the connection frees its slot exactly once: the
+// open count returns to zero, and every slot then serves one connection.
+TEST_F(HttpServerTest, ErrorAnswersThatCloseFreeTheirSlotOnce) {
+  ServerOptions o;
+  o.threads = 1;
+  o.max_connections = 4;
+  Start(o);
+  const std::pair<std::string, int> hostile[] = {
+      {"GET / HTTP/1.1\r\nAuthorization: Bearer a\x01b\r\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: 70000\r\n\r\n", 413},
+      {"GET /" + std::string(kMaxTargetBytes + 100, 'a'), 414},
+      {"GET / HTTP/1.1\r\nA: " + std::string(70 * 1024, 'b') + "\r\n\r\n", 431},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+      {"GET / HTTP/2.0\r\n\r\n", 505},
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& [request, status] : hostile) {
+      RawConnection c(port());
+      ASSERT_TRUE(c.connected());
+      c.Send(request);
+      EXPECT_EQ(c.ReadResponse().status, status) << request.substr(0, 40);
+      EXPECT_TRUE(c.ClosedWithin(milliseconds(1000)));
+    }
+  }
+  EXPECT_TRUE(OpenBecomes(0)) << server_->Counters().open;
+  const auto open = EveryConnectionAnswered(4);
+  RawConnection over(port());
+  EXPECT_EQ(over.ReadResponse().status, 503);
+}
+
+// The bound is for the process: with two workers, all of it is usable
+// whichever worker accepts.
+TEST_F(HttpServerTest, MaxConnectionsHoldsForTheProcessNotPerWorker) {
+  ServerOptions o;
+  o.threads = 2;
+  o.max_connections = 6;
+  Start(o);
+  const auto open = EveryConnectionAnswered(6);
+  RawConnection over(port());
+  EXPECT_EQ(over.ReadResponse().status, 503);
+  EXPECT_EQ(server_->Counters().refused_over_limit, 1u);
+}
+
+TEST_F(HttpServerTest, AConnectionThatSendsNothingIsClosedAtTheHeadTimeout) {
+  ServerOptions o;
+  o.request_timeout = milliseconds(200);
+  o.idle_timeout = milliseconds(60'000);
+  Start(o);
+  RawConnection silent(port());
+  ASSERT_TRUE(silent.connected());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.ClosedWithin(milliseconds(3000)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  EXPECT_TRUE(OpenBecomes(0));
+  // A connection that was answered and then waits is idle, not timed out.
+  RawConnection kept(port());
+  kept.Send("GET /k HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(kept.ReadResponse().status, 200);
+  EXPECT_FALSE(kept.ClosedWithin(milliseconds(500)));
 }
 
 TEST_F(HttpServerTest, StartErrors) {
