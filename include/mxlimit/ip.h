@@ -183,10 +183,12 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 //     hop when every hop is trusted, `peer` when the header is empty or blank.
 //   * A hop that is not an address ("unknown", an RFC 7239 obfuscated
 //     identifier such as "_hidden", a host name, garbage) stops the walk, and
-//     the answer is again the last trusted address reached, i.e. the nearest
-//     proxy that handed us the unreadable hop. An attacker therefore cannot
-//     choose the answer with a malformed hop; at worst the clients behind
-//     that proxy share its budget, which points at the proxy's configuration.
+//     the answer is `UnidentifiedClient()`: a trusted proxy handed over a
+//     client it does not name. An attacker therefore cannot choose the
+//     answer with a malformed hop; every such request shares the one
+//     unidentified client's budget, and the proxy that handed it over is
+//     never charged for it (its own requests, a balancer's health probe say,
+//     keep their own budget).
 //   * Empty hops ("a,,b", a trailing comma) are skipped, as HTTP list syntax
 //     wants.
 //
@@ -200,8 +202,8 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 //
 // NOTE: at most `kMaxForwardedHops` hops (empty ones included) are examined,
 // and a hop of more than `kMaxForwardedHopText` bytes counts as unreadable; a
-// walk that reaches the cap answers the last trusted address reached, as for
-// an unreadable hop. The work is therefore bounded whatever the header's
+// walk that reaches the cap with hops left answers `UnidentifiedClient()`, as
+// for an unreadable hop. The work is therefore bounded whatever the header's
 // length (a 64 KiB header costs as much as its last hops), and no real proxy
 // chain comes near the cap.
 //
@@ -217,6 +219,12 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
 //     return mxlimit::ClientAddressFromForwardedFor(
 //         peer, "198.51.100.1, 203.0.113.7:51234, 10.4.5.6", proxies);
 //   }
+
+// The address a request is charged as when a trusted proxy handed over a hop
+// that names no client (see above): `100::`, in the discard-only prefix
+// 100::/64 (RFC 6666), which no real client can connect from. It prints as
+// "100::" in logs, `explain` and replay reports.
+IpAddress UnidentifiedClient();
 
 // How many hops, counted from the right, the resolvers examine at most.
 inline constexpr int kMaxForwardedHops = 64;

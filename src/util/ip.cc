@@ -400,7 +400,8 @@ IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
   IpAddress last_trusted = peer;
   std::string_view rest = header;
   bool more = !rest.empty();
-  for (int hops = 0; more && hops < kMaxForwardedHops; ++hops) {
+  for (int hops = 0; more; ++hops) {
+    if (hops == kMaxForwardedHops) return UnidentifiedClient();
     // Look for the comma only as far back as a hop may reach, so that one
     // huge hop costs kMaxForwardedHopText bytes, not the header's length.
     const size_t window = std::min(rest.size(), kMaxForwardedHopText + 1);
@@ -414,12 +415,12 @@ IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
       hop = rest;
       more = false;
     } else {
-      break;  // A hop too long to be one.
+      return UnidentifiedClient();  // A hop too long to be one.
     }
     hop = TrimBlanks(hop);
     if (hop.empty()) continue;
     IpAddress ip;
-    if (!parse_hop(hop, ip)) break;
+    if (!parse_hop(hop, ip)) return UnidentifiedClient();
     if (!IsTrusted(trusted, ip)) return ip;
     last_trusted = ip;
   }
@@ -427,6 +428,12 @@ IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
 }
 
 }  // namespace
+
+IpAddress UnidentifiedClient() {
+  IpAddress ip;
+  ip.bytes[0] = 0x01;
+  return ip;
+}
 
 absl::StatusOr<IpAddress> ParseIpAddress(std::string_view text) {
   IpAddress ip;
