@@ -44,6 +44,16 @@ struct Request {
   int64_t cost = 1;
 };
 
+// `target` in origin form, as `Request::target` wants it: an absolute-form
+// target ("http://host/_matrix/client/v3/login?x", RFC 9112 section 3.2.2;
+// scanners and forward-proxy probes send them, and servers must accept them)
+// loses its scheme ("http://" or "https://", any case) and authority; any
+// other target is returned as it is (origin form, "*", or an absolute form
+// without a path, which then matches no route). A view into `target`; never
+// allocates. mxlimitd, `mxlimit replay` and `explain` all read targets
+// through it, so every spelling of a request is judged alike.
+std::string_view OriginForm(std::string_view target);
+
 }  // namespace mxlimit
 
 #endif  // MXLIMIT_REQUEST_H_

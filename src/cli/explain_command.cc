@@ -22,6 +22,7 @@
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
+#include "mxlimit/request.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/user_id.h"
 #include "src/cli/commands.h"
@@ -176,13 +177,13 @@ int RunExplain(const ExplainOptions& opts) {
   if (limiter == nullptr) return kExitFinding;
   Request request;
   request.method = opts.method;
-  request.target = opts.target;
+  request.target = OriginForm(opts.target);
   request.client = *ip;
   request.user_id = opts.user;
 
   const Limiter& l = *limiter;
-  const Route route = l.normalizer().Normalize(opts.method, opts.target);
-  const std::string_view path = QueryFreePath(opts.target);
+  const Route route = l.normalizer().Normalize(opts.method, request.target);
+  const std::string_view path = QueryFreePath(request.target);
   std::string out;
   absl::StrAppend(&out, "request:  ", EscapeForOutput(opts.method), " ",
                   EscapeForOutput(opts.target), "\n");

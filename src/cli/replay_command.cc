@@ -71,6 +71,7 @@
 #include "mxlimit/limiter.h"
 #include "mxlimit/matrix_response.h"
 #include "mxlimit/options.h"
+#include "mxlimit/request.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/user_id.h"
 #include "src/cli/choice.h"
@@ -327,7 +328,7 @@ class ReplayLoop {
     }
     Request request;
     request.method = record.method;
-    request.target = record.target;
+    request.target = OriginForm(record.target);
     request.client = ResolveClient(*client, record.forwarded_for);
     request.user_id = record.user;
     if (setup_.appservices != nullptr) {
