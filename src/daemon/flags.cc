@@ -33,8 +33,8 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --store-secret-file FILE  the store key secret (at least 16 bytes; one
                             trailing newline dropped), the same on every
                             process; sets store.key_secret over the config's
-  --trusted-proxy CIDR      a peer whose X-Forwarded-For, Forwarded and
-                            X-Real-IP are believed (repeatable; default none:
+  --trusted-proxy CIDR      a peer whose X-Forwarded-For (and, from nginx,
+                            X-Real-IP) is believed (repeatable; default none:
                             the client is the socket peer)
   --user-key token-hash     the user is @t<keyed hash of the token>:mxlimit
                             (default): one budget per access token

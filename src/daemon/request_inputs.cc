@@ -106,71 +106,68 @@ bool QueryParameter(std::string_view target, std::string_view name,
   return true;
 }
 
-std::string_view OriginForm(std::string_view target) {
-  if (!target.empty() && target.front() == '/') return target;
-  // Absolute form (RFC 9112 §3.2.2): drop "scheme://authority".
-  for (std::string_view scheme : {"http://", "https://"}) {
-    if (StartsWithIgnoreCase(target, scheme)) {
-      const std::string_view rest = target.substr(scheme.size());
-      const size_t slash = rest.find_first_of("/?");
-      if (slash == std::string_view::npos || rest[slash] != '/') return {};
-      return rest.substr(slash);
-    }
-  }
-  return {};
-}
-
-bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
+bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
+                         const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
                          OriginalRequest& out, std::string_view& error,
-                         std::string_view path_target) {
-  bool found = false;
-  out.method = head.Field("X-Original-Method", &found);
-  if (!found) out.method = head.Field("X-Forwarded-Method", &found);
-  if (!found && !path_target.empty()) {
-    out.method = head.method;  // Envoy: the check is made with it
-    found = true;
-  }
-  if (!found || out.method.empty()) {
-    error = "missing X-Original-Method (nginx) or X-Forwarded-Method";
-    return false;
+                         std::string_view envoy_target) {
+  bool found = true;
+  switch (protocol) {
+    case CheckProtocol::kAuthRequest:
+      out.method = head.Field("X-Original-Method", &found);
+      if (!found || out.method.empty()) {
+        error = "missing X-Original-Method";
+        return false;
+      }
+      out.target = head.Field("X-Original-URI", &found);
+      if (!found || out.target.empty()) {
+        error = "missing X-Original-URI";
+        return false;
+      }
+      break;
+    case CheckProtocol::kForwardAuth:
+      out.method = head.Field("X-Forwarded-Method", &found);
+      if (!found || out.method.empty()) {
+        error = "missing X-Forwarded-Method";
+        return false;
+      }
+      out.target = head.Field("X-Forwarded-Uri", &found);
+      if (!found || out.target.empty()) {
+        error = "missing X-Forwarded-Uri";
+        return false;
+      }
+      break;
+    case CheckProtocol::kEnvoy:
+      out.method = head.method;
+      out.target = envoy_target;
+      break;
   }
   if (!IsMethodToken(out.method)) {
-    error = "malformed X-Original-Method or X-Forwarded-Method";
-    return false;
-  }
-  out.target = head.Field("X-Original-URI", &found);
-  if (!found) out.target = head.Field("X-Forwarded-Uri", &found);
-  if (!found && !path_target.empty()) {
-    out.target = path_target;
-    found = true;
-  }
-  if (!found || out.target.empty()) {
-    error = "missing X-Original-URI (nginx) or X-Forwarded-Uri";
+    error = "malformed original method";
     return false;
   }
   out.target = OriginForm(out.target);
-  if (out.target.empty()) {
-    error = "X-Original-URI or X-Forwarded-Uri is not a request target";
+  if (out.target.empty() || out.target.front() != '/') {
+    error = "the original target is not a request target";
     return false;
   }
 
   out.client = peer;
-  if (IsTrusted(peer, trusted_proxies)) {
-    const bool via_xff =
-        WalkForwarded(head, "x-forwarded-for", peer, trusted_proxies,
-                      ClientAddressFromForwardedFor, out.client);
-    if (!via_xff && !WalkForwarded(head, "forwarded", peer, trusted_proxies,
-                                   ClientAddressFromForwarded, out.client)) {
-      const std::string_view real_ip = head.Field("X-Real-IP", &found);
-      if (found) {
-        absl::StatusOr<IpAddress> ip = ParseIpAddress(real_ip);
-        if (!ip.ok()) {
-          error = "malformed X-Real-IP from a trusted proxy";
-          return false;
-        }
-        out.client = *ip;
+  if (IsTrusted(peer, trusted_proxies) &&
+      !WalkForwarded(head, "x-forwarded-for", peer, trusted_proxies,
+                     ClientAddressFromForwardedFor, out.client) &&
+      protocol == CheckProtocol::kAuthRequest) {
+    // nginx may be set up to send X-Real-IP instead. Caddy, Traefik and
+    // Envoy always set X-Forwarded-For, so through them an X-Real-IP (or a
+    // Forwarded) could only be the client's own.
+    const std::string_view real_ip = head.Field("X-Real-IP", &found);
+    if (found) {
+      absl::StatusOr<IpAddress> ip = ParseIpAddress(real_ip);
+      if (!ip.ok()) {
+        error = "malformed X-Real-IP from a trusted proxy";
+        return false;
       }
+      out.client = *ip;
     }
   }
 

@@ -16,8 +16,9 @@
 //             mxlimit::daemon::OriginalRequest& out) {
 //     const mxlimit::Cidr proxies[] = {*mxlimit::ParseCidr("127.0.0.1/32")};
 //     std::string_view error;
-//     return mxlimit::daemon::ReadOriginalRequest(head, nginx, proxies, out,
-//                                                 error);
+//     return mxlimit::daemon::ReadOriginalRequest(
+//         head, mxlimit::daemon::CheckProtocol::kAuthRequest, nginx, proxies,
+//         out, error);
 //   }
 
 #ifndef MXLIMIT_DAEMON_REQUEST_INPUTS_H_
@@ -29,6 +30,7 @@
 #include <string_view>
 
 #include "mxlimit/ip.h"
+#include "mxlimit/request.h"
 #include "src/daemon/http_head.h"
 
 namespace mxlimit::daemon {
@@ -51,29 +53,41 @@ struct OriginalRequest {
   std::array<char, kMaxTokenBytes> user_id_buffer{};
 };
 
+// Which proxy asks, by the endpoint it asks at. Each proxy forwards some of
+// the client's own headers (Caddy's forward_auth copies all of them), so a
+// decision believes only the headers that proxy sets itself: a client's copy
+// of another proxy's header is never read.
+enum class CheckProtocol {
+  // nginx auth_request (/_mxlimit/auth_request): X-Original-Method,
+  // X-Original-URI; the client from X-Forwarded-For, else X-Real-IP.
+  kAuthRequest,
+  // Caddy forward_auth, Traefik ForwardAuth (/_mxlimit/forward_auth):
+  // X-Forwarded-Method, X-Forwarded-Uri, X-Forwarded-For.
+  kForwardAuth,
+  // Envoy's HTTP ext_authz (/_mxlimit/forward_auth<target>): the check's own
+  // method, the target its path carries, X-Forwarded-For.
+  kEnvoy,
+};
+
 // Fills `out` from the subrequest. False with `error` set (a fixed message
 // naming the header) when an input the proxy sets is missing or malformed:
-//   - method: X-Original-Method (nginx), else X-Forwarded-Method (Caddy,
-//     Traefik), else, when `path_target` is given, the subrequest's own
-//     method (Envoy's HTTP ext_authz); an HTTP token;
-//   - target: X-Original-URI, else X-Forwarded-Uri, else `path_target`; in
-//     origin form ("/..."; an absolute-form target loses its scheme and
-//     authority);
+//   - method and target: as `protocol` says; the method an HTTP token, the
+//     target in origin form ("/..."; an absolute-form target loses its
+//     scheme and authority, see `OriginForm`);
 //   - client: the socket peer; when the peer is in `trusted_proxies`, the
-//     rightmost untrusted hop of X-Forwarded-For, else of Forwarded, else the
-//     address in X-Real-IP (see `ClientAddressFromForwardedFor`);
+//     rightmost untrusted hop of X-Forwarded-For (see
+//     `ClientAddressFromForwardedFor`), else, for nginx only, the address in
+//     X-Real-IP;
 //   - token: `Authorization: Bearer`, else `?access_token=`; `user_id`:
 //     `?user_id=`. These are the client's and never fail: a value that
 //     cannot be percent-decoded, or is longer than kMaxTokenBytes decoded, is
 //     used as sent.
-bool ReadOriginalRequest(const HttpRequestHead& head, const IpAddress& peer,
+// `envoy_target` is the target carried in the path (kEnvoy only).
+bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
+                         const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
                          OriginalRequest& out, std::string_view& error,
-                         std::string_view path_target = {});
-
-// `target` in origin form: itself when it starts with '/', the part from the
-// path on for an http(s) absolute-form target, else empty.
-std::string_view OriginForm(std::string_view target);
+                         std::string_view envoy_target = {});
 
 // The percent-decoded value of the query parameter `name` in `target` into
 // `buffer`. Returns false for a malformed escape or a value longer than the

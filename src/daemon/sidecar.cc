@@ -39,22 +39,27 @@ Sidecar::Sidecar(SharedLimiter& limiter, SidecarOptions options,
 
 void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
                      HttpResponse& out) {
-  std::string_view path = head.target;
-  path = path.substr(0, path.find('?'));
+  // RFC 9112 section 3.2.2: a server accepts the absolute form too.
+  const std::string_view target = OriginForm(head.target);
+  const std::string_view path = target.substr(0, target.find('?'));
   if (path == kAuthRequest) {
     metrics_.CountRequest(Endpoint::kAuthRequest);
-    Decide(head, peer, /*for_nginx=*/true, {}, out);
+    Decide(head, peer, CheckProtocol::kAuthRequest, {}, out);
+    return;
+  }
+  if (path == kForwardAuth) {
+    metrics_.CountRequest(Endpoint::kForwardAuth);
+    Decide(head, peer, CheckProtocol::kForwardAuth, {}, out);
     return;
   }
   // Envoy's HTTP ext_authz appends the original path (and query) to the
   // configured prefix and checks with the original method.
-  if (path == kForwardAuth ||
-      (path.size() > kForwardAuth.size() + 1 &&
-       path.substr(0, kForwardAuth.size()) == kForwardAuth &&
-       path[kForwardAuth.size()] == '/')) {
+  if (path.size() > kForwardAuth.size() + 1 &&
+      path.substr(0, kForwardAuth.size()) == kForwardAuth &&
+      path[kForwardAuth.size()] == '/') {
     metrics_.CountRequest(Endpoint::kForwardAuth);
-    Decide(head, peer, /*for_nginx=*/false,
-           std::string_view(head.target).substr(kForwardAuth.size()), out);
+    Decide(head, peer, CheckProtocol::kEnvoy,
+           target.substr(kForwardAuth.size()), out);
     return;
   }
   const bool metrics = path == kMetricsPath;
@@ -79,13 +84,14 @@ void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
 }
 
 void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
-                     bool for_nginx, std::string_view path_target,
+                     CheckProtocol protocol, std::string_view envoy_target,
                      HttpResponse& out) {
   const auto started = std::chrono::steady_clock::now();
+  const bool for_nginx = protocol == CheckProtocol::kAuthRequest;
   OriginalRequest original;
   std::string_view error;
-  if (!ReadOriginalRequest(head, peer, options_.trusted_proxies, original,
-                           error, path_target)) {
+  if (!ReadOriginalRequest(head, protocol, peer, options_.trusted_proxies,
+                           original, error, envoy_target)) {
     // Only what the proxy sets can be missing or malformed here: a
     // misconfigured proxy, reported in Matrix's own error shape.
     metrics_.CountBadRequest();

@@ -37,13 +37,15 @@
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
 #include "src/daemon/http_server.h"
+#include "src/daemon/request_inputs.h"
 #include "src/daemon/whoami_cache.h"
 #include "src/engine/siphash.h"
 
 namespace mxlimit::daemon {
 
 struct SidecarOptions {
-  // Peers whose X-Forwarded-For, Forwarded and X-Real-IP are believed.
+  // Peers whose X-Forwarded-For (and, on the nginx endpoint, X-Real-IP) is
+  // believed.
   std::vector<Cidr> trusted_proxies;
 };
 
@@ -65,10 +67,11 @@ class Sidecar : public HttpHandler {
   }
 
  private:
-  // `path_target`: the original target when the endpoint's path carries it
-  // (Envoy), else empty.
+  // `envoy_target`: the original target the endpoint's path carries
+  // (kEnvoy only).
   void Decide(const HttpRequestHead& head, const IpAddress& peer,
-              bool for_nginx, std::string_view path_target, HttpResponse& out);
+              CheckProtocol protocol, std::string_view envoy_target,
+              HttpResponse& out);
   void Metrics(HttpResponse& out);
 
   SharedLimiter& limiter_;

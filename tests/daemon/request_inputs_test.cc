@@ -20,9 +20,10 @@ class RequestInputsTest : public ::testing::Test {
     EXPECT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
     return head_;
   }
-  bool Read(std::vector<std::string> fields, const char* peer) {
-    return ReadOriginalRequest(Head(std::move(fields)), Ip(peer), proxies_,
-                               out_, error_);
+  bool Read(std::vector<std::string> fields, const char* peer,
+            CheckProtocol protocol = CheckProtocol::kAuthRequest) {
+    return ReadOriginalRequest(Head(std::move(fields)), protocol, Ip(peer),
+                               proxies_, out_, error_);
   }
 
   std::vector<Cidr> proxies_ = {*ParseCidr("127.0.0.1/32"),
@@ -52,7 +53,7 @@ TEST_F(RequestInputsTest, CaddyHeaders) {
       Read({"X-Forwarded-Method: GET",
             "X-Forwarded-Uri: /_matrix/client/v3/sync?access_token=a%2Bb",
             "X-Forwarded-For: 2001:db8::7"},
-           "127.0.0.1"))
+           "127.0.0.1", CheckProtocol::kForwardAuth))
       << error_;
   EXPECT_EQ(out_.method, "GET");
   EXPECT_EQ(out_.client, Ip("2001:db8::7"));
@@ -76,11 +77,7 @@ TEST_F(RequestInputsTest, RightmostUntrustedHopAcrossSeveralFields) {
   EXPECT_EQ(out_.client, Ip("203.0.113.7"));
 }
 
-TEST_F(RequestInputsTest, ForwardedThenRealIp) {
-  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
-                    "Forwarded: for=\"[2001:db8::1]:4711\""},
-                   "127.0.0.1"));
-  EXPECT_EQ(out_.client, Ip("2001:db8::1"));
+TEST_F(RequestInputsTest, NginxMayNameTheClientInXRealIp) {
   ASSERT_TRUE(Read(
       {"X-Original-Method: GET", "X-Original-URI: /", "X-Real-IP: 203.0.113.8"},
       "127.0.0.1"));
@@ -89,6 +86,55 @@ TEST_F(RequestInputsTest, ForwardedThenRealIp) {
                      "X-Real-IP: not-an-address"},
                     "127.0.0.1"));
   EXPECT_NE(std::string(error_).find("X-Real-IP"), std::string::npos);
+  // X-Forwarded-For, which the documented config sets, comes first.
+  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                    "X-Real-IP: 203.0.113.8", "X-Forwarded-For: 203.0.113.9"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.client, Ip("203.0.113.9"));
+}
+
+// Caddy's forward_auth copies every header the client sent, and sets only
+// X-Forwarded-Method, X-Forwarded-Uri and X-Forwarded-For: a client's copy of
+// nginx's headers, a Forwarded or an X-Real-IP is never read there. nginx's
+// endpoint likewise never reads Caddy's headers or Forwarded.
+TEST_F(RequestInputsTest, EachEndpointBelievesOnlyItsProxysHeaders) {
+  const std::vector<std::string> forged = {
+      "X-Original-Method: OPTIONS",
+      "X-Original-URI: /_matrix/client/versions",
+      "Forwarded: for=198.51.100.3",
+      "X-Real-IP: 198.51.100.2",
+  };
+  std::vector<std::string> caddy = forged;
+  caddy.insert(caddy.end(), {"X-Forwarded-Method: POST",
+                             "X-Forwarded-Uri: /_matrix/client/v3/login",
+                             "X-Forwarded-For: 203.0.113.7"});
+  ASSERT_TRUE(Read(caddy, "127.0.0.1", CheckProtocol::kForwardAuth)) << error_;
+  EXPECT_EQ(out_.method, "POST");
+  EXPECT_EQ(out_.target, "/_matrix/client/v3/login");
+  EXPECT_EQ(out_.client, Ip("203.0.113.7"));
+  // Without Caddy's own headers, the forged ones do not stand in.
+  EXPECT_FALSE(Read(forged, "127.0.0.1", CheckProtocol::kForwardAuth));
+  ASSERT_TRUE(Read({"X-Forwarded-Method: POST", "X-Forwarded-Uri: /x",
+                    "Forwarded: for=198.51.100.3", "X-Real-IP: 198.51.100.2"},
+                   "127.0.0.1", CheckProtocol::kForwardAuth));
+  EXPECT_EQ(out_.client, Ip("127.0.0.1"));
+
+  EXPECT_FALSE(Read({"X-Forwarded-Method: POST", "X-Forwarded-Uri: /x"},
+                    "127.0.0.1", CheckProtocol::kAuthRequest));
+  ASSERT_TRUE(Read({"X-Original-Method: POST", "X-Original-URI: /x",
+                    "Forwarded: for=198.51.100.3"},
+                   "127.0.0.1", CheckProtocol::kAuthRequest));
+  EXPECT_EQ(out_.client, Ip("127.0.0.1"));
+}
+
+TEST_F(RequestInputsTest, AnUnreadableHopIsTheUnidentifiedClient) {
+  for (const char* hop : {"unknown", "_hidden", "garbage"}) {
+    ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /",
+                      std::string("X-Forwarded-For: ") + hop},
+                     "127.0.0.1"));
+    EXPECT_EQ(out_.client, UnidentifiedClient()) << hop;
+    EXPECT_NE(out_.client, Ip("127.0.0.1"));
+  }
 }
 
 TEST_F(RequestInputsTest, MissingOrMalformedProxyInputsAreErrors) {
@@ -110,8 +156,10 @@ TEST_F(RequestInputsTest, AbsoluteFormTargetsLoseTheirAuthority) {
                     "client/v3/sync?since=1"},
                    "127.0.0.1"));
   EXPECT_EQ(out_.target, "/_matrix/client/v3/sync?since=1");
-  EXPECT_EQ(OriginForm("http://h"), "");
-  EXPECT_EQ(OriginForm("HTTP://h/x"), "/x");
+  EXPECT_FALSE(Read({"X-Original-Method: GET", "X-Original-URI: http://h"},
+                    "127.0.0.1"));
+  EXPECT_FALSE(
+      Read({"X-Original-Method: GET", "X-Original-URI: *"}, "127.0.0.1"));
 }
 
 // A client's own bytes never make the decision fail: a proxy set to fail
@@ -140,8 +188,9 @@ TEST_F(RequestInputsTest, EnvoyPathTarget) {
       "DELETE /_mxlimit/forward_auth/_matrix/client/v3/devices/D?x=1 "
       "HTTP/1.1\r\nX-Forwarded-For: 203.0.113.4\r\n\r\n";
   ASSERT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
-  ASSERT_TRUE(ReadOriginalRequest(head_, Ip("127.0.0.1"), proxies_, out_,
-                                  error_, "/_matrix/client/v3/devices/D?x=1"));
+  ASSERT_TRUE(ReadOriginalRequest(head_, CheckProtocol::kEnvoy, Ip("127.0.0.1"),
+                                  proxies_, out_, error_,
+                                  "/_matrix/client/v3/devices/D?x=1"));
   EXPECT_EQ(out_.method, "DELETE");
   EXPECT_EQ(out_.target, "/_matrix/client/v3/devices/D?x=1");
   EXPECT_EQ(out_.client, Ip("203.0.113.4"));

@@ -177,6 +177,53 @@ TEST_F(SidecarTest, BuiltInLoginLimitAppliesPerClient) {
             204);
 }
 
+// Caddy's forward_auth copies the client's headers: a client that adds
+// nginx's X-Original-* (or a Forwarded, an X-Real-IP) must still be judged
+// on what Caddy set. Built-in login-per-ip: 5 at once.
+TEST_F(SidecarTest, ForwardAuthIgnoresTheClientsCopiesOfOtherHeaders) {
+  int allowed = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::string n = std::to_string(i);
+    allowed +=
+        Caddy(
+            "POST", "/_matrix/client/v3/login",
+            {"X-Original-URI: /_matrix/client/versions",
+             "X-Original-Method: OPTIONS", "X-Real-IP: 198.51.100." + n,
+             "Forwarded: for=198.51.100." + n, "X-Forwarded-For: 203.0.113.40"})
+            .status == 200;
+  }
+  EXPECT_EQ(allowed, 5);
+  // requests_per_unit: 0 holds whatever the client claims the target is.
+  EXPECT_EQ(Caddy("POST", "/_matrix/client/v3/register",
+                  {"X-Original-URI: /_matrix/client/versions"})
+                .status,
+            429);
+}
+
+// A trusted proxy that hands over a hop naming no client is not charged
+// itself: its own requests keep their budget.
+TEST_F(SidecarTest, AnUnreadableHopIsNotChargedToTheProxy) {
+  for (int i = 0; i < 10; ++i) {
+    Nginx("POST", "/_matrix/client/v3/login", {"X-Forwarded-For: unknown"});
+  }
+  EXPECT_EQ(Nginx("POST", "/_matrix/client/v3/login").status, 204);
+  EXPECT_EQ(
+      Nginx("POST", "/_matrix/client/v3/login", {"X-Forwarded-For: _hidden"})
+          .status,
+      403);
+}
+
+TEST_F(SidecarTest, AbsoluteFormRequestLinesReachTheEndpoints) {
+  RawConnection c(server_->port());
+  c.Send("GET http://127.0.0.1/_mxlimit/health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  c.Send(
+      "GET http://mxlimitd/_mxlimit/auth_request HTTP/1.1\r\n"
+      "X-Original-Method: GET\r\nX-Original-URI: "
+      "http://matrix.example.org/_matrix/client/versions\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 204);
+}
+
 TEST_F(SidecarTest, SpoofedForwardedForFromAnUntrustedPeerGainsNothing) {
   int allowed = 0;
   for (int i = 0; i < 10; ++i) {

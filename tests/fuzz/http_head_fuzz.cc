@@ -9,10 +9,11 @@
 //     input, names are tokens, values hold no CR, LF or NUL, the target has
 //     no blank, and Field() finds every field by its own name;
 //   * an error carries an HTTP status from the documented set and a reason;
-//   * ReadOriginalRequest on a complete head, from a trusted and from an
-//     untrusted peer, either fails with a message or yields a method, an
-//     origin-form target, and a token and user ID that are views of the head
-//     or of their decode buffers; an untrusted peer is always its own client.
+//   * ReadOriginalRequest on a complete head, as each proxy protocol, from a
+//     trusted and from an untrusted peer, either fails with a message or
+//     yields a method, an origin-form target, and a token and user ID that
+//     are views of the head or of their decode buffers; an untrusted peer is
+//     always its own client.
 
 #include <cstddef>
 #include <cstdint>
@@ -33,12 +34,30 @@ bool Inside(std::string_view part, std::string_view whole) {
           part.data() + part.size() <= whole.data() + whole.size());
 }
 
+void CheckInputsOf(daemon::CheckProtocol protocol,
+                   const daemon::HttpRequestHead& head, std::string_view parsed,
+                   const IpAddress& peer, std::span<const Cidr> trusted,
+                   bool peer_trusted);
+
+// Every proxy protocol, on the same head.
 void CheckInputs(const daemon::HttpRequestHead& head, std::string_view parsed,
                  const IpAddress& peer, std::span<const Cidr> trusted,
                  bool peer_trusted) {
+  for (daemon::CheckProtocol protocol :
+       {daemon::CheckProtocol::kAuthRequest,
+        daemon::CheckProtocol::kForwardAuth, daemon::CheckProtocol::kEnvoy}) {
+    CheckInputsOf(protocol, head, parsed, peer, trusted, peer_trusted);
+  }
+}
+
+void CheckInputsOf(daemon::CheckProtocol protocol,
+                   const daemon::HttpRequestHead& head, std::string_view parsed,
+                   const IpAddress& peer, std::span<const Cidr> trusted,
+                   bool peer_trusted) {
   daemon::OriginalRequest out;
   std::string_view error;
-  if (!daemon::ReadOriginalRequest(head, peer, trusted, out, error)) {
+  if (!daemon::ReadOriginalRequest(head, protocol, peer, trusted, out, error,
+                                   head.target)) {
     MXLIMIT_FUZZ_CHECK(!error.empty());
     return;
   }

@@ -9,6 +9,7 @@ per access token, then one every 2 s; e2e-blocked denies everything `never`; e2e
 """
 
 import random
+import re
 import threading
 import time
 
@@ -19,6 +20,20 @@ import e2e_harness as h
 PUBLIC_ROOMS = "/_matrix/client/v3/publicRooms"
 DEACTIVATE = "/_matrix/client/v3/account/deactivate"
 USER_DIRECTORY = "/_matrix/client/v3/user_directory/search"
+LOGIN = "/_matrix/client/v3/login"
+
+
+def established_to(port):
+    """Server-side TCP connections on local `port` that the kernel holds ESTABLISHED."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                    n += 1
+    return n
 
 
 def send_target(txn, room="%21abc%3Aexample.org"):
@@ -170,6 +185,77 @@ class ProxyScenarios:
         # Another client keeps its own budget: the denials above were 127.0.0.2's, not everybody's.
         assert proxy.request("GET", PUBLIC_ROOMS, source="127.0.0.3").status == 200
         assert stub.count("GET", PUBLIC_ROOMS) == 4
+
+    def test_forged_proxy_headers_do_not_change_what_is_judged(self, mxlimitd, stub, start_proxy):
+        """A login flood from one client that forges every header a proxy could set (nginx's X-Original-*, Caddy's
+        X-Forwarded-*, X-Real-IP, Forwarded), fresh values each time: the built-in login-per-ip still allows 5 at
+        once, then answers the Matrix 429, and no denied login reaches the homeserver."""
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        statuses = []
+        for i in range(9):
+            forged = {
+                "X-Original-URI": "/_matrix/client/versions",
+                "X-Original-Method": "OPTIONS",
+                "X-Forwarded-Uri": "/_matrix/client/versions",
+                "X-Forwarded-Method": "OPTIONS",
+                "X-Forwarded-For": f"198.51.100.{i}",
+                "X-Real-IP": f"198.51.100.{i + 100}",
+                "Forwarded": f"for=198.51.100.{i + 200}",
+            }
+            r = proxy.request("POST", LOGIN, headers=forged, body={"type": "m.login.password"}, source="127.0.0.2")
+            statuses.append(r.status)
+            if r.status != 200:
+                h.assert_matrix_429(r)
+        assert statuses == [200] * 5 + [429] * 4, statuses
+        assert stub.count("POST", LOGIN) == 5, "a denied login reached the homeserver"
+
+    def test_hostile_requests_leave_every_slot_accounted(self, mxlimitd, stub, start_proxy):
+        """Requests that mxlimitd answers with an error and a close (a control byte in the token, headers past its
+        limits, a huge target), then a burst of valid requests: every one is answered, and mxlimitd's
+        open-connection gauge equals the connections the kernel holds open to it."""
+        daemon = mxlimitd()
+        proxy = start_proxy("fail-closed", daemon, stub)
+        hostile = [
+            ("GET", "/_matrix/client/versions", {"Authorization": "Bearer a\x01b"}),
+            ("GET", "/_matrix/client/versions", {"Authorization": "Bearer a\x7fb"}),
+            ("GET", "/_matrix/client/versions", {f"X-Pad-{i}": "p" * 2000 for i in range(40)}),
+            ("GET", "/_matrix/client/versions", {f"X-Many-{i}": "m" for i in range(300)}),
+            ("GET", "/_matrix/client/versions?x=" + "a" * 70_000, {}),
+            ("GET", "http://matrix.example.org/_matrix/client/versions", {}),
+        ]
+        for _ in range(10):
+            for method, target, headers in hostile:
+                try:
+                    proxy.request(method, target, headers=headers, source="127.0.0.5")
+                except (ConnectionError, OSError):
+                    pass  # the proxy may refuse the shape itself; what matters is mxlimitd afterwards
+        errors = []
+        answered = []
+
+        def burst(k):
+            for i in range(10):
+                try:
+                    answered.append(proxy.request("GET", "/_matrix/client/versions", source=f"127.0.1.{k}").status)
+                except Exception as e:  # noqa: BLE001 - no answer is the finding
+                    errors.append(repr(e))
+
+        threads = [threading.Thread(target=burst, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not errors, errors[:3]
+        assert answered == [200] * 80, answered
+
+        def gauge_matches_kernel():
+            metrics = daemon.get("/_mxlimit/metrics").body.decode()
+            gauge = int(re.search(r"^mxlimitd_open_connections (\d+)$", metrics, re.M).group(1))
+            # The metrics request's own connection is in the gauge; once it is closed it is no longer
+            # ESTABLISHED in the kernel.
+            return gauge == established_to(daemon.port) + 1 and gauge < 100
+
+        h.wait_until(gauge_matches_kernel, 5, "mxlimitd_open_connections to equal the connections open to mxlimitd")
 
     def test_ipv6_rotation_inside_a_64_gains_nothing(self, mxlimitd, stub, start_proxy):
         """Behind a trusted balancer (127.0.0.9), a client rotates its address inside one IPv6 /64."""
