@@ -167,7 +167,28 @@ std::string ShareThresholdProblem(std::span<const std::string> match);
 std::string LayerProblem(std::string_view layer);
 
 // `client_prefix`: IPv4 0-32, IPv6 0-128, and only on an ip-scope policy.
+// A user-scope policy with a prefix out of range gets both problems.
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope);
+
+// The policy of an operator list that brings one layer too many into its set
+// (at most `kMaxLayers`): its index, and the problem worded to follow
+// "layer: ", e.g. `got "l6", layer 9 of a set that holds at most 8
+// (built-ins and route included: route, network, aggregate, l1, ...); put
+// this policy in one of those layers (the set has 10 layers in all)`.
+struct LayerOverflow {
+  size_t index = 0;
+  std::string problem;
+};
+
+// Counts `route` first, then the layers of the built-ins in force (when
+// `include_builtins`; a built-in an operator policy replaces by name brings
+// none), then the operator policies' in list order: the operator can only
+// change their own file, so the policy named is the first of theirs past the
+// limit. nullopt when the set has at most `kMaxLayers` layers.
+// `PolicySet::Compile` and the YAML loader (which adds the position) apply
+// it.
+std::optional<LayerOverflow> FindLayerOverflow(
+    std::span<const Policy> operator_policies, bool include_builtins);
 
 // "" when `pattern` is already canonical; otherwise a note naming the
 // canonical pattern it is read as, for `mxlimit check-config` warnings, e.g.

@@ -84,8 +84,8 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
     ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, route_table.get(), config.policies, errors,
-                 warnings);
+    ReadPolicies(*f, config.tables, route_table.get(), config.builtin_policies,
+                 config.policies, errors, warnings);
   }
   if (const Field* f = top.Find("store")) {
     ReadStore(*f, file_name, config.store, errors, warnings);

@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
+#include "mxlimit/policy.h"
 #include "tests/testing/config_helpers.h"
 
 namespace mxlimit {
@@ -346,6 +348,69 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
              "    unlimited: true\n"),
       ElementsAre("test.yaml:2:11: policies[0].name: got \"my policy\", "
                   "expected 1 to 100 letters, digits, '.', '_', ':' or '-'"));
+}
+
+// Issue #30, item 13: set-level errors come in the same pass as the fields',
+// at a position. The layer limit counts route and the built-ins' layers
+// first, so the policy named is the operator's first one past it.
+std::string LayeredPolicies(int count, std::string_view extra = "") {
+  std::string yaml(extra);
+  yaml += "policies:\n";
+  for (int i = 1; i <= count; ++i) {
+    absl::StrAppend(&yaml, "  - name: p", i, "\n    match: /p", i,
+                    "\n    layer: l", i, "\n    unlimited: true\n");
+  }
+  return yaml;
+}
+
+TEST(ConfigErrorTest, TooManyLayersPointAtTheFirstPolicyPastTheLimit) {
+  // Built-ins on: route, network and aggregate leave five layers.
+  EXPECT_TRUE(ParseConfig(LayeredPolicies(5), "test.yaml").ok());
+  EXPECT_THAT(Errors(LayeredPolicies(7)),
+              ElementsAre("test.yaml:24:12: policies[5].layer: got \"l6\", "
+                          "layer 9 of a set that holds at most 8 (built-ins "
+                          "and route included: route, network, aggregate, l1, "
+                          "l2, l3, l4, l5); put this policy in one of those "
+                          "layers (the set has 10 layers in all)"));
+  // Without the built-ins, route and seven more.
+  EXPECT_TRUE(
+      ParseConfig(LayeredPolicies(7, "builtin_policies: false\n"), "test.yaml")
+          .ok());
+  EXPECT_THAT(Errors(LayeredPolicies(8, "builtin_policies: false\n")),
+              ElementsAre(StartsWith("test.yaml:33:12: policies[7].layer: got "
+                                     "\"l8\", layer 9 of")));
+  // Reported together with a field error, before and after it.
+  std::string yaml = LayeredPolicies(6);
+  yaml.replace(yaml.find("unlimited: true"), 15,
+               "rate_limit: {unit: fortnight, requests_per_unit: 1}");
+  yaml +=
+      "  - name: bad\n    match: /x\n    scope: user\n"
+      "    client_prefix: {ipv4: 24}\n    unlimited: true\n";
+  EXPECT_THAT(Errors(yaml),
+              ElementsAre(HasSubstr("policies[0].rate_limit.unit: got "
+                                    "fortnight"),
+                          HasSubstr("policies[5].layer: got \"l6\""),
+                          HasSubstr("policies[6].client_prefix: only an "
+                                    "ip-scope policy")));
+}
+
+// A client_prefix on a user-scope policy: the scope error does not hide the
+// values' own.
+TEST(ConfigErrorTest, ClientPrefixRangeErrorsBesideTheScopeError) {
+  EXPECT_THAT(
+      Errors(PolicyWith("    scope: user\n    client_prefix: {ipv4: 33, "
+                        "ipv6: 129}\n    unlimited: true\n")),
+      ElementsAre("test.yaml:5:5: policies[0].client_prefix: only an ip-scope "
+                  "policy masks client addresses; remove it or use scope: ip",
+                  "test.yaml:5:27: policies[0].client_prefix.ipv4: got 33, "
+                  "expected an integer from 0 to 32",
+                  "test.yaml:5:37: policies[0].client_prefix.ipv6: got 129, "
+                  "expected an integer from 0 to 128"));
+  // And the core's rule names both, for embedders that skip the loader.
+  EXPECT_EQ(ClientPrefixProblem(ClientPrefix{33, 64}, Scope::kUser),
+            "expected no client_prefix on a user-scope policy (it masks "
+            "client addresses); and expected ipv4 from 0 to 32 and ipv6 from "
+            "0 to 128");
 }
 
 TEST(ConfigErrorTest, InvalidCidr) {
