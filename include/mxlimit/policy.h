@@ -151,7 +151,8 @@ std::string PolicyNameProblem(std::string_view name);
 
 // `match`: starts with '/' or '*', or is exactly "<fallback>" (the route key
 // every unknown path shares); at most `kMaxPatternBytes`; no space, control
-// byte, '?' or '#' (a query-free path never holds them).
+// byte, '?' or '#' (a query-free path never holds them; for a '#' the
+// message suggests the pattern with %23, the spelling clients send).
 std::string PatternProblem(std::string_view match);
 
 // One entry of `methods`: GET HEAD POST PUT DELETE PATCH OPTIONS CONNECT

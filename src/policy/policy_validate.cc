@@ -89,10 +89,27 @@ std::string PatternProblem(std::string_view match) {
     if (c <= 0x20 || c == 0x7f) {
       return "expected a path pattern without spaces or control characters";
     }
-    if (c == '?' || c == '#') {
+    if (c == '?') {
       // Patterns match the path only, never the query or fragment.
       return "expected a pattern for the query-free path (drop the '?' or "
              "'#' part)";
+    }
+    if (c == '#') {
+      // A '#' in a path is a room alias's sigil more often than a fragment:
+      // clients must send it as %23, the spelling a pattern matches.
+      std::string encoded;
+      for (char e : match) {
+        if (e == '#') {
+          encoded += "%23";
+        } else {
+          encoded += e;
+        }
+      }
+      return absl::StrCat(
+          "expected a '#' in a path percent-encoded as %23: clients send it "
+          "so (a raw '#' starts the fragment, which never reaches the "
+          "server); did you mean ",
+          QuoteForError(encoded), "?");
     }
   }
   return "";

@@ -324,6 +324,23 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
       ElementsAre("test.yaml:3:12: policies[0].match: got \"/a?b=1\", "
                   "expected a pattern for the query-free path (drop the '?' "
                   "or '#' part)"));
+  // Issue #30, item 15: a '#' is most likely a room alias's, which clients
+  // send as %23: the message says so and offers the pattern that matches.
+  EXPECT_THAT(
+      Errors("policies:\n  - name: p\n"
+             "    match: \"/_matrix/client/v3/directory/room/#a:b.org\"\n"
+             "    unlimited: true\n"),
+      ElementsAre("test.yaml:3:12: policies[0].match: got "
+                  "\"/_matrix/client/v3/directory/room/#a:b.org\", expected a "
+                  "'#' in a path percent-encoded as %23: clients send it so (a "
+                  "raw '#' starts the fragment, which never reaches the "
+                  "server); did you mean "
+                  "\"/_matrix/client/v3/directory/room/%23a:b.org\"?"));
+  EXPECT_TRUE(ParseConfig("policies:\n  - name: p\n    match: "
+                          "/_matrix/client/v3/directory/room/%23a:b.org\n"
+                          "    unlimited: true\n",
+                          "test.yaml")
+                  .ok());
   EXPECT_THAT(Errors(PolicyWith("    methods: [GET, FETCH]\n"
                                 "    unlimited: true\n")),
               ElementsAre("test.yaml:4:20: policies[0].methods[1]: got "
@@ -544,11 +561,49 @@ TEST(ConfigErrorTest, HugeUnknownKeyIsQuotedShort) {
   EXPECT_THAT(errors[0], HasSubstr("(65536 bytes) in the top level"));
 }
 
-TEST(ConfigErrorTest, NulBytesAreASyntaxError) {
+// Issue #30, item 15: a NUL byte is named, at its position, rather than
+// yaml-cpp's "unknown escape character" (or a silently cut file).
+TEST(ConfigErrorTest, NulBytesAreNamedAtTheirPosition) {
   using std::string_literals::operator""s;
-  // yaml-cpp's own message quotes the byte; it must stay on one line.
   EXPECT_THAT(Errors("tables:\0\n"s),
-              ElementsAre(StartsWith("test.yaml:2:1: YAML syntax error: ")));
+              ElementsAre("test.yaml:1:8: a NUL byte (\\0): YAML text cannot "
+                          "hold one; is this the right file, or is it "
+                          "corrupted? (a NUL character in a value is \"\\0\" "
+                          "in double quotes)"));
+  EXPECT_THAT(Errors("policies:\n  - name: ab\n    match: /x\0\n"
+                     "    unlimited: true\n"s),
+              ElementsAre(StartsWith("test.yaml:3:14: a NUL byte (\\0): ")));
+  // In a comment, where yaml-cpp used to stop reading without a word.
+  EXPECT_THAT(Errors("# a \0 b \0\npolicies: [{name: a}]\n"s),
+              ElementsAre(HasSubstr("1:5: a NUL byte (\\0): YAML text cannot "
+                                    "hold one (the file holds 2; this is the "
+                                    "first)")));
+  // "\0" in double quotes is YAML's NUL character: the value's own check
+  // names it.
+  EXPECT_THAT(Errors("policies:\n  - name: \"a\\0b\"\n    match: /x\n"
+                     "    unlimited: true\n"),
+              ElementsAre(HasSubstr("policies[0].name: got \"a\\x00\\x62\"")));
+}
+
+// UTF-16 and UTF-32 text is made of NUL bytes; yaml-cpp decodes it, and it
+// still loads.
+TEST(ConfigErrorTest, Utf16AndUtf32TextStillLoads) {
+  using std::string_literals::operator""s;
+  const std::string text =
+      "policies:\n  - name: ab\n    match: /x\n    unlimited: true\n";
+  auto widen = [&](std::string bom, int width) {
+    for (char c : text) {
+      bom.push_back(c);
+      bom.append(width - 1, '\0');
+    }
+    return bom;
+  };
+  for (const std::string& wide :
+       {widen("\xFF\xFE", 2), widen("", 2), widen("\xFF\xFE\0\0"s, 4)}) {
+    absl::StatusOr<LimiterConfig> config = ParseConfig(wide, "wide.yaml");
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->policies.size(), 1u);
+  }
 }
 
 TEST(ConfigErrorTest, OversizedTextIsRefusedBeforeParsing) {
