@@ -136,6 +136,22 @@ TEST(ConfigRoutesTest, AliasOfIsCheckedWhenTheTemplateIsRefused) {
           "('//')"));
 }
 
+// Issue #30, item 15: a placeholder name used twice is an error at load,
+// in a template and in an alias_of.
+TEST(ConfigRoutesTest, RepeatedPlaceholderNamesAreErrors) {
+  EXPECT_THAT(
+      Errors("routes:\n  extra:\n"
+             "    - template: \"/_example/rooms/{roomId}/x/{roomId}\"\n"
+             "    - template: \"/_example/a/{x}\"\n"
+             "      alias_of: \"/_example/b/{x}/{x}\"\n"),
+      ElementsAre("test.yaml:3:17: routes.extra[0].template: "
+                  "\"/_example/rooms/{roomId}/x/{roomId}\": the placeholder "
+                  "{roomId} appears twice; give each its own name",
+                  HasSubstr("test.yaml:5:17: routes.extra[1].alias_of: "
+                            "\"/_example/b/{x}/{x}\" is not an active route "
+                            "template")));
+}
+
 // Every rule of ValidateRouteOptions, each at the template or alias_of it
 // is about, all in one file: indices are the file's even when an earlier
 // entry could not be read.
