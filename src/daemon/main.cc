@@ -9,6 +9,7 @@
 
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/ip.h"
 #include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/version.h"
@@ -154,6 +155,19 @@ int main(int argc, char** argv) {
     return Fail("cannot serve",
                 mxlimit::internal::FromAbsl(server.status().message()));
   sidecar.set_server(server->get());
+  // Trusting every address is a typo or a misunderstanding, never what an
+  // operator wants: any client could then name any address and escape
+  // every ip-scope limit. Not refused (a test rig may mean it), but said
+  // before anything is served.
+  for (const mxlimit::Cidr& net : flags.trusted_proxies) {
+    if (net.prefix_len != 0) continue;
+    Log("warn",
+        "--trusted-proxy covers every address: any client may name any "
+        "address in X-Forwarded-For, Forwarded or X-Real-IP and is believed, "
+        "so ip-scope limits and exempt.ips do not hold; list only the "
+        "proxies' own addresses",
+        {{"trusted_proxy", mxlimit::FormatCidr(net)}});
+  }
 
   const bool v6 = flags.listen_host.find(':') != std::string::npos;
   const std::string address =
