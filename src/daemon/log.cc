@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mxlimit::daemon {
 namespace {
@@ -64,8 +67,10 @@ std::string LogfmtValue(std::string_view v) {
   return out;
 }
 
-void Log(std::string_view level, std::string_view message,
-         std::initializer_list<LogField> fields) {
+namespace {
+
+void WriteLine(std::string_view level, std::string_view message,
+               std::span<const LogField> fields) {
   char ts[32];
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -92,6 +97,22 @@ void Log(std::string_view level, std::string_view message,
     p += w;
     left -= static_cast<size_t>(w);
   }
+}
+
+}  // namespace
+
+void Log(std::string_view level, std::string_view message,
+         std::initializer_list<LogField> fields) {
+  WriteLine(level, message,
+            std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void LogFields(std::string_view level, std::string_view message,
+               std::span<const std::pair<std::string, std::string>> fields) {
+  std::vector<LogField> views;
+  views.reserve(fields.size());
+  for (const auto& [key, value] : fields) views.emplace_back(key, value);
+  WriteLine(level, message, views);
 }
 
 }  // namespace mxlimit::daemon

@@ -16,6 +16,7 @@
 #define MXLIMIT_DAEMON_LOG_H_
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,10 @@ std::string LogfmtValue(std::string_view value);
 // Writes one line to stderr. Thread-safe (one write(2) per line).
 void Log(std::string_view level, std::string_view message,
          std::initializer_list<LogField> fields = {});
+
+// The same, with fields built at run time.
+void LogFields(std::string_view level, std::string_view message,
+               std::span<const std::pair<std::string, std::string>> fields);
 
 }  // namespace mxlimit::daemon
 

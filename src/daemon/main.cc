@@ -3,8 +3,11 @@
 // a deployment.
 #include <signal.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mxlimit/config.h"
@@ -20,6 +23,7 @@
 #include "src/daemon/log.h"
 #include "src/daemon/sidecar.h"
 #include "src/daemon/store_flags.h"
+#include "src/daemon/store_watch.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
 
@@ -186,9 +190,24 @@ int main(int argc, char** argv) {
        {"threads", std::to_string(flags.threads)},
        {"appservices", std::to_string(appservices->size())}});
 
+  // The store's state is looked at once a second between signals, and
+  // logged when it changes (store_watch.h).
+  mxlimit::daemon::StoreWatch store_watch;
+  const bool watch_store = (*limiter)->has_store();
+  const timespec kStoreLook = {1, 0};
   while (true) {
-    int sig = 0;
-    if (sigwait(&signals, &sig) != 0) continue;
+    const int sig = watch_store ? sigtimedwait(&signals, nullptr, &kStoreLook)
+                                : sigwaitinfo(&signals, nullptr);
+    if (sig < 0) {
+      if (errno == EAGAIN && watch_store) {
+        if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
+                store_watch.Observe((*limiter)->StoreStats(),
+                                    std::chrono::steady_clock::now())) {
+          mxlimit::daemon::LogFields(line->level, line->message, line->fields);
+        }
+      }
+      continue;
+    }
     if (sig == SIGHUP) {
       Reload(flags.config_path, *store, **limiter, metrics);
       continue;
