@@ -104,8 +104,12 @@ absl::Status ValidateStoreOptions(const StoreOptions& store);
 // store parses the URL again. The message never repeats a password.
 std::string StoreUrlProblem(std::string_view url);
 
-// `url` with the password of a `redis://USER:PASSWORD@` URL replaced by
-// `***`, for logs and messages. Any other text is returned unchanged.
+// `url` for logs and messages, whatever its shape (well-formed or not, any
+// scheme or none): everything before the last '@' but a scheme and a user
+// name is replaced by `***` (`redis://USER:***@HOST:PORT`,
+// `rediss://:***@HOST:PORT`, `***@HOST`), and so is every query value but
+// `db`'s (`?password=***`). Text without '@' or '?' is returned unchanged.
+// StoreUrlProblem quotes a URL only through this.
 std::string RedactStoreUrl(std::string_view url);
 
 // A whole limiter configuration, as a YAML file describes it.

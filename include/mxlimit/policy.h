@@ -151,7 +151,8 @@ std::string PolicyNameProblem(std::string_view name);
 
 // `match`: starts with '/' or '*', or is exactly "<fallback>" (the route key
 // every unknown path shares); at most `kMaxPatternBytes`; no space, control
-// byte, '?' or '#' (a query-free path never holds them).
+// byte, '?' or '#' (a query-free path never holds them; for a '#' the
+// message suggests the pattern with %23, the spelling clients send).
 std::string PatternProblem(std::string_view match);
 
 // One entry of `methods`: GET HEAD POST PUT DELETE PATCH OPTIONS CONNECT
@@ -167,7 +168,28 @@ std::string ShareThresholdProblem(std::span<const std::string> match);
 std::string LayerProblem(std::string_view layer);
 
 // `client_prefix`: IPv4 0-32, IPv6 0-128, and only on an ip-scope policy.
+// A user-scope policy with a prefix out of range gets both problems.
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope);
+
+// The policy of an operator list that brings one layer too many into its set
+// (at most `kMaxLayers`): its index, and the problem worded to follow
+// "layer: ", e.g. `got "l6", layer 9 of a set that holds at most 8
+// (built-ins and route included: route, network, aggregate, l1, ...); put
+// this policy in one of those layers (the set has 10 layers in all)`.
+struct LayerOverflow {
+  size_t index = 0;
+  std::string problem;
+};
+
+// Counts `route` first, then the layers of the built-ins in force (when
+// `include_builtins`; a built-in an operator policy replaces by name brings
+// none), then the operator policies' in list order: the operator can only
+// change their own file, so the policy named is the first of theirs past the
+// limit. nullopt when the set has at most `kMaxLayers` layers.
+// `PolicySet::Compile` and the YAML loader (which adds the position) apply
+// it.
+std::optional<LayerOverflow> FindLayerOverflow(
+    std::span<const Policy> operator_policies, bool include_builtins);
 
 // "" when `pattern` is already canonical; otherwise a note naming the
 // canonical pattern it is read as, for `mxlimit check-config` warnings, e.g.

@@ -152,7 +152,7 @@ class SharedLimiter {
   void Charge(const Request& request, MonotonicTime now);
 
   // `ShardedLimiter::Reload`. The `store` section cannot change without a
-  // restart (FailedPrecondition; nothing changes).
+  // restart (FailedPrecondition; nothing changes): see CheckStoreReload.
   absl::Status Reload(const LimiterConfig& config);
 
   LimiterStats Stats() const;
@@ -181,6 +181,17 @@ class SharedLimiter {
   // store computes exactly), without building anything or connecting. For
   // `mxlimit check-config`. OK when `store.url` is empty.
   static absl::Status ValidateSharing(const LimiterConfig& config);
+
+  // The rule Reload applies to the `store` section, for a process whose
+  // store section is `*running` (null: it started without a store): OK when
+  // nothing a reload would have to change is different. Without a store,
+  // `next` may have none either (its other store fields are then unused);
+  // with one, every field must be equal: connections, the key secret and the
+  // fallback are fixed at start-up. FailedPrecondition otherwise, naming
+  // every changed field (a URL with its password redacted, the key secret
+  // never). `mxlimit check-config --reload-against` applies the same rule.
+  static absl::Status CheckStoreReload(const StoreOptions* running,
+                                       const StoreOptions& next);
 
   // Whether buckets are shared at all (a store is configured).
   bool has_store() const;

@@ -7,6 +7,8 @@
 // reload of RUNNING (by mxlimitd, i.e. a ShardedLimiter of `--shards`
 // shards: the check is its own Reload) and which policies' buckets that
 // reload would reset (the rule is the engine's: KeepsBuckets, policy.h).
+// A changed `store:` section is refused by SharedLimiter::CheckStoreReload,
+// the rule mxlimitd's reload applies.
 
 #include <cstddef>
 #include <memory>
@@ -42,6 +44,7 @@ constexpr std::string_view kCommand = "check-config";
 
 using internal::FromAbsl;
 using internal::QuoteForError;
+using internal::ToAbsl;
 
 // The policy of `set` named `name`, if any.
 const Policy* Named(const PolicySet& set, std::string_view name) {
@@ -58,6 +61,18 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
   const std::unique_ptr<Limiter> running =
       LoadLimiter(kCommand, opts.reload_against, &running_config);
   if (running == nullptr) return false;
+  auto refused = [&](std::string_view why) {
+    PrintError(kCommand,
+               absl::StrCat(opts.path, ": a reload of ", opts.reload_against,
+                            " would be refused: ", ToAbsl(why), "\n"));
+    return false;
+  };
+  // mxlimitd's SharedLimiter checks the store section first, with this
+  // rule; a running file without a store is a process without one.
+  const absl::Status store = SharedLimiter::CheckStoreReload(
+      running_config.store.url.empty() ? nullptr : &running_config.store,
+      next_config.store);
+  if (!store.ok()) return refused(FromAbsl(store.message()));
   absl::StatusOr<std::unique_ptr<ShardedLimiter>> sharded =
       ShardedLimiter::Create(running_config, shards);
   if (!sharded.ok()) {
@@ -69,12 +84,7 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
     return false;
   }
   const absl::Status reloaded = (*sharded)->Reload(next_config);
-  if (!reloaded.ok()) {
-    PrintError(kCommand,
-               absl::StrCat(opts.path, ": a reload of ", opts.reload_against,
-                            " would be refused: ", reloaded.message(), "\n"));
-    return false;
-  }
+  if (!reloaded.ok()) return refused(FromAbsl(reloaded.message()));
   const PolicySet& before = running->policies();
   const PolicySet& after = next.policies();
   std::vector<std::string> resets;

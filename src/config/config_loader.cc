@@ -84,8 +84,8 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
     ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, route_table.get(), config.policies, errors,
-                 warnings);
+    ReadPolicies(*f, config.tables, route_table.get(), config.builtin_policies,
+                 config.policies, errors, warnings);
   }
   if (const Field* f = top.Find("store")) {
     ReadStore(*f, file_name, config.store, errors, warnings);
@@ -130,11 +130,53 @@ std::optional<YAML::Mark> FindStuckParser(const std::string& text) {
   return std::nullopt;
 }
 
+// The position of the first NUL byte in `text`, with the count of all of
+// them. YAML text cannot hold one (only a double-quoted "\0" stands for it),
+// and yaml-cpp takes it for the end of the input, so a file with one got a
+// misleading "unknown escape character" or lost the rest of its text. UTF-16
+// and UTF-32 text, which yaml-cpp decodes, is made of NUL bytes: like
+// yaml-cpp (and the YAML spec), a byte order mark or a NUL among the first
+// two bytes says the text is one of those, and it is not checked here.
+std::optional<std::pair<YAML::Mark, size_t>> FindNulByte(
+    std::string_view text) {
+  if (text.size() >= 2) {
+    const auto b0 = static_cast<unsigned char>(text[0]);
+    const auto b1 = static_cast<unsigned char>(text[1]);
+    if (b0 == 0 || b1 == 0 || (b0 == 0xFE && b1 == 0xFF) ||
+        (b0 == 0xFF && b1 == 0xFE)) {
+      return std::nullopt;
+    }
+  }
+  const size_t at = text.find('\0');
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view before = text.substr(0, at);
+  const size_t line_start = before.rfind('\n');
+  YAML::Mark mark;
+  mark.pos = static_cast<int>(at);
+  mark.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  mark.column = static_cast<int>(
+      line_start == std::string_view::npos ? at : at - line_start - 1);
+  return std::pair(
+      mark, static_cast<size_t>(std::count(text.begin(), text.end(), '\0')));
+}
+
 // Parses the text and reads it into `config`; every problem goes to `errors`.
 // Catches everything yaml-cpp throws.
 void ParseInto(std::string_view text, std::string_view file_name, size_t shards,
                LimiterConfig& config, ConfigErrors& errors,
                ConfigErrors& warnings) {
+  if (std::optional<std::pair<YAML::Mark, size_t>> nul = FindNulByte(text)) {
+    errors.Add(nul->first,
+               absl::StrCat("a NUL byte (\\0): YAML text cannot hold one",
+                            nul->second > 1
+                                ? absl::StrCat(" (the file holds ", nul->second,
+                                               "; this is the first)")
+                                : "",
+                            "; is this the right file, or is it corrupted? (a "
+                            "NUL character in a value is \"\\0\" in double "
+                            "quotes)"));
+    return;
+  }
   try {
     const std::string owned(text);
     if (std::optional<YAML::Mark> stuck = FindStuckParser(owned)) {

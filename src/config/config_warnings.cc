@@ -185,7 +185,20 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
   }
   const std::string canonical = internal::CanonicalPath(pattern);
   bool unknown_placeholder = false;
-  for (std::string_view name : Placeholders(canonical)) {
+  const std::vector<std::string_view> names = Placeholders(canonical);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string_view name = names[i];
+    if (std::find(names.begin(), names.begin() + i, name) !=
+        names.begin() + i) {
+      // Route templates may not repeat a name (ParseTemplate): no key does.
+      unknown_placeholder = true;
+      warnings.Add(mark,
+                   absl::StrCat(head, "repeats the placeholder {", ToAbsl(name),
+                                "}, which no route template does, so it "
+                                "matches only paths holding those very "
+                                "bytes"));
+      continue;
+    }
     const std::vector<std::string>& known = routes.placeholders();
     if (std::binary_search(known.begin(), known.end(), name)) continue;
     unknown_placeholder = true;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +87,7 @@ class PolicyReader {
   }
 
   const Field* name_field() const { return fields_.Find("name"); }
+  const Field* layer_field() const { return fields_.Find("layer"); }
 
  private:
   void Missing(std::string_view key) {
@@ -162,17 +164,19 @@ class PolicyReader {
   void ReadClientPrefix(Policy& policy) {
     const Field* f = fields_.Find("client_prefix");
     if (f == nullptr) return;
+    // The values are checked even on a user-scope policy, so that fixing
+    // the scope does not reveal a second error.
+    bool ok = true;
     if (policy.scope != Scope::kIp) {
       errors_.Add(f->key.Mark(),
                   absl::StrCat(f->path,
                                ": only an ip-scope policy masks client "
                                "addresses; remove it or use scope: ip"));
-      return;
+      ok = false;
     }
     MapFields prefix(*f, kPrefixKeys, /*null_is_empty=*/false, errors_);
     if (!f->value.IsMap()) return;
     ClientPrefix out{table_ipv4_, table_ipv6_};
-    bool ok = true;
     if (const Field* v4 = prefix.Find("ipv4")) {
       std::optional<int64_t> v = ReadIntegerInRange(*v4, 0, 32, errors_);
       ok = ok && v.has_value();
@@ -442,8 +446,8 @@ class PolicyReader {
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   const internal::MergedRouteTable* route_table,
-                  std::vector<Policy>& policies, ConfigErrors& errors,
-                  ConfigErrors& warnings) {
+                  bool builtin_policies, std::vector<Policy>& policies,
+                  ConfigErrors& errors, ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
   RouteFacts routes(route_table);
@@ -451,6 +455,7 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
   absl::flat_hash_map<std::string, int> first_line;
   // Where each read policy is, by index into `policies`.
   std::vector<PolicyShape> shapes;
+  std::vector<std::pair<YAML::Mark, std::string>> layer_at;
   const size_t first = policies.size();
   for (size_t i = 0; i < items.size(); ++i) {
     Policy policy;
@@ -468,6 +473,11 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
                                 "; the first is at line ", it->second));
       }
     }
+    // Where a layer-count error points: the policy's layer (a policy
+    // without one is in `route`, which is always counted).
+    const Field* layer = reader.layer_field();
+    layer_at.push_back(layer != nullptr ? std::pair(layer->mark(), layer->path)
+                                        : std::pair(items[i].Mark(), path));
     shapes.push_back(PolicyShape{std::move(path), items[i].Mark(),
                                  policy.source_line, nullptr});
     policies.push_back(std::move(policy));
@@ -477,6 +487,15 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
     shapes[i].policy = &policies[first + i];
   }
   WarnShadowedPolicies(shapes, warnings);
+  // A set-level check, in the same pass as the fields' (issue #30): the
+  // first policy past the layer limit, at its layer.
+  const std::span<const Policy> read(policies.data() + first,
+                                     policies.size() - first);
+  if (std::optional<LayerOverflow> over =
+          FindLayerOverflow(read, builtin_policies)) {
+    const auto& [mark, path] = layer_at[over->index];
+    errors.Add(mark, absl::StrCat(path, ": ", over->problem));
+  }
 }
 
 }  // namespace mxlimit::config_internal

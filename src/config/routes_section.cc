@@ -43,6 +43,9 @@ struct RouteMarks {
     YAML::Mark entry;
     YAML::Mark route_template;
     YAML::Mark alias_of;
+    // The template could not be read (reported); the entry is passed on
+    // with an empty one so that its alias_of is still checked.
+    bool template_reported = false;
   };
   std::vector<Extra> extras;
 };
@@ -101,12 +104,12 @@ void ReadExtras(const Field& field, RouteOptions& routes, RouteMarks& marks,
       if (text.has_value()) {
         extra.route_template = *std::move(text);
       } else {
-        ok = false;
+        where.template_reported = true;
       }
     } else if (items[i].IsMap()) {
       errors.Add(items[i].Mark(),
                  absl::StrCat(path, ": `template` is missing"));
-      ok = false;
+      where.template_reported = true;
     } else {
       ok = false;  // MapFields reported it
     }
@@ -126,7 +129,7 @@ void ReadExtras(const Field& field, RouteOptions& routes, RouteMarks& marks,
         ok = false;
       }
     }
-    if (!ok) continue;
+    if (!ok || (where.template_reported && extra.alias_of.empty())) continue;
     marks.extras.push_back(where);
     routes.extra.push_back(std::move(extra));
   }
@@ -181,6 +184,10 @@ std::shared_ptr<const internal::MergedRouteTable> ReadRoutes(
   internal::RouteOptionsCheck check =
       internal::CheckRouteOptions(routes, file_index);
   for (const Problem& problem : check.problems) {
+    if (problem.field == Problem::Field::kExtraTemplate &&
+        marks.extras[problem.index].template_reported) {
+      continue;  // "" stands in for a template already reported
+    }
     auto [mark, path] = Locate(problem, marks);
     (problem.warning ? warnings : errors)
         .Add(mark, absl::StrCat(path, ": ", problem.message));

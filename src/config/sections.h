@@ -39,11 +39,13 @@ void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
 
 // `policies:` (operator policies, in file order). `tables` supplies the
 // prefix for a family a `client_prefix` leaves out; `route_table` the route
-// table patterns are checked against (warnings; null: the default table).
+// table patterns are checked against (warnings; null: the default table);
+// `builtin_policies` whether the built-ins' layers count toward the limit of
+// layers, which is checked here too.
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   const internal::MergedRouteTable* route_table,
-                  std::vector<Policy>& policies, ConfigErrors& errors,
-                  ConfigErrors& warnings);
+                  bool builtin_policies, std::vector<Policy>& policies,
+                  ConfigErrors& errors, ConfigErrors& warnings);
 
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config
 // file, whose directory a relative `key_secret_file` is read from.

@@ -254,6 +254,16 @@ void ReadClock(const Field& f, StoreOptions& store, ConfigErrors& errors,
 void ReadStore(const Field& field, std::string_view file_name,
                StoreOptions& store, ConfigErrors& errors,
                ConfigErrors& warnings) {
+  if (field.value.IsScalar()) {
+    // Likely the URL itself, perhaps with a password: quoted redacted, like
+    // every other store URL.
+    errors.Add(field.mark(),
+               absl::StrCat(field.path, ": got ",
+                            QuoteForError(RedactStoreUrl(field.value.Scalar())),
+                            ", expected a map with keys url, key_secret, ... "
+                            "(store: {url: ..., key_secret: ...})"));
+    return;
+  }
   MapFields map(field, kStoreKeys, /*null_is_empty=*/false, errors);
   if (!field.value.IsMap()) return;
   ReadUrl(field, map, store, errors);

@@ -3,12 +3,16 @@
 // a deployment.
 #include <signal.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/ip.h"
 #include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/version.h"
@@ -19,6 +23,7 @@
 #include "src/daemon/log.h"
 #include "src/daemon/sidecar.h"
 #include "src/daemon/store_flags.h"
+#include "src/daemon/store_watch.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
 
@@ -154,6 +159,19 @@ int main(int argc, char** argv) {
     return Fail("cannot serve",
                 mxlimit::internal::FromAbsl(server.status().message()));
   sidecar.set_server(server->get());
+  // Trusting every address is a typo or a misunderstanding, never what an
+  // operator wants: any client could then name any address and escape
+  // every ip-scope limit. Not refused (a test rig may mean it), but said
+  // before anything is served.
+  for (const mxlimit::Cidr& net : flags.trusted_proxies) {
+    if (net.prefix_len != 0) continue;
+    Log("warn",
+        "--trusted-proxy covers every address: any client may name any "
+        "address in X-Forwarded-For, Forwarded or X-Real-IP and is believed, "
+        "so ip-scope limits and exempt.ips do not hold; list only the "
+        "proxies' own addresses",
+        {{"trusted_proxy", mxlimit::FormatCidr(net)}});
+  }
 
   const bool v6 = flags.listen_host.find(':') != std::string::npos;
   const std::string address =
@@ -172,9 +190,24 @@ int main(int argc, char** argv) {
        {"threads", std::to_string(flags.threads)},
        {"appservices", std::to_string(appservices->size())}});
 
+  // The store's state is looked at once a second between signals, and
+  // logged when it changes (store_watch.h).
+  mxlimit::daemon::StoreWatch store_watch;
+  const bool watch_store = (*limiter)->has_store();
+  const timespec kStoreLook = {1, 0};
   while (true) {
-    int sig = 0;
-    if (sigwait(&signals, &sig) != 0) continue;
+    const int sig = watch_store ? sigtimedwait(&signals, nullptr, &kStoreLook)
+                                : sigwaitinfo(&signals, nullptr);
+    if (sig < 0) {
+      if (errno == EAGAIN && watch_store) {
+        if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
+                store_watch.Observe((*limiter)->StoreStats(),
+                                    std::chrono::steady_clock::now())) {
+          mxlimit::daemon::LogFields(line->level, line->message, line->fields);
+        }
+      }
+      continue;
+    }
     if (sig == SIGHUP) {
       Reload(flags.config_path, *store, **limiter, metrics);
       continue;

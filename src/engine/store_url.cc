@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
@@ -52,8 +53,10 @@ std::string RedisProblem(std::string_view rest) {
   // never does.
   if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view info = rest.substr(0, at);
-    if (info.find(':') == std::string_view::npos) {
-      return "the part before '@' must be USER:PASSWORD or :PASSWORD";
+    const size_t colon = info.find(':');
+    if (colon == std::string_view::npos || colon + 1 == info.size()) {
+      return "the part before '@' must be USER:PASSWORD or :PASSWORD, with "
+             "a password";
     }
     rest.remove_prefix(at + 1);
   }
@@ -118,15 +121,64 @@ std::string UnixProblem(std::string_view rest) {
 }  // namespace
 
 std::string RedactStoreUrl(std::string_view url) {
-  if (url.substr(0, kRedis.size()) != kRedis) return std::string(url);
-  const std::string_view rest = url.substr(kRedis.size());
-  const size_t at = rest.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  const std::string_view info = rest.substr(0, at);
-  const size_t colon = info.find(':');
-  if (colon == std::string_view::npos) return std::string(url);
-  return absl::StrCat(ToAbsl(kRedis), ToAbsl(info.substr(0, colon + 1)), "***",
-                      ToAbsl(rest.substr(at)));
+  // Any shape is redacted, not only a well-formed redis:// URL: the text of
+  // a malformed one is what an error message quotes (`rediss://:PW@h:1`,
+  // `REDIS://`, `redis//:PW@h:1`, `unix://:PW@/s.sock`, `?password=PW`).
+  std::string out;
+  out.reserve(url.size());
+  std::string_view rest = url;
+  // Everything before the last '@' is user information: a password may
+  // hold '@', '/', '?' or ':', a host none of them.
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    // The scheme and its separator stay ("redis://", "rediss://",
+    // "redis//", "redis:"), as long as they are followed by something.
+    size_t prefix = 0;
+    while (prefix < at &&
+           (absl::ascii_isalnum(static_cast<unsigned char>(rest[prefix])) ||
+            rest[prefix] == '+' || rest[prefix] == '.' ||
+            rest[prefix] == '-')) {
+      ++prefix;
+    }
+    const size_t scheme_end = prefix;
+    while (prefix < at && (rest[prefix] == ':' || rest[prefix] == '/')) {
+      ++prefix;
+    }
+    if (prefix == scheme_end) prefix = 0;  // "PW@host": no scheme at all
+    const std::string_view info = rest.substr(prefix, at - prefix);
+    out.append(rest.substr(0, prefix));
+    // USER:PASSWORD keeps the user; anything else is all password (also
+    // "SECRET:" with an empty password, where the secret may be the user).
+    const size_t colon = info.find(':');
+    if (colon != std::string_view::npos && colon + 1 < info.size()) {
+      out.append(info.substr(0, colon + 1));
+    }
+    out.append("***");
+    rest.remove_prefix(at);
+  }
+  // Query values but the database's: `?password=` is a common spelling in
+  // other clients' URLs.
+  const size_t q = rest.find('?');
+  out.append(rest.substr(0, q));
+  if (q == std::string_view::npos) return out;
+  out.push_back('?');
+  std::string_view query = rest.substr(q + 1);
+  while (true) {
+    const size_t amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    const size_t eq = param.find('=');
+    if (param.substr(0, eq) == "db") {
+      out.append(param);
+    } else if (eq != std::string_view::npos) {
+      out.append(param.substr(0, eq + 1));
+      out.append("***");
+    } else if (!param.empty()) {
+      out.append("***");
+    }
+    if (amp == std::string_view::npos) break;
+    out.push_back('&');
+    query.remove_prefix(amp + 1);
+  }
+  return out;
 }
 
 std::string StoreUrlProblem(std::string_view url) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "mxlimit/internal/prefix_trie.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
+#include "src/util/quote.h"
 
 namespace mxlimit {
 namespace {
@@ -39,6 +42,7 @@ using internal::MethodClass;
 using internal::MethodMask;
 using internal::PatternKind;
 using internal::PatternShape;
+using internal::QuoteForError;
 using internal::ShapeOf;
 using internal::TierOf;
 using internal::ToAbsl;
@@ -148,6 +152,7 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   }
 
   PolicySet set;
+  const size_t operator_count = operator_policies.size();
   set.policies_ = std::move(operator_policies);
   if (include_builtins) {
     std::vector<Policy> builtins = BuiltinPolicies();
@@ -186,12 +191,16 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
       set.layers_.push_back(p.layer);
     }
   }
-  if (set.layers_.size() > kMaxLayers) {
-    problems.push_back(absl::StrCat("layers: got ", set.layers_.size(), " (",
-                                    absl::StrJoin(set.layers_, ", "),
-                                    "; built-ins included), expected at "
-                                    "most ",
-                                    kMaxLayers));
+  // The set's layers are those FindLayerOverflow counts, in another order
+  // (operator layers before the built-ins'; the order names denials).
+  const std::span<const Policy> operators(set.policies_.data(), operator_count);
+  if (std::optional<LayerOverflow> over =
+          FindLayerOverflow(operators, include_builtins)) {
+    const Policy& p = operators[over->index];
+    problems.push_back(absl::StrCat(
+        "policy ", QuoteForError(p.name),
+        p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
+        ": layer: ", over->problem));
   }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));

@@ -3,6 +3,9 @@
 // (src/config/policies_section.cc) calls the per-field checks below rather
 // than keeping rules of its own, so a file it accepts always compiles.
 
+#include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,10 +89,27 @@ std::string PatternProblem(std::string_view match) {
     if (c <= 0x20 || c == 0x7f) {
       return "expected a path pattern without spaces or control characters";
     }
-    if (c == '?' || c == '#') {
+    if (c == '?') {
       // Patterns match the path only, never the query or fragment.
       return "expected a pattern for the query-free path (drop the '?' or "
              "'#' part)";
+    }
+    if (c == '#') {
+      // A '#' in a path is a room alias's sigil more often than a fragment:
+      // clients must send it as %23, the spelling a pattern matches.
+      std::string encoded;
+      for (char e : match) {
+        if (e == '#') {
+          encoded += "%23";
+        } else {
+          encoded += e;
+        }
+      }
+      return absl::StrCat(
+          "expected a '#' in a path percent-encoded as %23: clients send it "
+          "so (a raw '#' starts the fragment, which never reaches the "
+          "server); did you mean ",
+          QuoteForError(encoded), "?");
     }
   }
   return "";
@@ -119,15 +139,58 @@ std::string LayerProblem(std::string_view layer) {
 }
 
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
+  std::string problem;
   if (scope != Scope::kIp) {
-    return "expected no client_prefix on a user-scope policy (it masks "
-           "client addresses)";
+    problem =
+        "expected no client_prefix on a user-scope policy (it masks "
+        "client addresses)";
   }
   if (prefix.ipv4 < 0 || prefix.ipv4 > 32 || prefix.ipv6 < 0 ||
       prefix.ipv6 > 128) {
-    return "expected ipv4 from 0 to 32 and ipv6 from 0 to 128";
+    absl::StrAppend(&problem, problem.empty() ? "" : "; and ",
+                    "expected ipv4 from 0 to 32 and ipv6 from 0 to 128");
   }
-  return "";
+  return problem;
+}
+
+std::optional<LayerOverflow> FindLayerOverflow(
+    std::span<const Policy> operator_policies, bool include_builtins) {
+  std::vector<std::string_view> layers = {kDefaultLayer};
+  auto add = [&](std::string_view layer) {
+    if (std::find(layers.begin(), layers.end(), layer) != layers.end()) {
+      return false;
+    }
+    layers.push_back(layer);
+    return true;
+  };
+  std::vector<Policy> builtins;
+  if (include_builtins) builtins = BuiltinPolicies();
+  for (const Policy& b : builtins) {
+    const bool replaced =
+        std::any_of(operator_policies.begin(), operator_policies.end(),
+                    [&](const Policy& p) { return p.name == b.name; });
+    if (!replaced) add(b.layer);
+  }
+  std::optional<size_t> first_over;
+  for (size_t i = 0; i < operator_policies.size(); ++i) {
+    if (add(operator_policies[i].layer) && layers.size() > kMaxLayers &&
+        !first_over.has_value()) {
+      first_over = i;
+    }
+  }
+  if (!first_over.has_value()) return std::nullopt;
+  std::string in_use;
+  for (size_t l = 0; l < kMaxLayers; ++l) {
+    absl::StrAppend(&in_use, l == 0 ? "" : ", ", ToAbsl(layers[l]));
+  }
+  return LayerOverflow{
+      *first_over,
+      absl::StrCat("got ", QuoteForError(operator_policies[*first_over].layer),
+                   ", layer ", kMaxLayers + 1, " of a set that holds at most ",
+                   kMaxLayers, " (built-ins and ", ToAbsl(kDefaultLayer),
+                   " included: ", in_use,
+                   "); put this policy in one of those layers (the set has ",
+                   layers.size(), " layers in all)")};
 }
 
 std::string PatternCanonicalNote(std::string_view pattern) {

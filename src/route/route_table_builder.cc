@@ -165,6 +165,12 @@ class RouteTableMerger {
     std::string_view key;               // its own template, or alias_of's
     bool alias = false;
   };
+  // An alias whose own template was refused (invalid, or listed twice): its
+  // alias_of is still checked, so that one pass names both problems.
+  struct RefusedAlias {
+    size_t index;
+    std::vector<ParsedSegment> parsed;  // empty when the template is invalid
+  };
 
   void Error(Field field, size_t index, std::string message) {
     problems_.push_back({field, index, false, std::move(message)});
@@ -211,6 +217,7 @@ class RouteTableMerger {
   // Every active key (built-in or extra) -> its pack.
   absl::flat_hash_map<std::string_view, std::string_view> keys_;
   std::vector<Extra> extras_;
+  std::vector<RefusedAlias> refused_aliases_;
 };
 
 std::string RouteTableMerger::Describe(const ShapeOwner& owner) const {
@@ -362,13 +369,19 @@ void RouteTableMerger::CheckExtras() {
   for (size_t i = 0; i < routes_.extra.size(); ++i) {
     const ExtraRoute& extra = routes_.extra[i];
     Extra checked{i, {}, extra.route_template, !extra.alias_of.empty()};
-    if (!CheckExtraTemplate(i, checked.parsed)) continue;
+    if (!CheckExtraTemplate(i, checked.parsed)) {
+      if (checked.alias) refused_aliases_.push_back({i, {}});
+      continue;
+    }
     auto [it, first] = first_at.try_emplace(extra.route_template, i);
     if (!first) {
       Error(Field::kExtraTemplate, i,
             absl::StrCat(Quoted(extra.route_template),
                          " is listed twice (also routes.extra[",
                          Shown(it->second), "])"));
+      if (checked.alias) {
+        refused_aliases_.push_back({i, std::move(checked.parsed)});
+      }
       continue;
     }
     if (!checked.alias) {
@@ -391,27 +404,37 @@ void RouteTableMerger::CheckExtras() {
 // placeholders.
 void RouteTableMerger::CheckAliases() {
   std::vector<ParsedSegment> target;
-  std::erase_if(extras_, [&](Extra& extra) {
-    if (!extra.alias) return false;
-    const std::string& alias_of = routes_.extra[extra.index].alias_of;
+  // False (after an error) when `alias_of` of entry `index` is not an active
+  // key with the placeholders of `parsed` (not compared when null).
+  auto check = [&](size_t index, const std::vector<ParsedSegment>* parsed) {
+    const std::string& alias_of = routes_.extra[index].alias_of;
     if (!keys_.contains(alias_of)) {
-      Error(Field::kExtraAliasOf, extra.index,
+      Error(Field::kExtraAliasOf, index,
             absl::StrCat(Quoted(alias_of),
                          " is not an active route template (of the packs ",
                          absl::StrJoin(table_->options_.packs, ", "),
                          " or another extra entry without alias_of)"));
-      return true;
+      return false;
     }
-    if (!ParseTemplate(alias_of, &target).ok() ||
-        SortedPlaceholders(target) != SortedPlaceholders(extra.parsed)) {
-      Error(Field::kExtraAliasOf, extra.index,
+    if (parsed != nullptr &&
+        (!ParseTemplate(alias_of, &target).ok() ||
+         SortedPlaceholders(target) != SortedPlaceholders(*parsed))) {
+      Error(Field::kExtraAliasOf, index,
             absl::StrCat(Quoted(alias_of),
                          " has other placeholders than the template ",
-                         Quoted(routes_.extra[extra.index].route_template),
+                         Quoted(routes_.extra[index].route_template),
                          ": an alias names the same identifiers"));
-      return true;
+      return false;
     }
-    extra.key = keys_.find(alias_of)->first;
+    return true;
+  };
+  for (const RefusedAlias& refused : refused_aliases_) {
+    check(refused.index, refused.parsed.empty() ? nullptr : &refused.parsed);
+  }
+  std::erase_if(extras_, [&](Extra& extra) {
+    if (!extra.alias) return false;
+    if (!check(extra.index, &extra.parsed)) return true;
+    extra.key = keys_.find(routes_.extra[extra.index].alias_of)->first;
     return false;
   });
 }

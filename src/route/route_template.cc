@@ -137,6 +137,16 @@ absl::Status ParseTemplate(std::string_view text,
       }
       parsed.text = segment;
     }
+    if (parsed.placeholder) {
+      // A name says which identifier a segment holds (an alias must name the
+      // same ones); two segments cannot hold the same one.
+      for (const ParsedSegment& earlier : *out) {
+        if (earlier.placeholder && earlier.text == parsed.text) {
+          return error(absl::StrCat("the placeholder {", ToAbsl(parsed.text),
+                                    "} appears twice; give each its own name"));
+        }
+      }
+    }
     out->push_back(parsed);
     if (out->size() > RouteTrie::kMaxSegments) {
       return error(

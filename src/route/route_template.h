@@ -33,8 +33,8 @@ inline bool IsDotSegment(const char* data, size_t size) {
 }
 
 // Splits `text` ("/_matrix/client/v3/rooms/{roomId}/state") into `out`;
-// InvalidArgument names the template and what is wrong with it. The views
-// point into `text`.
+// InvalidArgument names the template and what is wrong with it (a
+// placeholder name used twice among them). The views point into `text`.
 absl::Status ParseTemplate(std::string_view text,
                            std::vector<ParsedSegment>* out);
 

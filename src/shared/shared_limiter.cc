@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,14 @@ absl::Status CheckShareable(const LimiterConfig& config) {
     }
   }
   return absl::OkStatus();
+}
+
+// A duration as the config file spells it: "5ms", "250us", "1s".
+std::string DurationText(std::chrono::microseconds d) {
+  const int64_t us = d.count();
+  if (us != 0 && us % 1'000'000 == 0) return absl::StrCat(us / 1'000'000, "s");
+  if (us != 0 && us % 1000 == 0) return absl::StrCat(us / 1000, "ms");
+  return absl::StrCat(us, "us");
 }
 
 // Stands in for the store where only keys are wanted (DescribeStoreKeys on
@@ -141,27 +150,71 @@ void SharedLimiter::Charge(const Request& request, MonotonicTime now) {
   core_->Charge(request, now);
 }
 
-absl::Status SharedLimiter::Reload(const LimiterConfig& config) {
-  if (core_ != nullptr) {
-    const StoreOptions& was = core_->options();
-    const StoreOptions& next = config.store;
-    if (was.url != next.url || was.key_secret != next.key_secret ||
-        was.timeout != next.timeout ||
-        was.sync_interval != next.sync_interval ||
-        was.fallback_share != next.fallback_share ||
-        was.connections != next.connections || was.clock != next.clock ||
-        was.max_in_flight != next.max_in_flight ||
-        was.local_denial != next.local_denial) {
-      return absl::FailedPreconditionError(
-          "store: the store section changed; restart to apply it (the old "
-          "policies and store stay in force)");
-    }
-    absl::Status shareable = CheckShareable(config);
-    if (!shareable.ok()) return shareable;
-  } else if (!config.store.url.empty()) {
+absl::Status SharedLimiter::CheckStoreReload(const StoreOptions* running,
+                                             const StoreOptions& next) {
+  if (running == nullptr) {
+    if (next.url.empty()) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "store.url: this process started without a store; restart to use "
         "one (the old policies stay in force)");
+  }
+  const StoreOptions& was = *running;
+  std::string changes;
+  auto changed = [&](std::string_view field, std::string_view in_force,
+                     std::string_view wanted) {
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ",
+                    internal::ToAbsl(field), " ", internal::ToAbsl(in_force),
+                    " in force, ", internal::ToAbsl(wanted),
+                    " in the new config");
+  };
+  if (was.url != next.url) {
+    changed("store.url", RedactStoreUrl(was.url),
+            next.url.empty() ? "none" : RedactStoreUrl(next.url));
+  }
+  if (was.key_secret != next.key_secret) {
+    // Never the secret, nor its length.
+    absl::StrAppend(&changes, changes.empty() ? "" : "; ",
+                    "store.key_secret differs");
+  }
+  auto number = [&](std::string_view field, auto in_force, auto wanted,
+                    std::string_view unit) {
+    if (in_force == wanted) return;
+    changed(field, absl::StrCat(in_force, internal::ToAbsl(unit)),
+            absl::StrCat(wanted, internal::ToAbsl(unit)));
+  };
+  auto duration = [&](std::string_view field, std::chrono::microseconds a,
+                      std::chrono::microseconds b) {
+    if (a != b) changed(field, DurationText(a), DurationText(b));
+  };
+  duration("store.timeout", was.timeout, next.timeout);
+  duration("store.sync_interval", was.sync_interval, next.sync_interval);
+  number("store.fallback_share", was.fallback_share, next.fallback_share, "");
+  number("store.connections", was.connections, next.connections, "");
+  number("store.max_in_flight", was.max_in_flight, next.max_in_flight, "");
+  auto clock = [](StoreOptions::Clock c) {
+    return c == StoreOptions::Clock::kStore ? "store" : "caller";
+  };
+  if (was.clock != next.clock) {
+    changed("store.clock", clock(was.clock), clock(next.clock));
+  }
+  if (was.local_denial != next.local_denial) {
+    changed("store.local_denial", was.local_denial ? "true" : "false",
+            next.local_denial ? "true" : "false");
+  }
+  if (changes.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store: the store section is fixed at start-up; restart to change it "
+      "(the old policies and store stay in force): ",
+      changes));
+}
+
+absl::Status SharedLimiter::Reload(const LimiterConfig& config) {
+  absl::Status store = CheckStoreReload(
+      core_ != nullptr ? &core_->options() : nullptr, config.store);
+  if (!store.ok()) return store;
+  if (core_ != nullptr) {
+    absl::Status shareable = CheckShareable(config);
+    if (!shareable.ok()) return shareable;
   }
   absl::Status reloaded = mirror_->Reload(config);
   if (reloaded.ok() && core_ != nullptr) core_->DropPending();

@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
+#include "mxlimit/policy.h"
 #include "tests/testing/config_helpers.h"
 
 namespace mxlimit {
@@ -322,6 +324,23 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
       ElementsAre("test.yaml:3:12: policies[0].match: got \"/a?b=1\", "
                   "expected a pattern for the query-free path (drop the '?' "
                   "or '#' part)"));
+  // Issue #30, item 15: a '#' is most likely a room alias's, which clients
+  // send as %23: the message says so and offers the pattern that matches.
+  EXPECT_THAT(
+      Errors("policies:\n  - name: p\n"
+             "    match: \"/_matrix/client/v3/directory/room/#a:b.org\"\n"
+             "    unlimited: true\n"),
+      ElementsAre("test.yaml:3:12: policies[0].match: got "
+                  "\"/_matrix/client/v3/directory/room/#a:b.org\", expected a "
+                  "'#' in a path percent-encoded as %23: clients send it so (a "
+                  "raw '#' starts the fragment, which never reaches the "
+                  "server); did you mean "
+                  "\"/_matrix/client/v3/directory/room/%23a:b.org\"?"));
+  EXPECT_TRUE(ParseConfig("policies:\n  - name: p\n    match: "
+                          "/_matrix/client/v3/directory/room/%23a:b.org\n"
+                          "    unlimited: true\n",
+                          "test.yaml")
+                  .ok());
   EXPECT_THAT(Errors(PolicyWith("    methods: [GET, FETCH]\n"
                                 "    unlimited: true\n")),
               ElementsAre("test.yaml:4:20: policies[0].methods[1]: got "
@@ -346,6 +365,69 @@ TEST(ConfigErrorTest, BadMatchAndMethodsAndName) {
              "    unlimited: true\n"),
       ElementsAre("test.yaml:2:11: policies[0].name: got \"my policy\", "
                   "expected 1 to 100 letters, digits, '.', '_', ':' or '-'"));
+}
+
+// Issue #30, item 13: set-level errors come in the same pass as the fields',
+// at a position. The layer limit counts route and the built-ins' layers
+// first, so the policy named is the operator's first one past it.
+std::string LayeredPolicies(int count, std::string_view extra = "") {
+  std::string yaml(extra);
+  yaml += "policies:\n";
+  for (int i = 1; i <= count; ++i) {
+    absl::StrAppend(&yaml, "  - name: p", i, "\n    match: /p", i,
+                    "\n    layer: l", i, "\n    unlimited: true\n");
+  }
+  return yaml;
+}
+
+TEST(ConfigErrorTest, TooManyLayersPointAtTheFirstPolicyPastTheLimit) {
+  // Built-ins on: route, network and aggregate leave five layers.
+  EXPECT_TRUE(ParseConfig(LayeredPolicies(5), "test.yaml").ok());
+  EXPECT_THAT(Errors(LayeredPolicies(7)),
+              ElementsAre("test.yaml:24:12: policies[5].layer: got \"l6\", "
+                          "layer 9 of a set that holds at most 8 (built-ins "
+                          "and route included: route, network, aggregate, l1, "
+                          "l2, l3, l4, l5); put this policy in one of those "
+                          "layers (the set has 10 layers in all)"));
+  // Without the built-ins, route and seven more.
+  EXPECT_TRUE(
+      ParseConfig(LayeredPolicies(7, "builtin_policies: false\n"), "test.yaml")
+          .ok());
+  EXPECT_THAT(Errors(LayeredPolicies(8, "builtin_policies: false\n")),
+              ElementsAre(StartsWith("test.yaml:33:12: policies[7].layer: got "
+                                     "\"l8\", layer 9 of")));
+  // Reported together with a field error, before and after it.
+  std::string yaml = LayeredPolicies(6);
+  yaml.replace(yaml.find("unlimited: true"), 15,
+               "rate_limit: {unit: fortnight, requests_per_unit: 1}");
+  yaml +=
+      "  - name: bad\n    match: /x\n    scope: user\n"
+      "    client_prefix: {ipv4: 24}\n    unlimited: true\n";
+  EXPECT_THAT(Errors(yaml),
+              ElementsAre(HasSubstr("policies[0].rate_limit.unit: got "
+                                    "fortnight"),
+                          HasSubstr("policies[5].layer: got \"l6\""),
+                          HasSubstr("policies[6].client_prefix: only an "
+                                    "ip-scope policy")));
+}
+
+// A client_prefix on a user-scope policy: the scope error does not hide the
+// values' own.
+TEST(ConfigErrorTest, ClientPrefixRangeErrorsBesideTheScopeError) {
+  EXPECT_THAT(
+      Errors(PolicyWith("    scope: user\n    client_prefix: {ipv4: 33, "
+                        "ipv6: 129}\n    unlimited: true\n")),
+      ElementsAre("test.yaml:5:5: policies[0].client_prefix: only an ip-scope "
+                  "policy masks client addresses; remove it or use scope: ip",
+                  "test.yaml:5:27: policies[0].client_prefix.ipv4: got 33, "
+                  "expected an integer from 0 to 32",
+                  "test.yaml:5:37: policies[0].client_prefix.ipv6: got 129, "
+                  "expected an integer from 0 to 128"));
+  // And the core's rule names both, for embedders that skip the loader.
+  EXPECT_EQ(ClientPrefixProblem(ClientPrefix{33, 64}, Scope::kUser),
+            "expected no client_prefix on a user-scope policy (it masks "
+            "client addresses); and expected ipv4 from 0 to 32 and ipv6 from "
+            "0 to 128");
 }
 
 TEST(ConfigErrorTest, InvalidCidr) {
@@ -479,11 +561,49 @@ TEST(ConfigErrorTest, HugeUnknownKeyIsQuotedShort) {
   EXPECT_THAT(errors[0], HasSubstr("(65536 bytes) in the top level"));
 }
 
-TEST(ConfigErrorTest, NulBytesAreASyntaxError) {
+// Issue #30, item 15: a NUL byte is named, at its position, rather than
+// yaml-cpp's "unknown escape character" (or a silently cut file).
+TEST(ConfigErrorTest, NulBytesAreNamedAtTheirPosition) {
   using std::string_literals::operator""s;
-  // yaml-cpp's own message quotes the byte; it must stay on one line.
   EXPECT_THAT(Errors("tables:\0\n"s),
-              ElementsAre(StartsWith("test.yaml:2:1: YAML syntax error: ")));
+              ElementsAre("test.yaml:1:8: a NUL byte (\\0): YAML text cannot "
+                          "hold one; is this the right file, or is it "
+                          "corrupted? (a NUL character in a value is \"\\0\" "
+                          "in double quotes)"));
+  EXPECT_THAT(Errors("policies:\n  - name: ab\n    match: /x\0\n"
+                     "    unlimited: true\n"s),
+              ElementsAre(StartsWith("test.yaml:3:14: a NUL byte (\\0): ")));
+  // In a comment, where yaml-cpp used to stop reading without a word.
+  EXPECT_THAT(Errors("# a \0 b \0\npolicies: [{name: a}]\n"s),
+              ElementsAre(HasSubstr("1:5: a NUL byte (\\0): YAML text cannot "
+                                    "hold one (the file holds 2; this is the "
+                                    "first)")));
+  // "\0" in double quotes is YAML's NUL character: the value's own check
+  // names it.
+  EXPECT_THAT(Errors("policies:\n  - name: \"a\\0b\"\n    match: /x\n"
+                     "    unlimited: true\n"),
+              ElementsAre(HasSubstr("policies[0].name: got \"a\\x00\\x62\"")));
+}
+
+// UTF-16 and UTF-32 text is made of NUL bytes; yaml-cpp decodes it, and it
+// still loads.
+TEST(ConfigErrorTest, Utf16AndUtf32TextStillLoads) {
+  using std::string_literals::operator""s;
+  const std::string text =
+      "policies:\n  - name: ab\n    match: /x\n    unlimited: true\n";
+  auto widen = [&](std::string bom, int width) {
+    for (char c : text) {
+      bom.push_back(c);
+      bom.append(width - 1, '\0');
+    }
+    return bom;
+  };
+  for (const std::string& wide :
+       {widen("\xFF\xFE", 2), widen("", 2), widen("\xFF\xFE\0\0"s, 4)}) {
+    absl::StatusOr<LimiterConfig> config = ParseConfig(wide, "wide.yaml");
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->policies.size(), 1u);
+  }
 }
 
 TEST(ConfigErrorTest, OversizedTextIsRefusedBeforeParsing) {

@@ -86,12 +86,70 @@ TEST(ConfigRoutesTest, ExtraShapeErrors) {
   EXPECT_THAT(Errors("routes:\n  extra:\n    - /a/b\n"),
               ElementsAre(HasSubstr("test.yaml:3:7: routes.extra[0]: got "
                                     "/a/b, expected a map")));
+  // The alias_of of an entry without a template is still checked.
   EXPECT_THAT(Errors("routes:\n  extra:\n    - alias_of: /a\n"),
               ElementsAre("test.yaml:3:7: routes.extra[0]: `template` is "
-                          "missing"));
+                          "missing",
+                          HasSubstr("test.yaml:3:17: routes.extra[0].alias_of: "
+                                    "\"/a\" is not an active route template")));
   EXPECT_THAT(Errors("routes:\n  extra:\n    - template: [a]\n"),
               ElementsAre(HasSubstr("test.yaml:3:17: "
                                     "routes.extra[0].template: got a list")));
+}
+
+// Issue #30, item 13: an entry whose template is refused (invalid, listed
+// twice, not a string) still has its alias_of checked, in the same pass.
+TEST(ConfigRoutesTest, AliasOfIsCheckedWhenTheTemplateIsRefused) {
+  EXPECT_THAT(
+      Errors(R"(routes:
+  extra:
+    - template: "/ok/{x}"
+    - template: "/a//b"
+      alias_of: "/nowhere"
+    - template: "/ok/{x}"
+      alias_of: "/nowhere/either"
+    - template: "/ok2/{y}"
+    - template: "/ok2/{y}"
+      alias_of: "/ok/{x}"
+    - template: [not, a, string]
+      alias_of: "/nor/here"
+    - template: "/b//c"
+      alias_of: "/ok/{x}"
+)"),
+      ElementsAre(
+          "test.yaml:4:17: routes.extra[1].template: \"/a//b\": empty segment "
+          "('//')",
+          HasSubstr("test.yaml:5:17: routes.extra[1].alias_of: \"/nowhere\" "
+                    "is not an active route template"),
+          "test.yaml:6:17: routes.extra[2].template: \"/ok/{x}\" is listed "
+          "twice (also routes.extra[0])",
+          HasSubstr("test.yaml:7:17: routes.extra[2].alias_of: "
+                    "\"/nowhere/either\" is not an active route template"),
+          HasSubstr("test.yaml:9:17: routes.extra[4].template: \"/ok2/{y}\" "
+                    "is listed twice"),
+          HasSubstr("test.yaml:10:17: routes.extra[4].alias_of: \"/ok/{x}\" "
+                    "has other placeholders"),
+          HasSubstr("test.yaml:11:17: routes.extra[5].template: got a list"),
+          HasSubstr("test.yaml:12:17: routes.extra[5].alias_of: \"/nor/here\" "
+                    "is not an active route template"),
+          "test.yaml:13:17: routes.extra[6].template: \"/b//c\": empty segment "
+          "('//')"));
+}
+
+// Issue #30, item 15: a placeholder name used twice is an error at load,
+// in a template and in an alias_of.
+TEST(ConfigRoutesTest, RepeatedPlaceholderNamesAreErrors) {
+  EXPECT_THAT(
+      Errors("routes:\n  extra:\n"
+             "    - template: \"/_example/rooms/{roomId}/x/{roomId}\"\n"
+             "    - template: \"/_example/a/{x}\"\n"
+             "      alias_of: \"/_example/b/{x}/{x}\"\n"),
+      ElementsAre("test.yaml:3:17: routes.extra[0].template: "
+                  "\"/_example/rooms/{roomId}/x/{roomId}\": the placeholder "
+                  "{roomId} appears twice; give each its own name",
+                  HasSubstr("test.yaml:5:17: routes.extra[1].alias_of: "
+                            "\"/_example/b/{x}/{x}\" is not an active route "
+                            "template")));
 }
 
 // Every rule of ValidateRouteOptions, each at the template or alias_of it

@@ -12,11 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
 #include "mxlimit/options.h"
 #include "tests/testing/config_helpers.h"
+#include "tests/testing/store_url_shapes.h"
 #include "tests/testing/temp_dir.h"
 
 namespace mxlimit {
@@ -151,6 +153,50 @@ TEST(ConfigStoreTest, BadUrlsAreErrorsAtTheValueAndHideThePassword) {
   const std::string secret = error("redis://u:hunter2@h:99999/0");
   EXPECT_THAT(secret, HasSubstr("redis://u:***@h:99999/0"));
   EXPECT_THAT(secret, Not(HasSubstr("hunter2")));
+}
+
+// Issue #30, item 4: whatever the shape, a store URL is never quoted with
+// its password: not by StoreUrlProblem (mxlimitd --store, replay --store),
+// not by the loader's errors (store.url, or the URL given as the section).
+TEST(ConfigStoreTest, MalformedUrlsNeverShowThePassword) {
+  const std::string_view pw = testing::kStoreUrlPassword;
+  for (const std::string& url : testing::MalformedStoreUrls()) {
+    SCOPED_TRACE(url);
+    EXPECT_THAT(RedactStoreUrl(url), Not(HasSubstr(pw)));
+    EXPECT_THAT(StoreUrlProblem(url), Not(HasSubstr(pw)));
+    // YAML double-quoted: every byte as an escape.
+    std::string quoted = "\"";
+    for (unsigned char c : url) {
+      absl::StrAppend(&quoted, "\\x", absl::Hex(c, absl::kZeroPad2));
+    }
+    quoted += "\"";
+    for (const std::string& yaml :
+         {absl::StrCat("store:\n  url: ", quoted, "\n  key_secret: ", kSecret,
+                       "\n"),
+          absl::StrCat("store: ", quoted, "\n")}) {
+      absl::StatusOr<LimiterConfig> config = ParseConfig(yaml, "test.yaml");
+      if (!config.ok()) {
+        EXPECT_THAT(std::string(config.status().message()), Not(HasSubstr(pw)));
+      }
+    }
+  }
+}
+
+TEST(ConfigStoreTest, RedactStoreUrlKeepsWhatIsNotSecret) {
+  EXPECT_EQ(RedactStoreUrl("redis://mx:pw@h:1/0"), "redis://mx:***@h:1/0");
+  EXPECT_EQ(RedactStoreUrl("redis://:p@ss@h:1"), "redis://:***@h:1");
+  EXPECT_EQ(RedactStoreUrl("redis://pw@h:1"), "redis://***@h:1");
+  EXPECT_EQ(RedactStoreUrl("redis://pw:@h:1"), "redis://***@h:1");
+  EXPECT_EQ(RedactStoreUrl("rediss://:pw@h:1"), "rediss://:***@h:1");
+  EXPECT_EQ(RedactStoreUrl("REDIS://u:pw@h:1"), "REDIS://u:***@h:1");
+  EXPECT_EQ(RedactStoreUrl("redis//:pw@h:1"), "redis//:***@h:1");
+  EXPECT_EQ(RedactStoreUrl("pw@h:1"), "***@h:1");
+  EXPECT_EQ(RedactStoreUrl("redis://h:1/0"), "redis://h:1/0");
+  EXPECT_EQ(RedactStoreUrl("unix:///s.sock?db=2"), "unix:///s.sock?db=2");
+  EXPECT_EQ(RedactStoreUrl("unix:///s.sock?db=2&password=pw&x"),
+            "unix:///s.sock?db=2&password=***&***");
+  EXPECT_EQ(StoreUrlProblem("redis://u:pw@h:1"), "");
+  EXPECT_THAT(StoreUrlProblem("redis://pw:@h:1"), HasSubstr("with a password"));
 }
 
 TEST(ConfigStoreTest, MissingAndConflictingKeys) {

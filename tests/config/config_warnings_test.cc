@@ -63,6 +63,18 @@ TEST(ConfigWarningTest, PlaceholderNoRouteUses) {
                             "{nothing}, which no route template uses")));
 }
 
+// No route template repeats a placeholder name (an error in routes.extra),
+// so a pattern that does matches no route key.
+TEST(ConfigWarningTest, PlaceholderRepeated) {
+  EXPECT_THAT(
+      Warnings("policies:\n" +
+               Policy("x", "/_matrix/client/v3/rooms/{roomId}/x/{roomId}")),
+      ElementsAre("test.yaml:3:12: warning: policies[0].match: "
+                  "\"/_matrix/client/v3/rooms/{roomId}/x/{roomId}\" repeats "
+                  "the placeholder {roomId}, which no route template does, so "
+                  "it matches only paths holding those very bytes"));
+}
+
 TEST(ConfigWarningTest, TrailingSlashNoRouteHas) {
   EXPECT_THAT(
       Warnings("policies:\n" + Policy("login", "/_matrix/client/v3/login/")),

@@ -369,8 +369,11 @@ TEST(LayerTest, TooManyLayersAreRefused) {
   config.policies = policies;
   absl::StatusOr<std::unique_ptr<Limiter>> l = Limiter::Create(config);
   ASSERT_FALSE(l.ok());
+  // The first policy past the limit (route, network and aggregate count
+  // first), named with its layer.
   EXPECT_THAT(std::string(l.status().message()),
-              ::testing::HasSubstr("expected at most 8"));
+              ::testing::StartsWith("policy \"p5\": layer: got \"l5\", layer 9 "
+                                    "of a set that holds at most 8"));
 }
 
 TEST(LayerTest, ReloadKeepsStatePerPolicyAndLayer) {

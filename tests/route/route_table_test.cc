@@ -59,6 +59,9 @@ TEST(RouteTableTest, RejectsMalformedTemplates) {
            {"/a/{}", "placeholder"},
            {"/a/{x}y", "placeholder"},
            {"/a/{x-y}", "placeholder names"},
+           // Issue #30, item 15: a name used twice.
+           {"/rooms/{roomId}/x/{roomId}",
+            "the placeholder {roomId} appears twice; give each its own name"},
            {"/a/b%2Fc", "literal segments"},
            {"/a/b c", "literal segments"},
            {"/a/b?c", "literal segments"},

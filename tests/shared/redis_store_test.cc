@@ -18,6 +18,7 @@
 #include "src/shared/fake_store.h"
 #include "src/shared/redis/redis_url.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/store_url_shapes.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -139,6 +140,16 @@ TEST(RedisUrlTest, ErrorsNeverRepeatThePassword) {
       ParseRedisUrl("redis://u:hunter2secret@h:99999");
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(e.status().message(), Not(HasSubstr("hunter2secret")));
+}
+
+TEST(RedisUrlTest, MalformedUrlsNeverShowThePassword) {
+  for (const std::string& url : mxlimit::testing::MalformedStoreUrls()) {
+    absl::StatusOr<RedisEndpoint> e = ParseRedisUrl(url);
+    if (e.ok()) continue;  // its own, more lenient shapes
+    EXPECT_THAT(e.status().message(),
+                Not(HasSubstr(mxlimit::testing::kStoreUrlPassword)))
+        << url;
+  }
 }
 
 TEST(RedisStoreCreateTest, RejectsBadOptionsNamingTheField) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
 #include "src/shared/fake_store.h"
@@ -240,6 +241,85 @@ TEST(SharedLimiterTest, ReloadRefusesAStoreChange) {
   absl::Status s = procs[0]->Reload(next);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_TRUE(procs[0]->Reload(SharedConfig()).ok());
+}
+
+// Reload and `mxlimit check-config --reload-against` share one rule,
+// CheckStoreReload: Reload refuses exactly what it refuses, with its message.
+TEST(SharedLimiterTest, ReloadAppliesCheckStoreReload) {
+  FakeStore store;
+  auto procs = Processes(store, 1, SharedConfig());
+  const StoreOptions running = SharedConfig().store;
+  std::vector<LimiterConfig> changes;
+  auto change = [&](auto edit) {
+    LimiterConfig next = SharedConfig();
+    edit(next.store);
+    changes.push_back(next);
+  };
+  change([](StoreOptions& s) { s.url = "redis://u:hunter2@127.0.0.1:6379/0"; });
+  change([](StoreOptions& s) { s.key_secret = "another-secret-of-16-bytes"; });
+  change([](StoreOptions& s) { s.timeout = std::chrono::milliseconds(9); });
+  change([](StoreOptions& s) { s.sync_interval = std::chrono::seconds(2); });
+  change([](StoreOptions& s) { s.fallback_share = 0.5; });
+  change([](StoreOptions& s) { s.connections = 2; });
+  change([](StoreOptions& s) { s.clock = StoreOptions::Clock::kStore; });
+  change([](StoreOptions& s) { s.max_in_flight = 7; });
+  change([](StoreOptions& s) { s.local_denial = false; });
+  for (const LimiterConfig& next : changes) {
+    const absl::Status rule =
+        SharedLimiter::CheckStoreReload(&running, next.store);
+    const absl::Status reloaded = procs[0]->Reload(next);
+    EXPECT_EQ(rule.code(), absl::StatusCode::kFailedPrecondition) << rule;
+    EXPECT_EQ(reloaded, rule);
+    EXPECT_THAT(std::string(rule.message()),
+                ::testing::StartsWith("store: the store section is fixed"));
+    EXPECT_THAT(std::string(rule.message()),
+                ::testing::Not(::testing::HasSubstr("hunter2")));
+    EXPECT_THAT(std::string(rule.message()),
+                ::testing::Not(::testing::HasSubstr("another-secret")));
+  }
+  EXPECT_TRUE(SharedLimiter::CheckStoreReload(&running, running).ok());
+  EXPECT_TRUE(procs[0]->Reload(SharedConfig()).ok());
+}
+
+TEST(SharedLimiterTest, CheckStoreReloadNamesEveryChangedField) {
+  StoreOptions running;
+  running.url = "redis://127.0.0.1:6379/0";
+  running.key_secret = kSecret;
+  StoreOptions next = running;
+  next.url = "redis://:hunter2@127.0.0.1:6379/1";
+  next.timeout = std::chrono::milliseconds(2);
+  next.local_denial = false;
+  EXPECT_EQ(SharedLimiter::CheckStoreReload(&running, next).message(),
+            "store: the store section is fixed at start-up; restart to change "
+            "it (the old policies and store stay in force): store.url "
+            "redis://127.0.0.1:6379/0 in force, redis://:***@127.0.0.1:6379/1 "
+            "in the new config; store.timeout 5ms in force, 2ms in the new "
+            "config; store.local_denial true in force, false in the new "
+            "config");
+  next = running;
+  next.url.clear();
+  EXPECT_THAT(
+      std::string(SharedLimiter::CheckStoreReload(&running, next).message()),
+      ::testing::HasSubstr("store.url redis://127.0.0.1:6379/0 in "
+                           "force, none in the new config"));
+}
+
+// A process that started without a store: a reload may not add one, and
+// store fields without a URL are unused, so they may change.
+TEST(SharedLimiterTest, ReloadWithoutStoreRefusesAddingOne) {
+  LimiterConfig config;
+  auto shared = SharedLimiter::Create(config, 2);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  LimiterConfig next;
+  next.store.timeout = std::chrono::milliseconds(9);
+  EXPECT_TRUE(SharedLimiter::CheckStoreReload(nullptr, next.store).ok());
+  EXPECT_TRUE((*shared)->Reload(next).ok());
+  next.store.url = "redis://127.0.0.1:6379/0";
+  next.store.key_secret = kSecret;
+  const absl::Status rule =
+      SharedLimiter::CheckStoreReload(nullptr, next.store);
+  EXPECT_EQ(rule.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*shared)->Reload(next), rule);
 }
 
 TEST(SharedLimiterTest, LocalPoliciesStayPerProcess) {
