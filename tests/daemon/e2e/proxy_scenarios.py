@@ -219,6 +219,9 @@ class ProxyScenarios:
         hostile = [
             ("GET", "/_matrix/client/versions", {"Authorization": "Bearer a\x01b"}),
             ("GET", "/_matrix/client/versions", {"Authorization": "Bearer a\x7fb"}),
+            ("GET", "/_matrix/client/versions", {"Authorization": "Bearer \x1b[31mred"}),
+            ("GET", "/_matrix/client/versions", {"X-Forwarded-For": "," * 60_000}),
+            ("GET", "/_matrix/client/versions?access_token=%zz&user_id=" + "u" * 5000, {}),
             ("GET", "/_matrix/client/versions", {f"X-Pad-{i}": "p" * 2000 for i in range(40)}),
             ("GET", "/_matrix/client/versions", {f"X-Many-{i}": "m" for i in range(300)}),
             ("GET", "/_matrix/client/versions?x=" + "a" * 70_000, {}),
