@@ -83,8 +83,10 @@ class Limiter {
   //
   // Decides and, when allowed, charges `request.cost` to the bucket of every
   // limited policy that applies (each layer, each scope, shadow policies
-  // included when they would allow). All-or-nothing: if any enforcing policy
-  // denies, nothing is charged anywhere. Exempt requests return at once.
+  // included when none of them would deny). All-or-nothing: if any enforcing
+  // policy denies, nothing is charged anywhere; if a shadow policy would
+  // deny, no shadow bucket is charged (so observe-only predicts enforcement
+  // exactly). Exempt requests return at once.
   Decision Check(const Request& request, MonotonicTime now);
   // Reads std::chrono::steady_clock.
   Decision Check(const Request& request) {

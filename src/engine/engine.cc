@@ -322,8 +322,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
-    if (!(c.verdict.allowed && d.allowed) &&
-        !(admit_leads && c.verdict.lead > 0)) {
+    if (!Charges(c, d) && !(admit_leads && c.verdict.lead > 0)) {
       SettleOne(c, nullptr, d, now, cost);
       continue;
     }
@@ -336,7 +335,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
 
 void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
                        const Decision& d, MonotonicTime now, int64_t cost) {
-  const bool charged = c.verdict.allowed && d.allowed;
+  const bool charged = Charges(c, d);
   if (bucket != nullptr) {
     // The bucket is as Evaluate found it (nothing touches a table between
     // Evaluate and Settle), so the verdict's lead is still its lead.
