@@ -485,15 +485,17 @@ std::string PolicyTable(const LimiterStats& stats) {
   std::string out =
       "<table class=\"policies\"><thead><tr><th>per policy</th><th>scope</th>"
       "<th class=\"n\">allowed</th><th class=\"n\">denied</th><th "
-      "class=\"n\">shadow</th></tr></thead><tbody>\n";
+      "class=\"n\">shadow</th><th class=\"n\">denied by other</th></tr>"
+      "</thead><tbody>\n";
   for (const PolicyStats& p : stats.policies) {
     const PolicyCounters& c = p.counters;
-    if (c.allowed + c.denied + c.shadow_denied == 0) continue;
-    absl::StrAppend(&out, "<tr><td class=\"k\">", EscapeHtml(p.name),
-                    "</td><td>", p.scope == Scope::kIp ? "ip" : "user",
+    if (AppliedTo(c) == 0) continue;
+    absl::StrAppend(&out, "<tr data-policy-row=\"", EscapeHtml(p.name),
+                    "\"><td class=\"k\">", EscapeHtml(p.name), "</td><td>",
+                    p.scope == Scope::kIp ? "ip" : "user",
                     "</td><td class=\"n\">", c.allowed, "</td><td class=\"n\">",
                     c.denied, "</td><td class=\"n\">", c.shadow_denied,
-                    "</td></tr>\n");
+                    "</td><td class=\"n\">", c.denied_by_other, "</td></tr>\n");
   }
   out += "</tbody></table>\n";
   return out;

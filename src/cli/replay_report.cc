@@ -88,14 +88,16 @@ std::string ReplayReport::Text(const Run& run,
   }
 
   out +=
-      "\nper policy                      scope    allowed     denied  shadow\n";
+      "\nper policy                      scope    allowed     denied  shadow"
+      "  denied-by-other\n";
   for (const PolicyStats& p : stats.policies) {
     const PolicyCounters& c = p.counters;
-    if (c.allowed + c.denied + c.shadow_denied == 0) continue;
+    if (AppliedTo(c) == 0) continue;
     absl::StrAppend(
-        &out, absl::StrFormat("  %-30s %-5s %10d %10d %7d\n", ToAbsl(p.name),
-                              p.scope == Scope::kIp ? "ip" : "user", c.allowed,
-                              c.denied, c.shadow_denied));
+        &out,
+        absl::StrFormat("  %-30s %-5s %10d %10d %7d %16d\n", ToAbsl(p.name),
+                        p.scope == Scope::kIp ? "ip" : "user", c.allowed,
+                        c.denied, c.shadow_denied, c.denied_by_other));
   }
 
   auto top = [&](const char* title, const char* unit,
@@ -163,7 +165,8 @@ std::string ReplayReport::Json(const Run& run,
     w.Key("builtin").Bool(p.builtin);
     w.Key("allowed").Uint(p.counters.allowed);
     w.Key("denied").Uint(p.counters.denied);
-    w.Key("shadow_denied").Uint(p.counters.shadow_denied).EndObject();
+    w.Key("shadow_denied").Uint(p.counters.shadow_denied);
+    w.Key("denied_by_other").Uint(p.counters.denied_by_other).EndObject();
   }
   w.EndArray();
   auto top = [&](const char* key, const replay::TopK& sketch) {

@@ -21,6 +21,12 @@
 
 namespace mxlimit::cli {
 
+// The requests a policy applied to: each counts in exactly one of its four
+// results (mxlimit/stats.h).
+inline uint64_t AppliedTo(const PolicyCounters& c) {
+  return c.allowed + c.denied + c.shadow_denied + c.denied_by_other;
+}
+
 class ReplayReport {
  public:
   // How many unparseable lines are quoted with their line numbers.

@@ -341,21 +341,20 @@ void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
     // Evaluate and Settle), so the verdict's lead is still its lead.
     GcraApply(c.spec->rate, *bucket, now, cost, c.verdict, charged);
   }
+  // Exactly one result per check (stats.h).
   PolicyCounters& counters = policy_counters_[c.policy];
   if (charged) {
     ++counters.allowed;
-  } else if (!c.verdict.allowed) {
-    // Denied and shadow-denied buckets are never charged. A shadow denial
-    // is counted only when the request went through (an enforcing policy may
-    // have denied it for real).
-    if (!c.shadow) {
-      ++counters.denied;
-      if (c.verdict.never) ++counters.never;
-    } else if (d.allowed) {
-      ++counters.shadow_denied;
-    }
+  } else if (c.verdict.allowed || (c.shadow && !d.allowed)) {
+    // Allowed here but denied elsewhere; or a shadow denial of a request an
+    // enforcing policy denied for real, which is that policy's denial.
+    ++counters.denied_by_other;
+  } else if (c.shadow) {
+    ++counters.shadow_denied;
+  } else {
+    ++counters.denied;
+    if (c.verdict.never) ++counters.never;
   }
-  // Allowed here but denied elsewhere: nothing happened.
 }
 
 void Engine::EraseSharedBuckets() {

@@ -10,6 +10,10 @@ For each case it runs `mxlimit replay --json --report PAGE ...` once, then parse
   - the policy panels' denials and shadow denials sum to the same totals (each denial names one policy);
   - the client panels are the summary's top limited clients, each series summing to count - max_overcount;
   - the totals table repeats the summary; the title names the log, the format and the config;
+  - the per-policy table (allowed, denied, shadow, denied by other) is the summary's, row for row, and so is the
+    text summary's (`mxlimit replay` without --json); each policy's four columns add up to the requests it applied
+    to: for the built-in aggregate caps, which apply to every request (per user: with a user), that is checked
+    against the summary's requests;
   - strings from the log (a user ID, an invalid line, with markup and quotes) are escaped, and read back as
     they were.
 
@@ -181,6 +185,43 @@ def check_totals_table(case, page, summary):
             fail(case, f"totals row {key}: {cells!r}, summary has {summary[key]}")
 
 
+POLICY_COLUMNS = ("allowed", "denied", "shadow_denied", "denied_by_other")
+
+
+def applied_to(row):
+    return sum(row[k] for k in POLICY_COLUMNS)
+
+
+def check_policy_tables(case, page, summary, text):
+    """The HTML and text per-policy tables are the summary's: every policy that applied to a request, in set
+    order, with its four columns."""
+    want = [(p["name"], p["scope"]) + tuple(p[k] for k in POLICY_COLUMNS)
+            for p in summary["policies"] if applied_to(p) > 0]
+    rows = []
+    for i, (tag, attrs, _) in enumerate(page.tags):
+        if tag != "tr" or "data-policy-row" not in attrs:
+            continue
+        tds = [page.text.get(id(t), "") for t in page.tags[i + 1:i + 7] if t[0] == "td"]
+        rows.append((tds[0], tds[1]) + tuple(int(x) for x in tds[2:6]))
+    if rows != want:
+        fail(case, f"the page's per-policy table {rows} is not the summary's {want}")
+    lines = text.split("\n")
+    header = lines.index("per policy                      scope    allowed     denied  shadow  denied-by-other")
+    text_rows = []
+    for line in lines[header + 1:]:
+        if not line.startswith("  "):
+            break
+        f = line.split()
+        text_rows.append((f[0], f[1]) + tuple(int(x) for x in f[2:6]))
+    if text_rows != want:
+        fail(case, f"the text per-policy table {text_rows} is not the summary's {want}")
+    by_name = {p["name"]: p for p in summary["policies"]}
+    checked = summary["requests"] - summary["exempt"]
+    if "aggregate-per-ip" in by_name and applied_to(by_name["aggregate-per-ip"]) != checked:
+        fail(case, f"aggregate-per-ip's columns add up to {applied_to(by_name['aggregate-per-ip'])}, "
+                   f"not the {checked} checked requests")
+
+
 def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False):
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         page_path = os.path.join(tmp, "report.html")
@@ -191,6 +232,8 @@ def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False
             return
         summary = json.loads(proc.stdout)
         raw_bytes = open(page_path, "rb").read()
+        text = subprocess.run([bin_path, "replay"] + args, cwd=root, capture_output=True,
+                              timeout=120).stdout.decode(errors="replace")
     try:
         raw = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -212,6 +255,7 @@ def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False
     bins = check_main_chart(case, page, summary)
     policies = check_panels(case, page, summary, bins)
     check_totals_table(case, page, summary)
+    check_policy_tables(case, page, summary, text)
     if expect_shadow and summary["shadow_denied"] == 0:
         fail(case, "expected shadow denials in this case")
     if expect_client is not None:

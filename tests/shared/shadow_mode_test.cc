@@ -308,6 +308,7 @@ uint64_t ExpectShadowPredictsEnforcement(const LimiterConfig& config,
     EXPECT_EQ(o[p].counters.denied, 0u);
     EXPECT_EQ(o[p].counters.shadow_denied, e[p].counters.denied);
     EXPECT_EQ(o[p].counters.allowed, e[p].counters.allowed);
+    EXPECT_EQ(o[p].counters.denied_by_other, e[p].counters.denied_by_other);
   }
   // The store charged exactly what the mirror did: one thread, so no
   // refund (a shadow bucket charged by a request another shadow bucket
