@@ -122,6 +122,10 @@ class Engine {
   }
   absl::Status Reload(const LimiterConfig& config);
   LimiterStats Stats() const;
+  // Stats().policies' counters, in place (indexed by PolicyId).
+  std::span<const PolicyCounters> policy_counters() const {
+    return policy_counters_;
+  }
   std::vector<std::string> DescribeBuckets(const Request& request) const;
 
   const RouteNormalizer& normalizer() const { return *normalizer_; }

@@ -7,8 +7,10 @@ For each case it runs `mxlimit replay --json --report PAGE ...` once, then parse
     url(), @import);
   - the main chart's series sum to the summary's counts (--json of the same run): allowed + shadow-denied is the
     summary's allowed, shadow-denied its shadow_denied, denied its denied;
-  - the policy panels' denials and shadow denials sum to the same totals (each denial names one policy);
-  - the client panels are the summary's top limited clients, each series summing to count - max_overcount;
+  - each policy panel is its policy's row of the summary (allowed, shadow-denied, denied, denied by other), and
+    the "other policies" panel the sum of the policies without a panel of their own;
+  - the client panels are the summary's top limited clients, each series summing to count - max_overcount; so
+    are the shadow client panels (top_shadow_limited_clients), shown whenever a shadow-mode policy is in force;
   - the totals table repeats the summary; the title names the log, the format and the config;
   - the per-policy table (allowed, denied, shadow, denied by other) is the summary's, row for row, and so is the
     text summary's (`mxlimit replay` without --json); each policy's four columns add up to the requests it applied
@@ -141,33 +143,63 @@ def check_main_chart(case, page, summary):
     return len(main["allowed"])
 
 
-def check_panels(case, page, summary, bins):
-    svg_count = sum(1 for t in page.tags if t[0] == "svg")
-    policy_figures = [t for t in page.tags if t[0] == "figure" and "data-policy" in t[1]]
-    client_figures = [t for t in page.tags if t[0] == "figure" and "data-client" in t[1]]
-    if svg_count != 1 + len(policy_figures) + len(client_figures):
-        fail(case, f"{svg_count} <svg> for 1 + {len(policy_figures)} + {len(client_figures)} charts")
-    totals = {"denied": 0, "shadow-denied": 0}
-    for i in range(len(policy_figures)):
-        chart = series_of(page, 1 + i)
-        for key in totals:
-            totals[key] += sum(chart.get(key, []))
-        if any(len(v) != bins for v in chart.values()):
-            fail(case, f"policy panel {i} has series of another length than the main chart's")
-    if totals["denied"] != summary["denied"]:
-        fail(case, f"policy panels: denied {totals['denied']} != summary {summary['denied']}")
-    if totals["shadow-denied"] != summary["shadow_denied"]:
-        fail(case, f"policy panels: shadow-denied {totals['shadow-denied']} != {summary['shadow_denied']}")
-    top = summary["top_limited_clients"]
-    names = [t[1]["data-client"] for t in client_figures]
+PANEL_SERIES = {"allowed": "allowed", "shadow-denied": "shadow_denied", "denied": "denied",
+                "denied-by-other": "denied_by_other"}
+
+
+def check_client_panels(case, page, figures, first_chart, top, attr, series):
+    names = [t[1][attr] for t in figures]
     if names != [e["key"] for e in top]:
-        fail(case, f"client panels {names} are not the summary's top limited clients {[e['key'] for e in top]}")
-    for i, (figure, entry) in enumerate(zip(client_figures, top)):
-        drawn = sum(series_of(page, 1 + len(policy_figures) + i).get("denied", []))
+        fail(case, f"{attr} panels {names} are not the summary's {[e['key'] for e in top]}")
+    for i, (figure, entry) in enumerate(zip(figures, top)):
+        drawn = sum(series_of(page, first_chart + i).get(series, []))
         if int(figure[1]["data-count"]) != entry["count"]:
             fail(case, f"client {entry['key']}: count {figure[1]['data-count']} != summary {entry['count']}")
         if drawn != entry["count"] - entry["max_overcount"]:
             fail(case, f"client {entry['key']}: series sum {drawn} != count - max_overcount")
+
+
+def check_panels(case, page, summary, bins):
+    svg_count = sum(1 for t in page.tags if t[0] == "svg")
+    policy_figures = [t for t in page.tags if t[0] == "figure" and "data-policy" in t[1]]
+    client_figures = [t for t in page.tags if t[0] == "figure" and "data-client" in t[1]]
+    shadow_figures = [t for t in page.tags if t[0] == "figure" and "data-shadow-client" in t[1]]
+    if svg_count != 1 + len(policy_figures) + len(client_figures) + len(shadow_figures):
+        fail(case, f"{svg_count} <svg> for 1 + {len(policy_figures)} + {len(client_figures)} + "
+                   f"{len(shadow_figures)} charts")
+    # Each panel is its policy's row of the summary; "other policies" sums the rest.
+    rows = {p["name"]: p for p in summary["policies"]}
+    shown = set()
+    for i, figure in enumerate(policy_figures):
+        name = figure[1]["data-policy"]
+        chart = series_of(page, 1 + i)
+        if any(len(v) != bins for v in chart.values()):
+            fail(case, f"policy panel {name} has series of another length than the main chart's")
+        got = {column: sum(chart.get(series, [])) for series, column in PANEL_SERIES.items()}
+        if name == "other policies":
+            want = {column: sum(p[column] for n, p in rows.items() if n not in shown)
+                    for column in PANEL_SERIES.values()}
+        elif name in rows:
+            shown.add(name)
+            want = {column: rows[name][column] for column in PANEL_SERIES.values()}
+        else:
+            fail(case, f"a panel for {name!r}, no such policy in the summary")
+            continue
+        if got != want:
+            fail(case, f"policy panel {name}: {got} != the summary's {want}")
+    applied = [n for n, p in rows.items() if applied_to(p) > 0]
+    if not any(t[1]["data-policy"] == "other policies" for t in policy_figures) and set(applied) != shown:
+        fail(case, f"policies {sorted(set(applied) - shown)} applied to requests but have no panel")
+    check_client_panels(case, page, client_figures, 1 + len(policy_figures), summary["top_limited_clients"],
+                        "data-client", "denied")
+    check_client_panels(case, page, shadow_figures, 1 + len(policy_figures) + len(client_figures),
+                        summary["top_shadow_limited_clients"], "data-shadow-client", "shadow-denied")
+    has_shadow_section = any(t[0] == "section" and t[1].get("id") == "shadow-clients" for t in page.tags)
+    if summary["shadow_denied"] > 0 and not has_shadow_section:
+        fail(case, "shadow denials, but no section of the clients shadow policies would limit")
+    if summary["denied"] == 0 and summary["shadow_denied"] > 0:
+        if any(text.strip() == "No client was denied." for text in page.text.values()):
+            fail(case, "says no client was denied without pointing at those shadow policies would limit")
     return [t[1]["data-policy"] for t in policy_figures]
 
 
@@ -222,7 +254,7 @@ def check_policy_tables(case, page, summary, text):
                    f"not the {checked} checked requests")
 
 
-def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False):
+def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False, expect_shadow_clients=None):
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         page_path = os.path.join(tmp, "report.html")
         proc = subprocess.run([bin_path, "replay", "--json", "--report", page_path] + args, cwd=root,
@@ -258,6 +290,10 @@ def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False
     check_policy_tables(case, page, summary, text)
     if expect_shadow and summary["shadow_denied"] == 0:
         fail(case, "expected shadow denials in this case")
+    if expect_shadow_clients is not None:
+        got = [e["key"] for e in summary["top_shadow_limited_clients"]]
+        if got != expect_shadow_clients:
+            fail(case, f"shadow-limited clients {got}, expected {expect_shadow_clients}")
     if expect_client is not None:
         if [e["key"] for e in summary["top_limited_clients"]] != [expect_client]:
             fail(case, f"expected {expect_client!r} as the one limited client")
@@ -273,6 +309,11 @@ def main():
     run_case("sample-synapse", bin_path, root, ["examples/data/sample-synapse.log"])
     run_case("shadow", bin_path, root,
              ["--config", "tests/cli/data/block.yaml", "examples/data/sample.tsv"], expect_shadow=True)
+    # Observe only: nothing is denied, and the page shows who would have been (the sample's four attackers).
+    run_case("observe-only", bin_path, root,
+             ["--config", "tests/cli/data/observe.yaml", "examples/data/sample-synapse.log"], expect_shadow=True,
+             expect_shadow_clients=["198.51.100.23", "@xk7q2vb:example.org", "2001:db8:bad:cafe::/64",
+                                    "@mallory:example.org"])
     run_case("example-config", bin_path, root,
              ["--config", "examples/mxlimit.yaml", "tests/cli/data/synapse-small.log"])
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:

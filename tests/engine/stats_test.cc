@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -333,6 +334,28 @@ TEST(StatsTest, EveryRequestCountsOnceForEachPolicyThatApplied) {
     ExpectEveryRequestCountsOnce(*shadow, shadow->policies(),
                                  shadow->normalizer(), seed);
   }
+}
+
+TEST(StatsTest, PolicyCountsAreTheStatsCountersInPlace) {
+  auto limiter = *Limiter::Create(MixedConfig());
+  const std::span<const PolicyCounters> counts = limiter->PolicyCounts();
+  ASSERT_EQ(counts.size(), limiter->policies().size());
+  Traffic(*limiter);
+  // The same span sees every Check's counts.
+  const LimiterStats s = limiter->Stats();
+  ASSERT_EQ(s.policies.size(), counts.size());
+  uint64_t total = 0;
+  for (size_t id = 0; id < counts.size(); ++id) {
+    const PolicyCounters& c = s.policies[id].counters;
+    EXPECT_EQ(counts[id].allowed, c.allowed) << s.policies[id].name;
+    EXPECT_EQ(counts[id].denied, c.denied) << s.policies[id].name;
+    EXPECT_EQ(counts[id].never, c.never) << s.policies[id].name;
+    EXPECT_EQ(counts[id].shadow_denied, c.shadow_denied) << s.policies[id].name;
+    EXPECT_EQ(counts[id].denied_by_other, c.denied_by_other)
+        << s.policies[id].name;
+    total += counts[id].allowed + counts[id].denied;
+  }
+  EXPECT_GT(total, 0u);
 }
 
 TEST(StatsTest, DeniedByOtherCountsWhatAnotherPolicyStopped) {
