@@ -410,11 +410,12 @@ MXLIMIT_C_API int mxlimit_format_body(const mxlimit_decision* decision,
 // mxlimit_metrics_prometheus()
 //
 // The limiter's counters in the Prometheus text format (table sizes,
-// admissions, evictions, per-policy allowed/denied/shadow-denied) as a
-// malloc'd, NUL-terminated string in `*out` (free it with `mxlimit_free`), its
-// length in `*len` if `len` is not NULL. For a metrics endpoint: it allocates
-// and takes every shard's lock in turn. Errors: `MXLIMIT_EINVAL` (NULL
-// `limiter` or `out`), `MXLIMIT_ENOMEM`; `*out` is then NULL.
+// admissions, evictions, per-policy allowed, denied, shadow-denied and
+// denied by another policy) as a malloc'd, NUL-terminated string in `*out`
+// (free it with `mxlimit_free`), its length in `*len` if `len` is not NULL. For
+// a metrics endpoint: it allocates and takes every shard's lock in turn.
+// Errors: `MXLIMIT_EINVAL` (NULL `limiter` or `out`), `MXLIMIT_ENOMEM`; `*out`
+// is then NULL.
 MXLIMIT_C_API int mxlimit_metrics_prometheus(const mxlimit_limiter* limiter,
                                              char** out,
                                              size_t* len) MXLIMIT_C_NOEXCEPT;

@@ -44,6 +44,7 @@
 #define MXLIMIT_LIMITER_H_
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,10 @@ class Limiter {
   //
   // Decides and, when allowed, charges `request.cost` to the bucket of every
   // limited policy that applies (each layer, each scope, shadow policies
-  // included when they would allow). All-or-nothing: if any enforcing policy
-  // denies, nothing is charged anywhere. Exempt requests return at once.
+  // included when none of them would deny). All-or-nothing: if any enforcing
+  // policy denies, nothing is charged anywhere; if a shadow policy would
+  // deny, no shadow bucket is charged (so observe-only predicts enforcement
+  // exactly). Exempt requests return at once.
   Decision Check(const Request& request, MonotonicTime now);
   // Reads std::chrono::steady_clock.
   Decision Check(const Request& request) {
@@ -119,6 +122,15 @@ class Limiter {
   // A snapshot of table and per-policy counters: O(number of policies), no
   // table walk. Call under the same lock as Check.
   LimiterStats Stats() const;
+
+  // Limiter::PolicyCounts()
+  //
+  // The per-policy counters of `Stats()` alone, indexed by `PolicyId` (the
+  // ids of `policies()`), read in place: no copy, no allocation. For a
+  // caller that follows them request by request (`mxlimit replay --report`
+  // draws each policy's results over time from the difference). Valid, and
+  // updated by every `Check`, until the next `Reload`.
+  std::span<const PolicyCounters> PolicyCounts() const;
 
   const RouteNormalizer& normalizer() const;
   const PolicySet& policies() const;

@@ -42,17 +42,26 @@ struct TableStats {
   uint64_t hits = 0;
 };
 
-// Per-policy request counts. A request that passes counts as `allowed` for
-// each policy that applied to it; a denial counts for the policy (or both
-// policies) that denied it.
+// Per-policy request counts. Every checked (not exempt) request a policy
+// applied to counts exactly once for it, in one of four results, so
+// allowed + denied + shadow_denied + denied_by_other is the number of
+// requests the policy applied to.
 struct PolicyCounters {
+  // The request was charged to this policy's bucket (it went through, and
+  // for a shadow policy no shadow policy of the request would have denied).
   uint64_t allowed = 0;
+  // This enforcing policy denied the request (each enforcing policy that
+  // denied one request counts it).
   uint64_t denied = 0;
   // Of `denied`: denials no wait would lift (the cost exceeds the burst, or
   // the policy blocks the route outright); the client got no Retry-After.
   uint64_t never = 0;
-  // A shadow-mode policy would have denied; the request went through.
+  // This shadow-mode policy would have denied; the request went through.
   uint64_t shadow_denied = 0;
+  // This policy did not deny, but another did: an enforcing policy for
+  // real, or, for a shadow policy, another shadow policy of the request
+  // would have. The policy was not charged.
+  uint64_t denied_by_other = 0;
 };
 
 struct PolicyStats {
@@ -100,7 +109,8 @@ struct LimiterStats {
 //   mxlimit_exempt_requests_total
 //   mxlimit_policy_info{policy,layer,scope,mode,builtin,rate[,burst]} 1
 //   mxlimit_policy_requests_total{policy,scope,result}
-//       result: allowed, denied, shadow_denied
+//       result: allowed, denied, shadow_denied, denied_by_other (each
+//       request a policy applied to counts in exactly one)
 //   mxlimit_policy_never_denials_total{policy,scope}
 //   mxlimit_route_denials_total{route}
 //   mxlimit_fallback_decisions_total{result}   result: allowed, denied

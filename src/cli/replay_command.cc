@@ -62,6 +62,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -241,19 +242,36 @@ LogShape DetectShape(std::string_view format_name, replay::LineReader& reader,
 
 // --- The loop ----------------------------------------------------------------
 
-// Who a per-IP denial limited: the network the table keys it by, e.g.
-// "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client. A
-// full-length prefix (IPv4 /32 by default) is just the address.
-std::string BucketOwner(const Decision& d, const IpAddress& client,
-                        const Limiter& limiter) {
-  if (d.allowed || d.limited_by != LimitScope::kIp) return {};
-  // The prefix of the bucket that denied: the policy's own, else the tables'.
+// Who policy `id` limits for `request`: the user ID for a per-user policy;
+// for a per-IP one the network its bucket keys, e.g.
+// "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client (a
+// full-length prefix, IPv4 /32 by default, is just the address).
+std::string LimitedBy(PolicyId id, const Request& request,
+                      const Limiter& limiter) {
+  if (id >= limiter.policies().size()) return {};
+  const Policy& policy = limiter.policies().policy(id);
+  if (policy.scope == Scope::kUser) return std::string(request.user_id);
+  // The prefix of the policy's bucket: its own, else the tables'.
   const TableOptions& tables = limiter.table_options();
-  const ClientPrefix prefix = limiter.policies()
-                                  .policy(d.denied_policy)
-                                  .client_prefix.value_or(ClientPrefix{
-                                      tables.ipv4_prefix, tables.ipv6_prefix});
-  return FormatClientPrefix(client, prefix.ipv4, prefix.ipv6);
+  const ClientPrefix prefix = policy.client_prefix.value_or(
+      ClientPrefix{tables.ipv4_prefix, tables.ipv6_prefix});
+  return FormatClientPrefix(request.client, prefix.ipv4, prefix.ipv6);
+}
+
+// Who a denial limited (empty when allowed).
+std::string LimitedClient(const Decision& d, const Request& request,
+                          const Limiter& limiter) {
+  if (d.allowed) return {};
+  if (d.limited_by == LimitScope::kUser) return std::string(request.user_id);
+  return LimitedBy(d.denied_policy, request, limiter);
+}
+
+// Who the shadow-mode policy that would have denied an allowed request
+// would have limited (empty for other requests).
+std::string ShadowLimitedClient(const Decision& d, const Request& request,
+                                const Limiter& limiter) {
+  if (!d.allowed || !d.shadow_denied) return {};
+  return LimitedBy(d.shadow_policy_id, request, limiter);
 }
 
 std::string RetryMillis(const Decision& d) {
@@ -337,9 +355,13 @@ class ReplayLoop {
     clock_ms_ = std::max(clock_ms_, record.time_ms);
     const Decision d =
         decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
-    const std::string owner = BucketOwner(d, request.client, limiter_);
-    report_.Record(d, owner, request.user_id);
-    if (html_ != nullptr) html_->Record(clock_ms_, d, owner, request.user_id);
+    const std::string limited = LimitedClient(d, request, limiter_);
+    const std::string shadow_limited =
+        ShadowLimitedClient(d, request, limiter_);
+    report_.Record(d, limited, shadow_limited);
+    if (html_ != nullptr) {
+      html_->Record(clock_ms_, d, limited, shadow_limited, PolicyCounts());
+    }
     if (setup_.decisions) AppendDecision(d, out_);
   }
 
@@ -350,6 +372,22 @@ class ReplayLoop {
   void set_html(ReplayHtml* html) { html_ = html; }
 
  private:
+  // The decider's per-policy counters now, for the page's policy charts: in
+  // place for a Limiter; for a SharedLimiter (--store, where the store's
+  // round trip dominates anyway) copied out of its Stats.
+  std::span<const PolicyCounters> PolicyCounts() {
+    if constexpr (std::is_same_v<Decider, Limiter>) {
+      return decider_.PolicyCounts();
+    } else {
+      const LimiterStats stats = decider_.Stats();
+      counts_.resize(stats.policies.size());
+      for (size_t i = 0; i < stats.policies.size(); ++i) {
+        counts_[i] = stats.policies[i].counters;
+      }
+      return counts_;
+    }
+  }
+
   // The logged peer, or with --trusted-proxy the client its X-Forwarded-For
   // names: believed only hop by hop from trusted proxies, so a client cannot
   // pick its own address by sending the header.
@@ -369,6 +407,7 @@ class ReplayLoop {
   ReplayReport& report_;
   Output& out_;
   ReplayHtml* html_ = nullptr;
+  std::vector<PolicyCounters> counts_;  // PolicyCounts' copy, SharedLimiter
   uint64_t lines_ = 0;
   uint64_t unread_forwarded_for_ = 0;
   int64_t clock_ms_ = std::numeric_limits<int64_t>::min();
@@ -500,7 +539,11 @@ int RunReplay(const ReplayOptions& opts) {
   std::unique_ptr<ReplayHtml> html;
   if (!opts.report.empty()) {
     if (!report_file.Open(opts.report)) return kExitFinding;
-    html = std::make_unique<ReplayHtml>(limiter->policies().size());
+    const std::span<const Policy> policies = limiter->policies().policies();
+    html = std::make_unique<ReplayHtml>(
+        policies.size(),
+        std::any_of(policies.begin(), policies.end(),
+                    [](const Policy& p) { return p.shadow_mode; }));
   }
   replay::LineReader reader(input.file);
   // With --decisions on a terminal, the bar would tear the decision lines.

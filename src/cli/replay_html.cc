@@ -22,7 +22,6 @@ namespace mxlimit::cli {
 namespace {
 
 using internal::ToAbsl;
-using replay::kOutcomes;
 using replay::Outcome;
 using replay::Timeline;
 
@@ -254,6 +253,15 @@ std::array<Layer, 3> OutcomeLayers(SeriesOf series) {
           Layer{"denied", "denied", series(Outcome::kDenied)}};
 }
 
+// A policy's four results as layers, bottom first.
+template <typename SeriesOf>
+std::array<Layer, 4> PolicyLayers(SeriesOf series) {
+  return {Layer{"allowed", "allowed", series(Outcome::kAllowed)},
+          Layer{"shadow-denied", "shadow", series(Outcome::kShadowDenied)},
+          Layer{"denied", "denied", series(Outcome::kDenied)},
+          Layer{"denied-by-other", "other", series(Outcome::kDeniedByOther)}};
+}
+
 uint64_t Sum(std::span<const uint64_t> v) {
   return std::accumulate(v.begin(), v.end(), uint64_t{0});
 }
@@ -274,6 +282,7 @@ code, td.k { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, mon
 .allowed { fill: #5b9f74; background: #5b9f74; }
 .shadow { fill: #e4a23a; background: #e4a23a; }
 .denied { fill: #cf4b45; background: #cf4b45; }
+.other { fill: #b8c0ca; background: #b8c0ca; }
 svg { display: block; max-width: 100%; height: auto; }
 svg text { font-size: 11px; fill: #4a5568; }
 svg .grid { stroke: #e6e9ed; }
@@ -299,6 +308,15 @@ constexpr std::string_view kLegend =
     "shadow-mode policy would deny)</li>"
     "<li><span class=\"swatch denied\"></span>denied</li></ul>\n";
 
+constexpr std::string_view kPolicyLegend =
+    "<ul class=\"legend\">"
+    "<li><span class=\"swatch allowed\"></span>allowed (charged to the "
+    "policy)</li>"
+    "<li><span class=\"swatch shadow\"></span>shadow-denied</li>"
+    "<li><span class=\"swatch denied\"></span>denied by the policy</li>"
+    "<li><span class=\"swatch other\"></span>denied by another policy</li>"
+    "</ul>\n";
+
 std::string RunLine(const ReplayReport::Run& run) {
   return absl::StrCat("<p class=\"run\">log <code>", EscapeHtml(run.input),
                       "</code> · format <code>", EscapeHtml(run.format),
@@ -323,8 +341,8 @@ std::string AxisNote(const TimeAxis& axis) {
 struct PolicyPanel {
   std::string caption;
   std::string name;
-  std::array<std::vector<uint64_t>, kOutcomes> series;
-  std::array<uint64_t, kOutcomes> totals{};
+  std::array<std::vector<uint64_t>, replay::kPolicyOutcomes> series;
+  std::array<uint64_t, replay::kPolicyOutcomes> totals{};
 };
 
 std::string PolicyCaption(const PolicyStats& p) {
@@ -335,7 +353,7 @@ std::string PolicyCaption(const PolicyStats& p) {
 }
 
 void AddSlot(const Timeline& t, size_t slot, PolicyPanel* panel) {
-  for (size_t o = 0; o < kOutcomes; ++o) {
+  for (size_t o = 0; o < replay::kPolicyOutcomes; ++o) {
     const std::span<const uint64_t> s =
         t.PolicySeries(slot, static_cast<Outcome>(o));
     std::vector<uint64_t>& into = panel->series[o];
@@ -346,7 +364,8 @@ void AddSlot(const Timeline& t, size_t slot, PolicyPanel* panel) {
 }
 
 // The panels: the kPolicyPanels policies with the most denials (then shadow
-// denials, then allowed), then the rest folded into one.
+// denials, then allowed, then denied by another), then the rest folded into
+// one.
 std::vector<PolicyPanel> PolicyPanels(const Timeline& t,
                                       const LimiterStats& stats) {
   std::vector<PolicyPanel> panels;
@@ -360,7 +379,7 @@ std::vector<PolicyPanel> PolicyPanels(const Timeline& t,
     AddSlot(t, slot, &panel);
   }
   const auto key = [](const PolicyPanel& p) {
-    return std::make_tuple(p.totals[2], p.totals[1], p.totals[0]);
+    return std::make_tuple(p.totals[2], p.totals[1], p.totals[0], p.totals[3]);
   };
   std::stable_sort(panels.begin(), panels.end(),
                    [&](const PolicyPanel& a, const PolicyPanel& b) {
@@ -373,7 +392,7 @@ std::vector<PolicyPanel> PolicyPanels(const Timeline& t,
   other.name = "other policies";
   size_t folded = 0;
   for (size_t i = ReplayHtml::kPolicyPanels; i < panels.size(); ++i, ++folded) {
-    for (size_t o = 0; o < kOutcomes; ++o) {
+    for (size_t o = 0; o < replay::kPolicyOutcomes; ++o) {
       std::vector<uint64_t>& into = other.series[o];
       if (into.empty()) into.assign(panels[i].series[o].size(), 0);
       for (size_t b = 0; b < into.size(); ++b) {
@@ -394,29 +413,68 @@ std::vector<PolicyPanel> PolicyPanels(const Timeline& t,
 std::string PolicySection(const Timeline& t, const TimeAxis& axis,
                           const LimiterStats& stats) {
   std::string out =
-      "<section id=\"policies\">\n<h2>Per policy</h2>\n<p class=\"note\">A "
-      "denial counts for the policy the decision names (the one with the "
-      "longest wait when several deny), a shadow denial for the shadow "
-      "policy named; an allowed request counts for the default layer's "
-      "policy of each scope that applied. So a panel can show fewer denials "
-      "than the per-policy table below, which counts every policy that "
-      "denied. Each panel has its own scale.</p>\n<div class=\"panels\">\n";
+      "<section id=\"policies\">\n<h2>Per policy</h2>\n<p class=\"note\">"
+      "Each panel is one policy's own results, as its row of the per-policy "
+      "table below counts them: every request the policy applied to is "
+      "allowed (charged to it), shadow-denied (a shadow-mode policy that "
+      "would have denied it), denied by it, or denied by another policy (it "
+      "did not deny, another did; for a shadow-mode policy: another shadow "
+      "policy would have). A request counts in every policy that applied to "
+      "it. Each panel has its own scale.</p>\n";
+  out += kPolicyLegend;
+  out += "<div class=\"panels\">\n";
   for (const PolicyPanel& p : PolicyPanels(t, stats)) {
-    const std::array<Layer, 3> layers = OutcomeLayers([&](Outcome o) {
+    const std::array<Layer, 4> layers = PolicyLayers([&](Outcome o) {
       return std::span<const uint64_t>(p.series[static_cast<size_t>(o)]);
     });
     absl::StrAppend(&out, "<figure class=\"panel\" data-policy=\"",
                     EscapeHtml(p.name), "\"><figcaption>", EscapeHtml(p.name),
                     " <span>(", EscapeHtml(p.caption), ") allowed ",
                     p.totals[0], ", shadow-denied ", p.totals[1], ", denied ",
-                    p.totals[2], "</span></figcaption>\n",
+                    p.totals[2], ", denied by other ", p.totals[3],
+                    "</span></figcaption>\n",
                     Chart(kPanelChart, axis, layers, p.name), "</figure>\n");
   }
   out += "</div>\n</section>\n";
   return out;
 }
 
-std::string ClientSection(const Timeline& t, const TimeAxis& axis) {
+// The client panels of one sketch: denials (`outcome` kDenied) or shadow
+// denials (kShadowDenied) per second of its top clients.
+std::string ClientPanels(const Timeline& t, const TimeAxis& axis,
+                         Outcome outcome) {
+  const bool shadow = outcome == Outcome::kShadowDenied;
+  const std::string_view what = shadow ? "shadow denials" : "denials";
+  std::string out = "<div class=\"panels\">\n";
+  for (const replay::TopKEntry& e :
+       t.TopClients(ReplayReport::kTopRows, outcome)) {
+    const Layer layer{shadow ? "shadow-denied" : "denied",
+                      shadow ? "shadow" : "denied",
+                      t.ClientSeries(e.counter, outcome)};
+    std::string exactness = absl::StrCat("all ", ToAbsl(what), " drawn");
+    if (e.error > 0) {
+      exactness = absl::StrCat(
+          "drawn from ",
+          FormatUtc(t.ClientSinceMs(e.counter, outcome), "%H:%M:%S"),
+          "; up to ", e.error, " earlier ", ToAbsl(what), " not drawn");
+    }
+    absl::StrAppend(
+        &out, "<figure class=\"panel\" ",
+        shadow ? "data-shadow-client" : "data-client", "=\"",
+        EscapeHtml(e.item), "\" data-count=\"", e.count, "\" data-error=\"",
+        e.error, "\"><figcaption>", EscapeHtml(e.item), " <span>",
+        shadow ? "shadow-denied " : "denied ", e.count, " (", exactness,
+        ")</span></figcaption>\n",
+        Chart(kPanelChart, axis, {&layer, 1}, e.item), "</figure>\n");
+  }
+  out += "</div>\n";
+  return out;
+}
+
+std::string ClientSection(const Timeline& t, const TimeAxis& axis,
+                          const LimiterStats& stats) {
+  const bool shadow_policies = HasShadowPolicies(stats);
+  const bool shadow_clients = !t.TopClients(1, Outcome::kShadowDenied).empty();
   std::string out =
       "<section id=\"clients\">\n<h2>Top limited clients</h2>\n<p "
       "class=\"note\">Denials per second of the clients with the most "
@@ -424,26 +482,31 @@ std::string ClientSection(const Timeline& t, const TimeAxis& axis) {
       "per-user ones). A client found only after the sketch of "
       "limited clients was full is drawn from when it was found; its caption "
       "says how many earlier denials the chart leaves out.</p>\n";
-  const std::vector<replay::TopKEntry> top =
-      t.TopClients(ReplayReport::kTopRows);
-  if (top.empty()) return out + "<p>No client was denied.</p>\n</section>\n";
-  out += "<div class=\"panels\">\n";
-  for (const replay::TopKEntry& e : top) {
-    const Layer layer{"denied", "denied", t.ClientSeries(e.counter)};
-    std::string exactness = "all denials drawn";
-    if (e.error > 0) {
-      exactness = absl::StrCat(
-          "drawn from ", FormatUtc(t.ClientSinceMs(e.counter), "%H:%M:%S"),
-          "; up to ", e.error, " earlier denials not drawn");
-    }
-    absl::StrAppend(
-        &out, "<figure class=\"panel\" data-client=\"", EscapeHtml(e.item),
-        "\" data-count=\"", e.count, "\" data-error=\"", e.error,
-        "\"><figcaption>", EscapeHtml(e.item), " <span>denied ", e.count, " (",
-        exactness, ")</span></figcaption>\n",
-        Chart(kPanelChart, axis, {&layer, 1}, e.item), "</figure>\n");
+  if (!t.TopClients(1).empty()) {
+    out += ClientPanels(t, axis, Outcome::kDenied);
+  } else if (shadow_clients) {
+    out +=
+        "<p>No client was denied. Shadow-mode policies would have limited "
+        "the clients of the next section.</p>\n";
+  } else {
+    out += "<p>No client was denied.</p>\n";
   }
-  out += "</div>\n</section>\n";
+  out += "</section>\n";
+  if (!shadow_policies) return out;
+  out +=
+      "<section id=\"shadow-clients\">\n<h2>Top clients shadow policies "
+      "would limit</h2>\n<p class=\"note\">Shadow denials per second of "
+      "the clients with the most: requests that went through but that a "
+      "shadow-mode policy would have denied, charged to who that policy "
+      "limits (an address or network for a per-IP policy, a user ID for a "
+      "per-user one). Under a top-level <code>shadow_mode: true</code> these "
+      "are the denials enforcing the same file would make (when several "
+      "policies would deny one request, the first in resolution order names "
+      "the client, where enforcement names the one with the longest "
+      "wait).</p>\n";
+  out += shadow_clients ? ClientPanels(t, axis, Outcome::kShadowDenied)
+                        : "<p>No client would have been limited.</p>\n";
+  out += "</section>\n";
   return out;
 }
 
@@ -485,15 +548,17 @@ std::string PolicyTable(const LimiterStats& stats) {
   std::string out =
       "<table class=\"policies\"><thead><tr><th>per policy</th><th>scope</th>"
       "<th class=\"n\">allowed</th><th class=\"n\">denied</th><th "
-      "class=\"n\">shadow</th></tr></thead><tbody>\n";
+      "class=\"n\">shadow</th><th class=\"n\">denied by other</th></tr>"
+      "</thead><tbody>\n";
   for (const PolicyStats& p : stats.policies) {
     const PolicyCounters& c = p.counters;
-    if (c.allowed + c.denied + c.shadow_denied == 0) continue;
-    absl::StrAppend(&out, "<tr><td class=\"k\">", EscapeHtml(p.name),
-                    "</td><td>", p.scope == Scope::kIp ? "ip" : "user",
+    if (AppliedTo(c) == 0) continue;
+    absl::StrAppend(&out, "<tr data-policy-row=\"", EscapeHtml(p.name),
+                    "\"><td class=\"k\">", EscapeHtml(p.name), "</td><td>",
+                    p.scope == Scope::kIp ? "ip" : "user",
                     "</td><td class=\"n\">", c.allowed, "</td><td class=\"n\">",
                     c.denied, "</td><td class=\"n\">", c.shadow_denied,
-                    "</td></tr>\n");
+                    "</td><td class=\"n\">", c.denied_by_other, "</td></tr>\n");
   }
   out += "</tbody></table>\n";
   return out;
@@ -581,28 +646,42 @@ std::string EscapeHtml(std::string_view text) {
   return out;
 }
 
-ReplayHtml::ReplayHtml(size_t policies)
-    : timeline_(policies, ReplayReport::kClientCounters) {}
+ReplayHtml::ReplayHtml(size_t policies, bool shadow_policies)
+    : timeline_(policies, ReplayReport::kClientCounters,
+                shadow_policies ? ReplayReport::kClientCounters : 0),
+      last_(policies) {}
 
 void ReplayHtml::Record(int64_t time_ms, const Decision& d,
-                        std::string_view ip_owner, std::string_view user) {
-  constexpr PolicyId kNone = 0xFFFF;
+                        std::string_view limited,
+                        std::string_view shadow_limited,
+                        std::span<const PolicyCounters> counters) {
   if (!d.allowed) {
     timeline_.Add(time_ms, Outcome::kDenied);
-    timeline_.AddPolicy(d.denied_policy, Outcome::kDenied);
     // Who was limited, as ReplayReport::Record counts it.
-    timeline_.AddLimitedClient(d.limited_by == LimitScope::kUser ? user
-                                                                 : ip_owner);
-    return;
+    timeline_.AddLimitedClient(limited);
+  } else if (d.shadow_denied) {
+    timeline_.Add(time_ms, Outcome::kShadowDenied);
+    timeline_.AddLimitedClient(shadow_limited, Outcome::kShadowDenied);
+  } else {
+    timeline_.Add(time_ms, Outcome::kAllowed);
   }
-  timeline_.Add(time_ms,
-                d.shadow_denied ? Outcome::kShadowDenied : Outcome::kAllowed);
-  if (d.shadow_denied) {
-    timeline_.AddPolicy(d.shadow_policy_id, Outcome::kShadowDenied);
-  }
-  if (d.ip_policy != kNone) timeline_.AddPolicy(d.ip_policy, Outcome::kAllowed);
-  if (d.user_policy != kNone) {
-    timeline_.AddPolicy(d.user_policy, Outcome::kAllowed);
+  // Each policy that applied counted the request in one of its results
+  // (PolicyCounters): the one that grew.
+  static constexpr std::pair<uint64_t PolicyCounters::*, Outcome> kResults[] = {
+      {&PolicyCounters::allowed, Outcome::kAllowed},
+      {&PolicyCounters::shadow_denied, Outcome::kShadowDenied},
+      {&PolicyCounters::denied, Outcome::kDenied},
+      {&PolicyCounters::denied_by_other, Outcome::kDeniedByOther}};
+  if (last_.size() != counters.size()) last_.assign(counters.size(), {});
+  for (size_t id = 0; id < counters.size(); ++id) {
+    const PolicyCounters& now = counters[id];
+    PolicyCounters& before = last_[id];
+    for (const auto& [field, outcome] : kResults) {
+      for (uint64_t n = before.*field; n < now.*field; ++n) {
+        timeline_.AddPolicy(static_cast<uint32_t>(id), outcome);
+      }
+    }
+    before = now;
   }
 }
 
@@ -628,7 +707,7 @@ std::string ReplayHtml::Page(const ReplayReport::Run& run,
     absl::StrAppend(
         &out, ToAbsl(kLegend), Chart(kMainChart, axis, layers, "all requests"),
         AxisNote(axis), "</section>\n", PolicySection(timeline_, axis, stats),
-        ClientSection(timeline_, axis));
+        ClientSection(timeline_, axis, stats));
   }
   absl::StrAppend(
       &out,
@@ -640,6 +719,10 @@ std::string ReplayHtml::Page(const ReplayReport::Run& run,
                report.denied_routes()),
       TopTable("top-limited-clients", "top limited clients", "denied",
                report.limited_clients()),
+      HasShadowPolicies(stats)
+          ? TopTable("top-shadow-limited-clients", "top shadow-limited clients",
+                     "shadow", report.shadow_limited_clients())
+          : std::string(),
       "</div>\n", StatsTables(run, stats),
       "</section>\n<footer class=\"note\">", "mxlimit ", ToAbsl(kVersion),
       "</footer>\n</body>\n</html>\n");

@@ -7,9 +7,15 @@
 // would do with a log:
 //   - requests per second over the log's time, stacked as allowed,
 //     shadow-denied and denied;
-//   - the same for each policy (small multiples: the 12 policies with the
-//     most denials, the rest folded into one "other policies" panel);
-//   - denials per second of the top limited clients;
+//   - each policy's own results over time, as its row of the per-policy
+//     table counts them: allowed, shadow-denied, denied and denied by
+//     another policy (small multiples: the 12 policies with the most
+//     denials, then shadow denials, the rest folded into one "other
+//     policies" panel);
+//   - denials per second of the top limited clients and, when shadow-mode
+//     policies are in force, shadow denials per second of the clients they
+//     would have limited (so an observe-only run shows who enforcement
+//     would limit);
 //   - the tables of the terminal summary.
 // Its title names the log, the format and the config, so that two reports
 // of the same log under two configs can be told apart side by side.
@@ -21,8 +27,11 @@
 // Memory is fixed whatever the log's length (see replay/timeline.h).
 //
 // Example:
-//   ReplayHtml html(limiter.policies().size());
-//   for (...) html.Record(time_ms, decision, ip_owner, user);
+//   ReplayHtml html(limiter.policies().size(), shadow_policies);
+//   for (...) {
+//     html.Record(time_ms, decision, limited, shadow_limited,
+//                 limiter.PolicyCounts());
+//   }
 //   ReportFile file;
 //   if (!file.Open(path)) return kExitFinding;
 //   file.Write(html.Page(run, report, limiter.Stats()));
@@ -34,8 +43,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mxlimit/decision.h"
 #include "mxlimit/stats.h"
@@ -56,13 +67,18 @@ class ReplayHtml {
   // Policy panels shown; the others are summed in an "other policies" one.
   static constexpr size_t kPolicyPanels = 12;
 
-  // `policies`: the size of the limiter's policy set.
-  explicit ReplayHtml(size_t policies);
+  // `policies`: the size of the limiter's policy set; `shadow_policies`:
+  // whether any of them is in shadow mode (only then are the clients they
+  // would have limited kept and drawn).
+  ReplayHtml(size_t policies, bool shadow_policies);
 
-  // One checked request at `time_ms` (the replay's clock). `ip_owner` and
-  // `user` are what ReplayReport::Record was given: who a denial limited.
+  // One checked request at `time_ms` (the replay's clock). `limited` and
+  // `shadow_limited` are what ReplayReport::Record was given. `counters`
+  // are the limiter's per-policy counters after the request (indexed by
+  // PolicyId): what each policy's grew by is that policy's result for it.
   void Record(int64_t time_ms, const Decision& decision,
-              std::string_view ip_owner, std::string_view user);
+              std::string_view limited, std::string_view shadow_limited,
+              std::span<const PolicyCounters> counters);
 
   // The page.
   std::string Page(const ReplayReport::Run& run, const ReplayReport& report,
@@ -70,6 +86,8 @@ class ReplayHtml {
 
  private:
   replay::Timeline timeline_;
+  // The counters of the previous Record (allocated once).
+  std::vector<PolicyCounters> last_;
 };
 
 // ReportFile

@@ -24,29 +24,34 @@ std::string Percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
+bool HasShadowPolicies(const LimiterStats& stats) {
+  return std::any_of(stats.policies.begin(), stats.policies.end(),
+                     [](const PolicyStats& p) { return p.shadow; });
+}
+
 ReplayReport::ReplayReport()
     : routes_(kRouteCounters),
       denied_routes_(kRouteCounters),
-      limited_clients_(kClientCounters) {}
+      limited_clients_(kClientCounters),
+      shadow_limited_clients_(kClientCounters) {}
 
-void ReplayReport::Record(const Decision& d, std::string_view client_ip,
-                          std::string_view user) {
+void ReplayReport::Record(const Decision& d, std::string_view limited,
+                          std::string_view shadow_limited) {
   ++requests_;
   routes_.Add(d.route_key);
   if (d.exempt) ++exempt_;
   if (d.allowed) {
     ++allowed_;
-    if (d.shadow_denied) ++shadow_denied_;
+    if (d.shadow_denied) {
+      ++shadow_denied_;
+      shadow_limited_clients_.Add(shadow_limited);
+    }
     return;
   }
   ++denied_;
   if (d.never) ++denied_never_;
   denied_routes_.Add(d.route_key);
-  if (d.limited_by == LimitScope::kUser) {
-    limited_clients_.Add(user);
-  } else {
-    limited_clients_.Add(client_ip);
-  }
+  limited_clients_.Add(limited);
 }
 
 void ReplayReport::Invalid(uint64_t line_number, std::string_view reason,
@@ -88,14 +93,16 @@ std::string ReplayReport::Text(const Run& run,
   }
 
   out +=
-      "\nper policy                      scope    allowed     denied  shadow\n";
+      "\nper policy                      scope    allowed     denied  shadow"
+      "  denied-by-other\n";
   for (const PolicyStats& p : stats.policies) {
     const PolicyCounters& c = p.counters;
-    if (c.allowed + c.denied + c.shadow_denied == 0) continue;
+    if (AppliedTo(c) == 0) continue;
     absl::StrAppend(
-        &out, absl::StrFormat("  %-30s %-5s %10d %10d %7d\n", ToAbsl(p.name),
-                              p.scope == Scope::kIp ? "ip" : "user", c.allowed,
-                              c.denied, c.shadow_denied));
+        &out,
+        absl::StrFormat("  %-30s %-5s %10d %10d %7d %16d\n", ToAbsl(p.name),
+                        p.scope == Scope::kIp ? "ip" : "user", c.allowed,
+                        c.denied, c.shadow_denied, c.denied_by_other));
   }
 
   auto top = [&](const char* title, const char* unit,
@@ -117,6 +124,9 @@ std::string ReplayReport::Text(const Run& run,
   top("top routes", "requests", routes_);
   top("top denied routes", "denied", denied_routes_);
   top("top limited clients", "denied", limited_clients_);
+  if (HasShadowPolicies(stats)) {
+    top("top shadow-limited clients", "shadow", shadow_limited_clients_);
+  }
 
   absl::StrAppend(
       &out, absl::StrFormat(
@@ -163,7 +173,8 @@ std::string ReplayReport::Json(const Run& run,
     w.Key("builtin").Bool(p.builtin);
     w.Key("allowed").Uint(p.counters.allowed);
     w.Key("denied").Uint(p.counters.denied);
-    w.Key("shadow_denied").Uint(p.counters.shadow_denied).EndObject();
+    w.Key("shadow_denied").Uint(p.counters.shadow_denied);
+    w.Key("denied_by_other").Uint(p.counters.denied_by_other).EndObject();
   }
   w.EndArray();
   auto top = [&](const char* key, const replay::TopK& sketch) {
@@ -177,6 +188,7 @@ std::string ReplayReport::Json(const Run& run,
   top("top_routes", routes_);
   top("top_denied_routes", denied_routes_);
   top("top_limited_clients", limited_clients_);
+  top("top_shadow_limited_clients", shadow_limited_clients_);
   auto table = [&](const char* key, const TableStats& t) {
     w.Key(key).BeginObject();
     w.Key("size").Uint(t.size).Key("capacity").Uint(t.capacity);

@@ -3,7 +3,8 @@
 // -----------------------------------------------------------------------------
 //
 // What `mxlimit replay` prints when `--decisions` is off: totals, per-policy
-// counts, top routes and top limited clients, table sizes and throughput, as
+// counts, top routes and top limited clients (and, with shadow-mode policies,
+// the clients they would have limited), table sizes and throughput, as
 // aligned text or as one JSON document. Memory is fixed: the top-N lists are
 // Space-Saving sketches, not maps of every route or client.
 
@@ -21,6 +22,12 @@
 
 namespace mxlimit::cli {
 
+// The requests a policy applied to: each counts in exactly one of its four
+// results (mxlimit/stats.h).
+inline uint64_t AppliedTo(const PolicyCounters& c) {
+  return c.allowed + c.denied + c.shadow_denied + c.denied_by_other;
+}
+
 class ReplayReport {
  public:
   // How many unparseable lines are quoted with their line numbers.
@@ -33,10 +40,12 @@ class ReplayReport {
 
   ReplayReport();
 
-  // One checked request. `client` names who was limited (the address for
-  // the per-IP scope, the user ID for the per-user scope).
-  void Record(const Decision& decision, std::string_view client_ip,
-              std::string_view user);
+  // One checked request. `limited` names who a denial limited, and
+  // `shadow_limited` who a shadow denial of an allowed request would have:
+  // the network the policy's bucket keys (per-IP policies) or the user ID
+  // (per-user ones); unused for other requests.
+  void Record(const Decision& decision, std::string_view limited,
+              std::string_view shadow_limited);
   // One line that is not a request; the first few are quoted.
   void Invalid(uint64_t line_number, std::string_view reason,
                std::string_view head);
@@ -82,6 +91,9 @@ class ReplayReport {
   const replay::TopK& routes() const { return routes_; }
   const replay::TopK& denied_routes() const { return denied_routes_; }
   const replay::TopK& limited_clients() const { return limited_clients_; }
+  const replay::TopK& shadow_limited_clients() const {
+    return shadow_limited_clients_;
+  }
 
  private:
   uint64_t requests_ = 0;
@@ -95,7 +107,13 @@ class ReplayReport {
   replay::TopK routes_;
   replay::TopK denied_routes_;
   replay::TopK limited_clients_;
+  // Who shadow-mode policies would have limited (allowed requests only).
+  replay::TopK shadow_limited_clients_;
 };
+
+// Whether any policy in force only observes: the summaries then list the
+// clients shadow-mode policies would have limited.
+bool HasShadowPolicies(const LimiterStats& stats);
 
 }  // namespace mxlimit::cli
 

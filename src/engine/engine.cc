@@ -322,8 +322,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
-    if (!(c.verdict.allowed && d.allowed) &&
-        !(admit_leads && c.verdict.lead > 0)) {
+    if (!Charges(c, d) && !(admit_leads && c.verdict.lead > 0)) {
       SettleOne(c, nullptr, d, now, cost);
       continue;
     }
@@ -336,27 +335,26 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
 
 void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
                        const Decision& d, MonotonicTime now, int64_t cost) {
-  const bool charged = c.verdict.allowed && d.allowed;
+  const bool charged = Charges(c, d);
   if (bucket != nullptr) {
     // The bucket is as Evaluate found it (nothing touches a table between
     // Evaluate and Settle), so the verdict's lead is still its lead.
     GcraApply(c.spec->rate, *bucket, now, cost, c.verdict, charged);
   }
+  // Exactly one result per check (stats.h).
   PolicyCounters& counters = policy_counters_[c.policy];
   if (charged) {
     ++counters.allowed;
-  } else if (!c.verdict.allowed) {
-    // Denied and shadow-denied buckets are never charged. A shadow denial
-    // is counted only when the request went through (an enforcing policy may
-    // have denied it for real).
-    if (!c.shadow) {
-      ++counters.denied;
-      if (c.verdict.never) ++counters.never;
-    } else if (d.allowed) {
-      ++counters.shadow_denied;
-    }
+  } else if (c.verdict.allowed || (c.shadow && !d.allowed)) {
+    // Allowed here but denied elsewhere; or a shadow denial of a request an
+    // enforcing policy denied for real, which is that policy's denial.
+    ++counters.denied_by_other;
+  } else if (c.shadow) {
+    ++counters.shadow_denied;
+  } else {
+    ++counters.denied;
+    if (c.verdict.never) ++counters.never;
   }
-  // Allowed here but denied elsewhere: nothing happened.
 }
 
 void Engine::EraseSharedBuckets() {

@@ -122,6 +122,10 @@ class Engine {
   }
   absl::Status Reload(const LimiterConfig& config);
   LimiterStats Stats() const;
+  // Stats().policies' counters, in place (indexed by PolicyId).
+  std::span<const PolicyCounters> policy_counters() const {
+    return policy_counters_;
+  }
   std::vector<std::string> DescribeBuckets(const Request& request) const;
 
   const RouteNormalizer& normalizer() const { return *normalizer_; }
@@ -206,12 +210,21 @@ class Engine {
     if (d.route_id == kFallbackRouteId)
       ++fallback_decisions_[d.allowed ? 0 : 1];
   }
+  // Whether settling `c` for the decision `d` charges its bucket: the
+  // request went through, the check's own bucket allows it and, for a shadow
+  // check, no shadow policy of the request would have denied it. Shadow
+  // policies are charged all-or-nothing among themselves, as enforcing ones
+  // are, so that they fill exactly as they would if they enforced: under a
+  // top-level `shadow_mode: true` the shadow buckets evolve as the enforcing
+  // buckets of the same config would.
+  static bool Charges(const BucketCheck& c, const Decision& d) {
+    return c.verdict.allowed && d.allowed && !(c.shadow && d.shadow_denied);
+  }
   // Settles every check of a decided request: touches its bucket, counts
-  // the outcome and, when `d` allows the request and the check's own bucket
-  // would, charges the bucket (admitting it if new: an uncharged bucket is
-  // never admitted). Buckets already in a table are settled before new ones
-  // are admitted, so an admission can never evict a bucket this request
-  // still has to write.
+  // the outcome and, when `Charges`, charges the bucket (admitting it if
+  // new: an uncharged bucket is never admitted). Buckets already in a table are
+  // settled before new ones are admitted, so an admission can never evict a
+  // bucket this request still has to write.
   //
   // `admit_leads` (a SharedLimiter installing what the store reported):
   // also admits a bucket the request was not charged to when its verdict

@@ -37,6 +37,10 @@ absl::Status Limiter::Reload(const LimiterConfig& config) {
 
 LimiterStats Limiter::Stats() const { return engine_->Stats(); }
 
+std::span<const PolicyCounters> Limiter::PolicyCounts() const {
+  return engine_->policy_counters();
+}
+
 const RouteNormalizer& Limiter::normalizer() const {
   return engine_->normalizer();
 }

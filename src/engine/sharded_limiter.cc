@@ -77,6 +77,7 @@ void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
   sum.denied += c.denied;
   sum.never += c.never;
   sum.shadow_denied += c.shadow_denied;
+  sum.denied_by_other += c.denied_by_other;
 }
 
 }  // namespace

@@ -133,11 +133,13 @@ void WritePolicies(Writer& w, const LimiterStats& s) {
   }
 
   w.Begin("mxlimit_policy_requests", Type::kCounter,
-          "Requests per policy and result.");
+          "Requests per policy and result (each request a policy applied "
+          "to counts once).");
   static constexpr std::pair<const char*, uint64_t PolicyCounters::*>
       kResults[] = {{"allowed", &PolicyCounters::allowed},
                     {"denied", &PolicyCounters::denied},
-                    {"shadow_denied", &PolicyCounters::shadow_denied}};
+                    {"shadow_denied", &PolicyCounters::shadow_denied},
+                    {"denied_by_other", &PolicyCounters::denied_by_other}};
   for (const PolicyStats& p : s.policies) {
     for (const auto& [result, field] : kResults) {
       w.Label("policy", p.name)

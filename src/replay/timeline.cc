@@ -41,17 +41,27 @@ uint64_t Distance(int64_t from, int64_t to) {
 
 }  // namespace
 
-Timeline::Timeline(size_t policies, size_t client_counters)
-    : rows_(kOutcomes * (kMaxPolicies + 2) + client_counters),
+// Rows: the kOutcomes of all requests, kPolicyOutcomes per policy slot (the
+// "other" slot included), then each sketch's clients.
+constexpr size_t kClientRows =
+    kOutcomes + (Timeline::kMaxPolicies + 1) * kPolicyOutcomes;
+
+Timeline::Timeline(size_t policies, size_t client_counters,
+                   size_t shadow_client_counters)
+    : rows_(kClientRows + client_counters + shadow_client_counters),
       counts_(rows_ * kMaxBins),
       policy_slot_(policies, kNoSlot),
       slot_policy_(kMaxPolicies),
-      clients_(client_counters),
-      client_since_ms_(client_counters) {
+      clients_(client_counters, kClientRows) {
   assert(client_counters >= 1);
+  if (shadow_client_counters > 0) {
+    shadow_clients_.emplace(shadow_client_counters,
+                            kClientRows + client_counters);
+  }
 }
 
 void Timeline::Add(int64_t time_ms, Outcome outcome) {
+  assert(static_cast<size_t>(outcome) < kOutcomes);
   if (bins_ == 0) origin_ms_ = FloorTo(time_ms, bin_ms_);
   time_ms = std::max(time_ms, origin_ms_);
   while (Distance(origin_ms_, time_ms) / static_cast<uint64_t>(bin_ms_) >=
@@ -77,17 +87,20 @@ void Timeline::AddPolicy(uint32_t id, Outcome outcome) {
     }
   }
   const size_t row =
-      kOutcomes + slot * kOutcomes + static_cast<size_t>(outcome);
+      kOutcomes + slot * kPolicyOutcomes + static_cast<size_t>(outcome);
   ++MutableRow(row)[bin_];
 }
 
-void Timeline::AddLimitedClient(std::string_view client) {
-  const TopK::Slot slot = clients_.Add(client);
-  uint64_t* row = MutableRow(kOutcomes * (kMaxPolicies + 2) + slot.counter);
+void Timeline::AddLimitedClient(std::string_view client, Outcome outcome) {
+  const bool shadow = outcome == Outcome::kShadowDenied;
+  if (shadow && !shadow_clients_.has_value()) return;
+  ClientSketch& clients = shadow ? *shadow_clients_ : clients_;
+  const TopK::Slot slot = clients.sketch.Add(client);
+  uint64_t* row = MutableRow(clients.first_row + slot.counter);
   if (slot.new_item) {
     // The counter's previous client is gone: its series with it.
     std::memset(row, 0, sizeof(uint64_t) * bins_);
-    client_since_ms_[slot.counter] = time_ms_;
+    clients.since_ms[slot.counter] = time_ms_;
   }
   ++row[bin_];
 }

@@ -3,9 +3,11 @@
 // -----------------------------------------------------------------------------
 //
 // `Timeline` counts a replay's requests per time bin, split by outcome
-// (allowed, shadow-denied, denied), overall, per policy and per limited
-// client: the data behind `mxlimit replay --report`'s charts. Its memory is
-// fixed at construction, whatever the length of the log.
+// (allowed, shadow-denied, denied), overall, per policy (with a fourth
+// outcome: denied by another policy) and per limited client (denials, and
+// apart from them shadow denials): the data behind `mxlimit replay
+// --report`'s charts. Its memory is fixed at construction, whatever the
+// length of the log.
 //
 // Bins: at most `kMaxBins`, each `bin_ms()` wide, aligned to multiples of the
 // width since the Unix epoch (so tick labels fall on round times). The span
@@ -22,7 +24,9 @@
 // counters finds the clients with the most denials, and each counter keeps
 // the series of the client that holds it. A client that takes over a counter
 // starts an empty series, so the series of an entry from `TopClients` sums to
-// exactly `count - error` (all of its denials when `error` is 0).
+// exactly `count - error` (all of its denials when `error` is 0). A second
+// sketch of the same size does the same for shadow denials: the clients a
+// shadow-mode policy would have limited.
 //
 // PERFORMANCE: nothing allocates after construction. `Add` is O(1) except
 // when the bins widen (O(rows * bins), at most a few dozen times per log);
@@ -41,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -51,9 +56,19 @@ namespace mxlimit::replay {
 
 // What happened to a request. A shadow-denied request was allowed (a
 // shadow-mode policy would have denied it); kAllowed is every other allowed
-// request, so the three never overlap and add up to the requests.
-enum class Outcome : uint8_t { kAllowed = 0, kShadowDenied = 1, kDenied = 2 };
+// request, so the three first never overlap and add up to the requests.
+// For one policy, a request has one of all four: the policy's own result
+// (PolicyCounters: allowed is charged to it), kDeniedByOther when another
+// policy stopped the request.
+enum class Outcome : uint8_t {
+  kAllowed = 0,
+  kShadowDenied = 1,
+  kDenied = 2,
+  kDeniedByOther = 3
+};
+// A request's outcomes (the first three), and a policy's (all four).
 inline constexpr size_t kOutcomes = 3;
+inline constexpr size_t kPolicyOutcomes = 4;
 
 class Timeline {
  public:
@@ -64,20 +79,26 @@ class Timeline {
   static constexpr size_t kOtherPolicies = kMaxPolicies;
 
   // `policies`: ids passed to AddPolicy are below it. `client_counters`: the
-  // size of the limited-clients sketch. REQUIRES: client_counters >= 1.
-  Timeline(size_t policies, size_t client_counters);
+  // size of the limited-clients sketch; `shadow_client_counters` that of the
+  // shadow one (0: none; shadow-limited clients are then not counted).
+  // REQUIRES: client_counters >= 1.
+  Timeline(size_t policies, size_t client_counters,
+           size_t shadow_client_counters = 0);
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
-  // Counts one request at `time_ms` (Unix milliseconds) as `outcome`. Times
-  // should not decrease (the replay's clock never does); one earlier than
-  // the first bin counts in the first bin.
+  // Counts one request at `time_ms` (Unix milliseconds) as `outcome`
+  // (REQUIRES: not kDeniedByOther). Times should not decrease (the replay's
+  // clock never does); one earlier than the first bin counts in the first
+  // bin.
   void Add(int64_t time_ms, Outcome outcome);
   // The request of the last `Add` counts as `outcome` for policy `id` too.
   // An id out of range is ignored.
   void AddPolicy(uint32_t id, Outcome outcome);
-  // The request of the last `Add` was denied to `client`.
-  void AddLimitedClient(std::string_view client);
+  // The request of the last `Add` was denied to `client` (`outcome`
+  // kDenied), or a shadow-mode policy would have denied it (kShadowDenied).
+  void AddLimitedClient(std::string_view client,
+                        Outcome outcome = Outcome::kDenied);
 
   // Bins in use (0 before the first Add), the width and the first's start.
   size_t bins() const { return bins_; }
@@ -96,18 +117,28 @@ class Timeline {
   bool has_other_policies() const { return has_other_; }
   // REQUIRES: slot < policy_slots(), or slot == kOtherPolicies.
   std::span<const uint64_t> PolicySeries(size_t slot, Outcome outcome) const {
-    return Row(kOutcomes + slot * kOutcomes + static_cast<size_t>(outcome));
+    return Row(kOutcomes + slot * kPolicyOutcomes +
+               static_cast<size_t>(outcome));
   }
 
-  // The clients with the most denials (as TopK::Top), and the denials per
-  // bin of one of them (`entry.counter`) since it took its counter.
-  std::vector<TopKEntry> TopClients(size_t n) const { return clients_.Top(n); }
-  std::span<const uint64_t> ClientSeries(uint32_t counter) const {
-    return Row(kOutcomes * (kMaxPolicies + 2) + counter);
+  // The clients with the most denials (`outcome` kDenied) or shadow denials
+  // (kShadowDenied) (as TopK::Top), and the denials per bin of one of them
+  // (`entry.counter`) since it took its counter.
+  std::vector<TopKEntry> TopClients(size_t n,
+                                    Outcome outcome = Outcome::kDenied) const {
+    if (outcome == Outcome::kShadowDenied && !shadow_clients_.has_value()) {
+      return {};
+    }
+    return Clients(outcome).sketch.Top(n);
+  }
+  std::span<const uint64_t> ClientSeries(
+      uint32_t counter, Outcome outcome = Outcome::kDenied) const {
+    return Row(Clients(outcome).first_row + counter);
   }
   // When the client of `counter` took it (its first counted denial).
-  int64_t ClientSinceMs(uint32_t counter) const {
-    return client_since_ms_[counter];
+  int64_t ClientSinceMs(uint32_t counter,
+                        Outcome outcome = Outcome::kDenied) const {
+    return Clients(outcome).since_ms[counter];
   }
 
  private:
@@ -117,6 +148,19 @@ class Timeline {
   uint64_t* MutableRow(size_t row) { return &counts_[row * kMaxBins]; }
   // Merges the bins into the next wider width.
   void Widen();
+
+  // One sketch of limited clients and the rows of their series.
+  struct ClientSketch {
+    ClientSketch(size_t counters, size_t first_row)
+        : sketch(counters), since_ms(counters), first_row(first_row) {}
+    TopK sketch;
+    std::vector<int64_t> since_ms;  // by counter
+    size_t first_row;
+  };
+  // REQUIRES: the sketch exists.
+  const ClientSketch& Clients(Outcome outcome) const {
+    return outcome == Outcome::kShadowDenied ? *shadow_clients_ : clients_;
+  }
 
   size_t rows_;
   std::vector<uint64_t> counts_;  // rows_ * kMaxBins, row-major
@@ -133,8 +177,8 @@ class Timeline {
   size_t policy_slots_ = 0;
   bool has_other_ = false;
 
-  TopK clients_;
-  std::vector<int64_t> client_since_ms_;  // by counter
+  ClientSketch clients_;
+  std::optional<ClientSketch> shadow_clients_;
 };
 
 }  // namespace mxlimit::replay

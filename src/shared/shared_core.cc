@@ -175,12 +175,13 @@ void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
 }
 
 void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
-                              const Request& request, MonotonicTime now,
+                              const Decision& d, const Request& request,
+                              MonotonicTime now,
                               int64_t cost) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (cost == 0) return;
   bool queued = false;
   auto queue = [&](const BucketCheck& c, size_t shard, const Engine& engine) {
-    if (!Approximate(c) || !c.verdict.allowed) return;
+    if (!Approximate(c) || !Engine::Charges(c, d)) return;
     std::vector<PendingCharge>& charges = pending_[shard].charges;
     if (charges.size() == pending_capacity_) {
       // Full until the next sync: this charge stays local (under-counted).
@@ -254,6 +255,13 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
   op.caller_clock = options_.clock == StoreOptions::Clock::kCaller;
   op.now_ns = now.nanoseconds();
   op.count = 0;
+  // A shadow check decided here that denies already keeps every shadow
+  // bucket of the request from being charged (Engine::Charges): the store
+  // must not charge its shadow buckets either.
+  const BucketMode shadow_mode =
+      kind == StoreOpKind::kCheck && ShadowDeniedLocally(pass)
+          ? BucketMode::kObserved
+          : BucketMode::kShadow;
   plan.ip_policies = &a.engine->policies();
   plan.user_policies = &b.engine->policies();
   const Engine* ip_engine = a.engine.get();
@@ -270,7 +278,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
     out.key = KeyOf(engine, c, request.user_id);
     out.interval_ns = c.spec->rate.interval_ns();
     out.burst = c.spec->rate.burst();
-    out.enforcing = !c.shadow;
+    out.mode = c.shadow ? shadow_mode : BucketMode::kEnforcing;
     plan.from[op.count] = OpSource{user_part, index};
     ++op.count;
   };
@@ -302,6 +310,23 @@ bool SharedCore::DeniedLocally(const Pass& pass) {
   return false;
 }
 
+bool SharedCore::ShadowDeniedLocally(const Pass& pass) {
+  auto local_shadow_denial = [](const BucketCheck& c) {
+    return c.shadow && !c.verdict.allowed && !DecidedByStore(c);
+  };
+  for (const BucketCheck& c : pass.ip_part.all()) {
+    if ((!pass.split || c.scope == Scope::kIp) && local_shadow_denial(c)) {
+      return true;
+    }
+  }
+  if (pass.split) {
+    for (const BucketCheck& c : pass.user_part.all()) {
+      if (c.scope == Scope::kUser && local_shadow_denial(c)) return true;
+    }
+  }
+  return false;
+}
+
 void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
                         const Request& request, MonotonicTime now, int64_t cost,
                         bool from_store) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -310,7 +335,7 @@ void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
   a.engine->CountDecision(d);
-  if (d.allowed) QueueCharges(ip, user, pass, request, now, cost);
+  if (d.allowed) QueueCharges(ip, user, pass, d, request, now, cost);
   internal::PinNames(a, b, d);
 }
 
@@ -431,8 +456,14 @@ Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
   // A local bucket of the same request may have run out meanwhile (another
-  // thread, same shard): the store charged a request that is denied.
-  if (result.allowed && !d.allowed) Refund(plan.op, result);
+  // thread, same shard): the store charged a request that is denied, or
+  // shadow buckets of a request that a local shadow bucket now
+  // shadow-denies.
+  if (result.allowed && !d.allowed) {
+    Refund(plan.op, result);
+  } else if (result.allowed && d.shadow_denied) {
+    Refund(plan.op, result, /*shadow_only=*/true);
+  }
   Finish(ip, user, pass, d, request, now, cost, /*from_store=*/true);
   store_decisions_.fetch_add(1, std::memory_order_relaxed);
   return d;
@@ -472,7 +503,7 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
                  [&](BucketCheck& c, bool user_part,
                      uint8_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                    const int64_t extra = (user_part ? extra_user : extra_ip)[i];
-                   if (extra <= 0 || !c.verdict.allowed) return;
+                   if (extra <= 0 || !Engine::Charges(c, d)) return;
                    (user_part ? b : a).engine->AddLead(c, extra, now);
                  });
   }
@@ -553,7 +584,8 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
 }
 
-void SharedCore::Refund(const StoreOp& op, const StoreResult& result) {
+void SharedCore::Refund(const StoreOp& op, const StoreResult& result,
+                        bool shadow_only) {
   if (op.kind != StoreOpKind::kCheck || !result.allowed) return;
   StoreOp refund;
   refund.kind = StoreOpKind::kCharge;
@@ -562,9 +594,8 @@ void SharedCore::Refund(const StoreOp& op, const StoreResult& result) {
   refund.now_ns = op.now_ns;
   for (uint8_t i = 0; i < op.count; ++i) {
     const StoreBucket& bucket = op.buckets[i];
-    const int64_t tau = bucket.burst * bucket.interval_ns;
-    // Only the buckets with room were charged.
-    if (result.lead[i] + op.cost * bucket.interval_ns > tau) continue;
+    if (!StoreCheckCharged(op, result, i)) continue;
+    if (shadow_only && bucket.mode != BucketMode::kShadow) continue;
     refund.buckets[refund.count++] = bucket;
   }
   if (refund.count == 0 || op.cost == 0) return;

@@ -123,6 +123,9 @@ class SharedCore final : public LateReplyHandler {
   // Whether an enforcing check that the store has no say in (a local
   // policy, a blocked one, `cost > burst`) denies: final without the store.
   static bool DeniedLocally(const Pass& pass);
+  // Whether a shadow check that the store has no say in denies: the
+  // request's shadow buckets in the store are then observed, not charged.
+  static bool ShadowDeniedLocally(const Pass& pass);
   // Settles a decided pass on the mirror, counts it, and queues its
   // approximate charges.
   void Finish(size_t ip, size_t user, Pass& pass, Decision& d,
@@ -134,8 +137,8 @@ class SharedCore final : public LateReplyHandler {
   // Replaces the verdicts of approximate buckets by ones that honour debt.
   void ApplyDebt(const Shard& a, const Shard& b, Pass& pass, MonotonicTime now,
                  int64_t cost) const;
-  // Queues the approximate charges of a settled, allowed request.
-  void QueueCharges(size_t ip, size_t user, const Pass& pass,
+  // Queues the approximate charges of a settled, allowed request (`d`).
+  void QueueCharges(size_t ip, size_t user, const Pass& pass, const Decision& d,
                     const Request& request, MonotonicTime now, int64_t cost);
   void Sync(MonotonicTime now);
   void SyncLoop();
@@ -146,9 +149,10 @@ class SharedCore final : public LateReplyHandler {
   // A check the mirror decides alone.
   Decision DecideLocally(size_t ip, size_t user, const Request& request,
                          MonotonicTime now, Fallback why);
-  // Gives back what a check op charged (buckets with room, when it was
-  // allowed).
-  void Refund(const StoreOp& op, const StoreResult& result);
+  // Gives back what a check op charged (StoreCheckCharged), or with
+  // `shadow_only` what it charged to shadow buckets.
+  void Refund(const StoreOp& op, const StoreResult& result,
+              bool shadow_only = false);
   // Drops the mirror's shared buckets when the store lost its state.
   void SyncGeneration();
   int64_t SteadyNow() const;

@@ -64,6 +64,21 @@ enum class StoreOpKind : uint8_t {
   kSync,
 };
 
+// What a bucket of a kCheck or kPeek does to the decision and when a kCheck
+// charges it (docs/shared-state.md, `mode_i`; the values are the wire's).
+enum class BucketMode : uint8_t {
+  // A shadow policy's bucket: never denies; charged only when the request
+  // is allowed and every kShadow bucket of the op has room, so that shadow
+  // buckets fill exactly as they would if their policies enforced.
+  kShadow = 0,
+  // Denies the op when it has no room; charged when the op is allowed.
+  kEnforcing = 1,
+  // A shadow policy's bucket of a request that a shadow bucket outside the
+  // op (one this process decides) already shadow-denies: its lead is
+  // answered, it is never charged.
+  kObserved = 2,
+};
+
 // One bucket of an op: its key and its policy's rate. The store needs the
 // rate because it keeps only TATs, never policies.
 struct StoreBucket {
@@ -71,9 +86,7 @@ struct StoreBucket {
   // T in nanoseconds (Rate::interval_ns) and the burst; tau = burst * T.
   int64_t interval_ns = 0;
   int64_t burst = 0;
-  // False for a shadow policy's bucket: it is evaluated and charged like
-  // the others but never blocks the request.
-  bool enforcing = true;
+  BucketMode mode = BucketMode::kEnforcing;
   // kSync only: the charge to add, in nanoseconds (cost * T summed).
   int64_t delta_ns = 0;
 };
@@ -103,8 +116,9 @@ enum class StoreStatus : uint8_t {
 
 struct StoreResult {
   StoreStatus status = StoreStatus::kUnavailable;
-  // kCheck: every enforcing bucket had room and every bucket with room was
-  // charged. kPeek: what kCheck would have answered. kCharge, kSync: true.
+  // kCheck: every enforcing bucket had room (and the enforcing buckets were
+  // charged; see BucketMode for the others). kPeek: what kCheck would have
+  // answered. kCharge, kSync: true.
   bool allowed = false;
   // Each bucket's lead before the op, in nanoseconds of the store's clock,
   // clamped to [0, tau] (rate.h's lead). With the bucket's rate and the

@@ -34,6 +34,38 @@ inline int64_t MaxStoreLead(const Rate& rate, Sharing sharing) {
   return tau > kMaxSharedLeadNs ? tau : (1 + kDebtTaus) * tau;
 }
 
+// Whether bucket `i` of a kCheck or kPeek, `lead` ahead (clamped to tau),
+// has room for the op's cost.
+inline bool StoreBucketHasRoom(const StoreOp& op, size_t i, int64_t lead) {
+  const StoreBucket& b = op.buckets[i];
+  return lead + op.cost * b.interval_ns <= b.burst * b.interval_ns;
+}
+
+// Whether the kCheck `op`, answered `r` (its leads before the op), charged
+// bucket `i`: an enforcing bucket when the op was allowed; a shadow bucket
+// when it was allowed and every shadow bucket had room (shadow buckets are
+// charged all or nothing among themselves, as enforcing ones are); an
+// observed bucket never.
+inline bool StoreCheckCharged(const StoreOp& op, const StoreResult& r,
+                              size_t i) {
+  if (op.kind != StoreOpKind::kCheck || !r.allowed) return false;
+  switch (op.buckets[i].mode) {
+    case BucketMode::kEnforcing:
+      return true;
+    case BucketMode::kObserved:
+      return false;
+    case BucketMode::kShadow:
+      break;
+  }
+  for (size_t k = 0; k < op.count; ++k) {
+    if (op.buckets[k].mode == BucketMode::kShadow &&
+        !StoreBucketHasRoom(op, k, r.lead[k])) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // `Map` has `std::optional<int64_t> Get(const StoreKey&)`,
 // `void Set(const StoreKey&, int64_t tat, int64_t now)` (TTL: the key may go
 // once `now` reaches `tat`) and `void Erase(const StoreKey&)`.
@@ -73,8 +105,8 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
     const std::optional<int64_t> tat = map.Get(b.key);
     raw[i] = tat.has_value() ? *tat - now : 0;
     r.lead[i] = std::clamp<int64_t>(raw[i], 0, tau);
-    if (op.kind != StoreOpKind::kCharge && b.enforcing &&
-        r.lead[i] + op.cost * b.interval_ns > tau) {
+    if (op.kind != StoreOpKind::kCharge && b.mode == BucketMode::kEnforcing &&
+        !StoreBucketHasRoom(op, i, r.lead[i])) {
       r.allowed = false;
     }
   }
@@ -96,8 +128,7 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
       }
       continue;
     }
-    const bool room = lead + op.cost * b.interval_ns <= tau;
-    if (r.allowed && room) {
+    if (StoreCheckCharged(op, r, i)) {
       map.Set(b.key, now + lead + op.cost * b.interval_ns, now);
     } else if (raw[i] > tau) {
       map.Set(b.key, now + tau, now);  // The pull-back, as GcraApply keeps it.

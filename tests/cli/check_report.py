@@ -7,9 +7,15 @@ For each case it runs `mxlimit replay --json --report PAGE ...` once, then parse
     url(), @import);
   - the main chart's series sum to the summary's counts (--json of the same run): allowed + shadow-denied is the
     summary's allowed, shadow-denied its shadow_denied, denied its denied;
-  - the policy panels' denials and shadow denials sum to the same totals (each denial names one policy);
-  - the client panels are the summary's top limited clients, each series summing to count - max_overcount;
+  - each policy panel is its policy's row of the summary (allowed, shadow-denied, denied, denied by other), and
+    the "other policies" panel the sum of the policies without a panel of their own;
+  - the client panels are the summary's top limited clients, each series summing to count - max_overcount; so
+    are the shadow client panels (top_shadow_limited_clients), shown whenever a shadow-mode policy is in force;
   - the totals table repeats the summary; the title names the log, the format and the config;
+  - the per-policy table (allowed, denied, shadow, denied by other) is the summary's, row for row, and so is the
+    text summary's (`mxlimit replay` without --json); each policy's four columns add up to the requests it applied
+    to: for the built-in aggregate caps, which apply to every request (per user: with a user), that is checked
+    against the summary's requests;
   - strings from the log (a user ID, an invalid line, with markup and quotes) are escaped, and read back as
     they were.
 
@@ -137,33 +143,63 @@ def check_main_chart(case, page, summary):
     return len(main["allowed"])
 
 
-def check_panels(case, page, summary, bins):
-    svg_count = sum(1 for t in page.tags if t[0] == "svg")
-    policy_figures = [t for t in page.tags if t[0] == "figure" and "data-policy" in t[1]]
-    client_figures = [t for t in page.tags if t[0] == "figure" and "data-client" in t[1]]
-    if svg_count != 1 + len(policy_figures) + len(client_figures):
-        fail(case, f"{svg_count} <svg> for 1 + {len(policy_figures)} + {len(client_figures)} charts")
-    totals = {"denied": 0, "shadow-denied": 0}
-    for i in range(len(policy_figures)):
-        chart = series_of(page, 1 + i)
-        for key in totals:
-            totals[key] += sum(chart.get(key, []))
-        if any(len(v) != bins for v in chart.values()):
-            fail(case, f"policy panel {i} has series of another length than the main chart's")
-    if totals["denied"] != summary["denied"]:
-        fail(case, f"policy panels: denied {totals['denied']} != summary {summary['denied']}")
-    if totals["shadow-denied"] != summary["shadow_denied"]:
-        fail(case, f"policy panels: shadow-denied {totals['shadow-denied']} != {summary['shadow_denied']}")
-    top = summary["top_limited_clients"]
-    names = [t[1]["data-client"] for t in client_figures]
+PANEL_SERIES = {"allowed": "allowed", "shadow-denied": "shadow_denied", "denied": "denied",
+                "denied-by-other": "denied_by_other"}
+
+
+def check_client_panels(case, page, figures, first_chart, top, attr, series):
+    names = [t[1][attr] for t in figures]
     if names != [e["key"] for e in top]:
-        fail(case, f"client panels {names} are not the summary's top limited clients {[e['key'] for e in top]}")
-    for i, (figure, entry) in enumerate(zip(client_figures, top)):
-        drawn = sum(series_of(page, 1 + len(policy_figures) + i).get("denied", []))
+        fail(case, f"{attr} panels {names} are not the summary's {[e['key'] for e in top]}")
+    for i, (figure, entry) in enumerate(zip(figures, top)):
+        drawn = sum(series_of(page, first_chart + i).get(series, []))
         if int(figure[1]["data-count"]) != entry["count"]:
             fail(case, f"client {entry['key']}: count {figure[1]['data-count']} != summary {entry['count']}")
         if drawn != entry["count"] - entry["max_overcount"]:
             fail(case, f"client {entry['key']}: series sum {drawn} != count - max_overcount")
+
+
+def check_panels(case, page, summary, bins):
+    svg_count = sum(1 for t in page.tags if t[0] == "svg")
+    policy_figures = [t for t in page.tags if t[0] == "figure" and "data-policy" in t[1]]
+    client_figures = [t for t in page.tags if t[0] == "figure" and "data-client" in t[1]]
+    shadow_figures = [t for t in page.tags if t[0] == "figure" and "data-shadow-client" in t[1]]
+    if svg_count != 1 + len(policy_figures) + len(client_figures) + len(shadow_figures):
+        fail(case, f"{svg_count} <svg> for 1 + {len(policy_figures)} + {len(client_figures)} + "
+                   f"{len(shadow_figures)} charts")
+    # Each panel is its policy's row of the summary; "other policies" sums the rest.
+    rows = {p["name"]: p for p in summary["policies"]}
+    shown = set()
+    for i, figure in enumerate(policy_figures):
+        name = figure[1]["data-policy"]
+        chart = series_of(page, 1 + i)
+        if any(len(v) != bins for v in chart.values()):
+            fail(case, f"policy panel {name} has series of another length than the main chart's")
+        got = {column: sum(chart.get(series, [])) for series, column in PANEL_SERIES.items()}
+        if name == "other policies":
+            want = {column: sum(p[column] for n, p in rows.items() if n not in shown)
+                    for column in PANEL_SERIES.values()}
+        elif name in rows:
+            shown.add(name)
+            want = {column: rows[name][column] for column in PANEL_SERIES.values()}
+        else:
+            fail(case, f"a panel for {name!r}, no such policy in the summary")
+            continue
+        if got != want:
+            fail(case, f"policy panel {name}: {got} != the summary's {want}")
+    applied = [n for n, p in rows.items() if applied_to(p) > 0]
+    if not any(t[1]["data-policy"] == "other policies" for t in policy_figures) and set(applied) != shown:
+        fail(case, f"policies {sorted(set(applied) - shown)} applied to requests but have no panel")
+    check_client_panels(case, page, client_figures, 1 + len(policy_figures), summary["top_limited_clients"],
+                        "data-client", "denied")
+    check_client_panels(case, page, shadow_figures, 1 + len(policy_figures) + len(client_figures),
+                        summary["top_shadow_limited_clients"], "data-shadow-client", "shadow-denied")
+    has_shadow_section = any(t[0] == "section" and t[1].get("id") == "shadow-clients" for t in page.tags)
+    if summary["shadow_denied"] > 0 and not has_shadow_section:
+        fail(case, "shadow denials, but no section of the clients shadow policies would limit")
+    if summary["denied"] == 0 and summary["shadow_denied"] > 0:
+        if any(text.strip() == "No client was denied." for text in page.text.values()):
+            fail(case, "says no client was denied without pointing at those shadow policies would limit")
     return [t[1]["data-policy"] for t in policy_figures]
 
 
@@ -181,7 +217,44 @@ def check_totals_table(case, page, summary):
             fail(case, f"totals row {key}: {cells!r}, summary has {summary[key]}")
 
 
-def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False):
+POLICY_COLUMNS = ("allowed", "denied", "shadow_denied", "denied_by_other")
+
+
+def applied_to(row):
+    return sum(row[k] for k in POLICY_COLUMNS)
+
+
+def check_policy_tables(case, page, summary, text):
+    """The HTML and text per-policy tables are the summary's: every policy that applied to a request, in set
+    order, with its four columns."""
+    want = [(p["name"], p["scope"]) + tuple(p[k] for k in POLICY_COLUMNS)
+            for p in summary["policies"] if applied_to(p) > 0]
+    rows = []
+    for i, (tag, attrs, _) in enumerate(page.tags):
+        if tag != "tr" or "data-policy-row" not in attrs:
+            continue
+        tds = [page.text.get(id(t), "") for t in page.tags[i + 1:i + 7] if t[0] == "td"]
+        rows.append((tds[0], tds[1]) + tuple(int(x) for x in tds[2:6]))
+    if rows != want:
+        fail(case, f"the page's per-policy table {rows} is not the summary's {want}")
+    lines = text.split("\n")
+    header = lines.index("per policy                      scope    allowed     denied  shadow  denied-by-other")
+    text_rows = []
+    for line in lines[header + 1:]:
+        if not line.startswith("  "):
+            break
+        f = line.split()
+        text_rows.append((f[0], f[1]) + tuple(int(x) for x in f[2:6]))
+    if text_rows != want:
+        fail(case, f"the text per-policy table {text_rows} is not the summary's {want}")
+    by_name = {p["name"]: p for p in summary["policies"]}
+    checked = summary["requests"] - summary["exempt"]
+    if "aggregate-per-ip" in by_name and applied_to(by_name["aggregate-per-ip"]) != checked:
+        fail(case, f"aggregate-per-ip's columns add up to {applied_to(by_name['aggregate-per-ip'])}, "
+                   f"not the {checked} checked requests")
+
+
+def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False, expect_shadow_clients=None):
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         page_path = os.path.join(tmp, "report.html")
         proc = subprocess.run([bin_path, "replay", "--json", "--report", page_path] + args, cwd=root,
@@ -191,6 +264,8 @@ def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False
             return
         summary = json.loads(proc.stdout)
         raw_bytes = open(page_path, "rb").read()
+        text = subprocess.run([bin_path, "replay"] + args, cwd=root, capture_output=True,
+                              timeout=120).stdout.decode(errors="replace")
     try:
         raw = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -212,8 +287,13 @@ def run_case(case, bin_path, root, args, expect_client=None, expect_shadow=False
     bins = check_main_chart(case, page, summary)
     policies = check_panels(case, page, summary, bins)
     check_totals_table(case, page, summary)
+    check_policy_tables(case, page, summary, text)
     if expect_shadow and summary["shadow_denied"] == 0:
         fail(case, "expected shadow denials in this case")
+    if expect_shadow_clients is not None:
+        got = [e["key"] for e in summary["top_shadow_limited_clients"]]
+        if got != expect_shadow_clients:
+            fail(case, f"shadow-limited clients {got}, expected {expect_shadow_clients}")
     if expect_client is not None:
         if [e["key"] for e in summary["top_limited_clients"]] != [expect_client]:
             fail(case, f"expected {expect_client!r} as the one limited client")
@@ -229,6 +309,11 @@ def main():
     run_case("sample-synapse", bin_path, root, ["examples/data/sample-synapse.log"])
     run_case("shadow", bin_path, root,
              ["--config", "tests/cli/data/block.yaml", "examples/data/sample.tsv"], expect_shadow=True)
+    # Observe only: nothing is denied, and the page shows who would have been (the sample's four attackers).
+    run_case("observe-only", bin_path, root,
+             ["--config", "tests/cli/data/observe.yaml", "examples/data/sample-synapse.log"], expect_shadow=True,
+             expect_shadow_clients=["198.51.100.23", "@xk7q2vb:example.org", "2001:db8:bad:cafe::/64",
+                                    "@mallory:example.org"])
     run_case("example-config", bin_path, root,
              ["--config", "examples/mxlimit.yaml", "tests/cli/data/synapse-small.log"])
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:

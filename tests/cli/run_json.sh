@@ -61,6 +61,7 @@ for key in input format config requests allowed denied denied_never \
   tables.ip.admissions tables.ip.evictions tables.user.size lines seconds \
   lines_per_second 'policies[].name' 'policies[].scope' 'policies[].builtin' \
   'policies[].allowed' 'policies[].denied' 'policies[].shadow_denied' \
+  'policies[].denied_by_other' \
   'top_routes[].key' 'top_routes[].count' 'top_routes[].max_overcount'; do
   "$json_check" "$dir/odd.json" "$key" >/dev/null || fail "no field $key"
 done

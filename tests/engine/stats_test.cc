@@ -5,11 +5,15 @@
 
 #include "mxlimit/stats.h"
 
+#include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -234,6 +238,149 @@ TEST(StatsTest, LabelValuesAreEscaped) {
   for (const std::string& line : Lines(text)) {
     EXPECT_THAT(line, Not(::testing::StartsWith("d\"")));
   }
+}
+
+// --- Every request counts once per policy that applied -----------------------
+
+// Built-ins on, operator policies of every kind, two shadow trials (one in a
+// layer of its own), an exempt network.
+LimiterConfig MixedConfig() {
+  LimiterConfig config;
+  config.policies.push_back(MakePolicy("login-strict", std::string(kLogin),
+                                       Scope::kIp, 3, TimeUnit::kHour));
+  Policy blocked = MakePolicy("no-directory", "/_matrix/client/v3/publicRooms",
+                              Scope::kIp, 1, TimeUnit::kHour);
+  blocked.rate = Rate::Blocked();
+  config.policies.push_back(blocked);
+  Policy trial = MakePolicy("send-trial", "/_matrix/client/v3/rooms/*",
+                            Scope::kUser, 10, TimeUnit::kMinute, 4);
+  trial.shadow_mode = true;
+  config.policies.push_back(trial);
+  Policy ip_trial =
+      MakePolicy("ip-trial", "*", Scope::kIp, 60, TimeUnit::kMinute, 12);
+  ip_trial.shadow_mode = true;
+  ip_trial.layer = "trial";
+  config.policies.push_back(ip_trial);
+  Policy free = MakePolicy("free", "/_matrix/client/versions", Scope::kIp, 1,
+                           TimeUnit::kMinute);
+  free.rate = Rate::Unlimited();
+  config.policies.push_back(free);
+  config.exempt.ips.push_back(*ParseCidr("10.0.0.0/8"));
+  return config;
+}
+
+// How many checked requests each policy of `limiter`'s set applied to,
+// resolved independently of the engine, and the per-policy sums of the
+// four results.
+template <typename L>
+void ExpectEveryRequestCountsOnce(L& limiter, const PolicySet& set,
+                                  const RouteNormalizer& normalizer,
+                                  uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) {
+    return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+  };
+  const char* ips[] = {"192.0.2.1", "192.0.2.2", "2001:db8::1", "10.1.2.3"};
+  const char* users[] = {"", "@a:example.org", "@b:example.org"};
+  const std::pair<const char*, const char*> targets[] = {
+      {"POST", "/_matrix/client/v3/login"},
+      {"GET", "/_matrix/client/v3/publicRooms"},
+      {"PUT", "/_matrix/client/v3/rooms/!r:x/send/m.room.message/1"},
+      {"POST", "/_matrix/client/v3/keys/claim"},
+      {"GET", "/_matrix/client/v3/sync"},
+      {"GET", "/_matrix/client/versions"},
+      {"GET", "/nowhere"}};
+  std::vector<uint64_t> applied(set.size(), 0);
+  int64_t ms = 0;
+  for (int i = 0; i < 3000; ++i) {
+    ms += static_cast<int64_t>(pick(200));
+    const auto& [method, target] = targets[pick(std::size(targets))];
+    Request r = MakeRequest(method, target, ips[pick(std::size(ips))],
+                            users[pick(std::size(users))]);
+    if (pick(20) == 0) r.cost = static_cast<int64_t>(pick(30));
+    const Decision d = limiter.Check(r, MonotonicTime::FromMilliseconds(ms));
+    if (d.exempt) continue;
+    const Route route = normalizer.Normalize(r.method, r.target);
+    const PolicySet::Resolution res = set.Resolve(
+        r.method, route.id, QueryFreePath(r.target), !r.user_id.empty());
+    for (const ResolvedPolicy& a : res.all()) ++applied[a.policy];
+  }
+  const LimiterStats s = limiter.Stats();
+  ASSERT_EQ(s.policies.size(), set.size());
+  uint64_t by_other = 0;
+  for (size_t id = 0; id < set.size(); ++id) {
+    const PolicyCounters& c = s.policies[id].counters;
+    EXPECT_EQ(c.allowed + c.denied + c.shadow_denied + c.denied_by_other,
+              applied[id])
+        << s.policies[id].name << ": allowed " << c.allowed << ", denied "
+        << c.denied << ", shadow_denied " << c.shadow_denied
+        << ", denied_by_other " << c.denied_by_other;
+    by_other += c.denied_by_other;
+  }
+  EXPECT_GT(by_other, 0u);
+}
+
+TEST(StatsTest, EveryRequestCountsOnceForEachPolicyThatApplied) {
+  for (uint64_t seed : {1u, 2u}) {
+    auto lone = *Limiter::Create(MixedConfig());
+    ExpectEveryRequestCountsOnce(*lone, lone->policies(), lone->normalizer(),
+                                 seed);
+    auto sharded = *ShardedLimiter::Create(MixedConfig(), 4);
+    ExpectEveryRequestCountsOnce(*sharded, lone->policies(), lone->normalizer(),
+                                 seed);
+    LimiterConfig observe = MixedConfig();
+    observe.shadow_mode = true;
+    auto shadow = *Limiter::Create(observe);
+    ExpectEveryRequestCountsOnce(*shadow, shadow->policies(),
+                                 shadow->normalizer(), seed);
+  }
+}
+
+TEST(StatsTest, PolicyCountsAreTheStatsCountersInPlace) {
+  auto limiter = *Limiter::Create(MixedConfig());
+  const std::span<const PolicyCounters> counts = limiter->PolicyCounts();
+  ASSERT_EQ(counts.size(), limiter->policies().size());
+  Traffic(*limiter);
+  // The same span sees every Check's counts.
+  const LimiterStats s = limiter->Stats();
+  ASSERT_EQ(s.policies.size(), counts.size());
+  uint64_t total = 0;
+  for (size_t id = 0; id < counts.size(); ++id) {
+    const PolicyCounters& c = s.policies[id].counters;
+    EXPECT_EQ(counts[id].allowed, c.allowed) << s.policies[id].name;
+    EXPECT_EQ(counts[id].denied, c.denied) << s.policies[id].name;
+    EXPECT_EQ(counts[id].never, c.never) << s.policies[id].name;
+    EXPECT_EQ(counts[id].shadow_denied, c.shadow_denied) << s.policies[id].name;
+    EXPECT_EQ(counts[id].denied_by_other, c.denied_by_other)
+        << s.policies[id].name;
+    total += counts[id].allowed + counts[id].denied;
+  }
+  EXPECT_GT(total, 0u);
+}
+
+TEST(StatsTest, DeniedByOtherCountsWhatAnotherPolicyStopped) {
+  // login-strict (2 per hour) denies the third login; the built-in
+  // login-per-network and the aggregate caps allowed it but were not
+  // charged: denied by another policy.
+  LimiterConfig config;
+  config.policies.push_back(MakePolicy("login-strict", std::string(kLogin),
+                                       Scope::kIp, 2, TimeUnit::kHour));
+  auto limiter = *Limiter::Create(config);
+  for (int i = 0; i < 3; ++i) {
+    limiter->Check(MakeRequest("POST", kLogin, "192.0.2.1"), At(0));
+  }
+  const LimiterStats s = limiter->Stats();
+  EXPECT_EQ(Named(s, "login-strict").counters.allowed, 2u);
+  EXPECT_EQ(Named(s, "login-strict").counters.denied, 1u);
+  EXPECT_EQ(Named(s, "login-strict").counters.denied_by_other, 0u);
+  for (const char* name : {"login-per-network", "aggregate-per-ip"}) {
+    EXPECT_EQ(Named(s, name).counters.allowed, 2u) << name;
+    EXPECT_EQ(Named(s, name).counters.denied_by_other, 1u) << name;
+  }
+  EXPECT_THAT(FormatPrometheus(s),
+              HasSubstr("mxlimit_policy_requests_total{policy=\""
+                        "login-per-network\",scope=\"ip\",result=\""
+                        "denied_by_other\"} 1\n"));
 }
 
 }  // namespace

@@ -159,6 +159,86 @@ TEST(ShadowTest, TopLevelShadowModeObservesOnly) {
   }
 }
 
+TEST(ShadowTest, TrialsFillTheirBucketsAsIfEnforcedTogether) {
+  // Two trials on sends in layers of their own, per IP (burst 2) and per
+  // user (burst 5), beside the built-in message-send. Once the per-IP trial
+  // would deny, enforcing both would stop the request, so the per-user
+  // trial's bucket is not charged either: it keeps the room it would have.
+  Policy ip_trial = MakePolicy("send-ip-trial", "/_matrix/client/v3/rooms/*",
+                               Scope::kIp, 1, TimeUnit::kHour, 2);
+  ip_trial.layer = "trial-ip";
+  ip_trial.shadow_mode = true;
+  Policy user_trial =
+      MakePolicy("send-user-trial", "/_matrix/client/v3/rooms/*", Scope::kUser,
+                 1, TimeUnit::kHour, 5);
+  user_trial.layer = "trial-user";
+  user_trial.shadow_mode = true;
+  auto l = Make({ip_trial, user_trial});
+  for (int i = 0; i < 10; ++i) {
+    const Decision d = l->Check(
+        MakeRequest("PUT",
+                    "/_matrix/client/v3/rooms/!r:x/send/m.room.message/" +
+                        std::to_string(i),
+                    "192.0.2.1", "@a:example.org"),
+        At(0));
+    EXPECT_TRUE(d.allowed) << i;  // message-send's burst is 10.
+    EXPECT_EQ(d.shadow_denied, i >= 2) << i;
+    if (i >= 2) {
+      EXPECT_EQ(d.shadow_policy, "send-ip-trial") << i;
+    }
+  }
+  const LimiterStats stats = l->Stats();
+  for (const PolicyStats& p : stats.policies) {
+    if (p.name == "send-ip-trial") {
+      EXPECT_EQ(p.counters.allowed, 2u);
+      EXPECT_EQ(p.counters.shadow_denied, 8u);
+    } else if (p.name == "send-user-trial") {
+      EXPECT_EQ(p.counters.allowed, 2u);
+      EXPECT_EQ(p.counters.shadow_denied, 0u);
+    } else if (p.name == "message-send") {
+      EXPECT_EQ(p.counters.allowed, 10u);
+    }
+  }
+  // A minute later (message-send has refilled, a trial at 1 per hour has
+  // not), each from a fresh address: the per-user trial still has the 3
+  // requests left that it would have had under enforcement.
+  for (int i = 0; i < 4; ++i) {
+    const Decision d = l->Check(
+        MakeRequest(
+            "PUT", "/_matrix/client/v3/rooms/!r:x/send/m/x" + std::to_string(i),
+            "198.51.100." + std::to_string(10 + i), "@a:example.org"),
+        At(60));
+    EXPECT_TRUE(d.allowed) << i;
+    EXPECT_EQ(d.shadow_denied, i == 3) << i;
+    if (i == 3) {
+      EXPECT_EQ(d.shadow_policy, "send-user-trial");
+    }
+  }
+}
+
+TEST(ShadowTest, TrialIsNotChargedByRequestsEnforcementDenies) {
+  // A looser trial beside the built-in login limit: the logins that
+  // login-per-ip denies charge nothing, the trial's bucket included.
+  Policy trial = MakePolicy("login-trial", "/_matrix/client/v3/login",
+                            Scope::kIp, 1, TimeUnit::kHour, 8);
+  trial.shadow_mode = true;
+  trial.layer = "trial";
+  auto l = Make({trial});
+  int allowed = 0;
+  for (int i = 0; i < 20; ++i) {
+    allowed +=
+        l->Check(MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.8"),
+                 At(0))
+            .allowed;
+  }
+  EXPECT_EQ(allowed, 5);  // login-per-ip's burst.
+  for (const PolicyStats& p : l->Stats().policies) {
+    if (p.name != "login-trial") continue;
+    EXPECT_EQ(p.counters.allowed, 5u);
+    EXPECT_EQ(p.counters.shadow_denied, 0u);
+  }
+}
+
 // --- 3. and 4. spellings do not split or escape counters ---------------------
 
 TEST(CanonicalSpellingTest, AlternatingV3AndUnstableKeysShareOneBudget) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/counting_new.h"
 
@@ -152,6 +153,48 @@ TEST(TimelineTest, ClientSeriesSumToCountMinusError) {
   EXPECT_EQ(top[0].item, "c");
   EXPECT_EQ(top[0].error, 1u);
   EXPECT_EQ(t.ClientSinceMs(top[0].counter), 3000);
+}
+
+// Shadow denials have a sketch and series of their own; a policy's fourth
+// outcome (denied by another policy) a row of its own.
+TEST(TimelineTest, ShadowClientsAndDeniedByOtherHaveTheirOwnRows) {
+  Timeline t(2, 4, 4);
+  t.Add(0, Outcome::kShadowDenied);
+  t.AddPolicy(0, Outcome::kShadowDenied);
+  t.AddPolicy(1, Outcome::kDeniedByOther);
+  t.AddLimitedClient("s", Outcome::kShadowDenied);
+  t.Add(1000, Outcome::kDenied);
+  t.AddPolicy(0, Outcome::kDenied);
+  t.AddPolicy(1, Outcome::kDeniedByOther);
+  t.AddLimitedClient("d");
+  t.Add(2000, Outcome::kShadowDenied);
+  t.AddLimitedClient("s", Outcome::kShadowDenied);
+  const std::vector<TopKEntry> denied = t.TopClients(10);
+  const std::vector<TopKEntry> shadow =
+      t.TopClients(10, Outcome::kShadowDenied);
+  ASSERT_EQ(denied.size(), 1u);
+  ASSERT_EQ(shadow.size(), 1u);
+  EXPECT_EQ(denied[0].item, "d");
+  EXPECT_EQ(shadow[0].item, "s");
+  EXPECT_EQ(shadow[0].count, 2u);
+  EXPECT_THAT(t.ClientSeries(shadow[0].counter, Outcome::kShadowDenied),
+              ::testing::ElementsAre(1, 0, 1));
+  EXPECT_THAT(t.ClientSeries(denied[0].counter),
+              ::testing::ElementsAre(0, 1, 0));
+  EXPECT_EQ(t.ClientSinceMs(shadow[0].counter, Outcome::kShadowDenied), 0);
+  EXPECT_EQ(t.ClientSinceMs(denied[0].counter), 1000);
+  ASSERT_EQ(t.policy_slots(), 2u);
+  EXPECT_EQ(Sum(t.PolicySeries(1, Outcome::kDeniedByOther)), 2u);
+  EXPECT_EQ(Sum(t.PolicySeries(1, Outcome::kDenied)), 0u);
+  EXPECT_EQ(Sum(t.PolicySeries(0, Outcome::kDeniedByOther)), 0u);
+  EXPECT_EQ(Sum(t.PolicySeries(0, Outcome::kShadowDenied)), 1u);
+  EXPECT_EQ(Sum(t.PolicySeries(0, Outcome::kDenied)), 1u);
+  // Without a shadow sketch, shadow-limited clients are not counted.
+  Timeline without(1, 4);
+  without.Add(0, Outcome::kShadowDenied);
+  without.AddLimitedClient("s", Outcome::kShadowDenied);
+  EXPECT_TRUE(without.TopClients(10, Outcome::kShadowDenied).empty());
+  EXPECT_TRUE(without.TopClients(10).empty());
 }
 
 // Per line, nothing allocates: not the bins, not a widening, not the sketch's

@@ -47,7 +47,7 @@ struct Bucket {
   std::string key;
   int64_t interval_ns;
   int64_t burst;
-  bool enforcing = true;
+  BucketMode mode = BucketMode::kEnforcing;
 };
 
 StoreOp MakeOp(StoreOpKind kind, int64_t cost, int64_t now,
@@ -62,7 +62,7 @@ StoreOp MakeOp(StoreOpKind kind, int64_t cost, int64_t now,
     sb.key = Key(b.key);
     sb.interval_ns = b.interval_ns;
     sb.burst = b.burst;
-    sb.enforcing = b.enforcing;
+    sb.mode = b.mode;
   }
   return op;
 }
@@ -244,7 +244,11 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
     const int n = static_cast<int>(uniform(0, 3));
     for (int b = 0; b < n; ++b) {
       const KeyRate& k = keys[static_cast<size_t>(uniform(0, 5))];
-      buckets.push_back({k.name, k.interval_ns, k.burst, uniform(0, 4) != 0});
+      const int64_t mode_roll = uniform(0, 7);
+      buckets.push_back({k.name, k.interval_ns, k.burst,
+                         mode_roll < 5   ? BucketMode::kEnforcing
+                         : mode_roll < 7 ? BucketMode::kShadow
+                                         : BucketMode::kObserved});
     }
     const int64_t kind_roll = uniform(0, 9);
     const StoreOpKind kind = kind_roll < 5   ? StoreOpKind::kCheck
@@ -381,12 +385,53 @@ TEST_F(RedisStoreTest, PeekWritesNothingAndShadowBucketsNeverDeny) {
   // the bucket with room is charged.
   Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch, {{"shadow", kSecond, 1}}));
   r = Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch,
-                         {{"enf", kSecond, 1}, {"shadow", kSecond, 1, false}}));
+                         {{"enf", kSecond, 1},
+                          {"shadow", kSecond, 1, BucketMode::kShadow}}));
   EXPECT_TRUE(r.allowed);
   EXPECT_EQ(r.lead[1], kSecond);
   EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:enf"}),
             FormatTat(kEpoch + kSecond));
   EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:shadow"}),
+            FormatTat(kEpoch + kSecond));
+}
+
+TEST_F(RedisStoreTest, ShadowBucketsAreChargedAllOrNothingAndObservedNever) {
+  std::unique_ptr<RedisStore> store = NewStore();
+  ASSERT_NE(store, nullptr);
+  // "full" has no room left; "open" and "seen" have.
+  Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch, {{"full", kSecond, 1}}));
+  StoreResult r =
+      Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch,
+                         {{"enf", kSecond, 2},
+                          {"full", kSecond, 1, BucketMode::kShadow},
+                          {"open", kSecond, 2, BucketMode::kShadow},
+                          {"seen", kSecond, 2, BucketMode::kObserved}}));
+  // The enforcing bucket is charged; a shadow bucket without room keeps the
+  // other shadow bucket from being charged, as enforcement would have
+  // denied the request; an observed bucket is answered, never charged.
+  EXPECT_TRUE(r.allowed);
+  EXPECT_EQ(r.lead[1], kSecond);
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:enf"}),
+            FormatTat(kEpoch + kSecond));
+  EXPECT_EQ(redis_->Command({"EXISTS", "mxl:1:t:open"}), "0");
+  EXPECT_EQ(redis_->Command({"EXISTS", "mxl:1:t:seen"}), "0");
+  // With room in every shadow bucket both are charged; observed still not.
+  r = Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch,
+                         {{"open", kSecond, 2, BucketMode::kShadow},
+                          {"also", kSecond, 2, BucketMode::kShadow},
+                          {"seen", kSecond, 2, BucketMode::kObserved}}));
+  EXPECT_TRUE(r.allowed);
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:open"}),
+            FormatTat(kEpoch + kSecond));
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:also"}),
+            FormatTat(kEpoch + kSecond));
+  EXPECT_EQ(redis_->Command({"EXISTS", "mxl:1:t:seen"}), "0");
+  // An enforcing denial charges no shadow bucket either.
+  r = Run(*store, MakeOp(StoreOpKind::kCheck, 1, kEpoch,
+                         {{"full", kSecond, 1},
+                          {"open", kSecond, 2, BucketMode::kShadow}}));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:open"}),
             FormatTat(kEpoch + kSecond));
 }
 

@@ -9,8 +9,12 @@
 -- ARGV[2]           cost: an integer; negative (a refund) only for charge
 -- ARGV[3], ARGV[4]  now: seconds and nanoseconds (0..999999999) of the
 --                   caller's clock, or both empty for the server's (TIME)
--- ARGV[2+3i..4+3i]  bucket i: T (emission interval, ns), burst, and
---                   enforcing (1, or 0 for a shadow policy's bucket)
+-- ARGV[2+3i..4+3i]  bucket i: T (emission interval, ns), burst, and mode:
+--                   1 enforcing (denies when it has no room); 0 shadow
+--                   (never denies; charged only when every shadow bucket
+--                   has room, all or nothing like the enforcing ones); 2
+--                   observed (a shadow bucket of a request already
+--                   shadow-denied elsewhere: answered, never charged)
 --
 -- A key holds its bucket's TAT in integer nanoseconds, in decimal (Redis
 -- then stores it as a machine integer, the smallest value it has). An
@@ -65,8 +69,10 @@ if (op ~= 'check' and op ~= 'peek' and op ~= 'charge' and op ~= 'sync') or
 end
 
 local n = #KEYS
-local T, burst, tau, raw, lead = {}, {}, {}, {}, {}
+local T, burst, tau, raw, lead, mode = {}, {}, {}, {}, {}, {}
 local allowed = 1
+-- Whether every shadow bucket has room: only then are they charged.
+local shadow_room = true
 -- Every key is read before any is written, as store_ops.h does.
 for i = 1, n do
   local a = 2 + 3 * i
@@ -91,9 +97,13 @@ for i = 1, n do
     raw[i] = 0
   end
   lead[i] = math.min(math.max(raw[i], 0), tau[i])
-  if (op == 'check' or op == 'peek') and ARGV[a + 2] == '1' and
-      lead[i] + cost * T[i] > tau[i] then
-    allowed = 0
+  mode[i] = ARGV[a + 2]
+  if (op == 'check' or op == 'peek') and lead[i] + cost * T[i] > tau[i] then
+    if mode[i] == '1' then
+      allowed = 0
+    elseif mode[i] ~= '2' then
+      shadow_room = false
+    end
   end
 end
 
@@ -134,7 +144,8 @@ if op ~= 'peek' then
       -- [full, empty]; no decision.
       local c = math.min(math.max(cost, -burst[i]), burst[i])
       store(i, math.min(math.max(lead[i] + c * T[i], 0), tau[i]))
-    elseif allowed == 1 and lead[i] + cost * T[i] <= tau[i] then
+    elseif allowed == 1 and (mode[i] == '1' or
+                             (mode[i] ~= '2' and shadow_room)) then
       store(i, lead[i] + cost * T[i])
     elseif raw[i] > tau[i] then
       -- The clock stepped back: persist the pull-back to now + tau.

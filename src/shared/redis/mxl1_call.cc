@@ -98,7 +98,9 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
     if (op.kind == StoreOpKind::kSync) {
       w.BulkInt(b.delta_ns);
     } else {
-      w.Bulk(b.enforcing ? "1" : "0");
+      w.Bulk(b.mode == BucketMode::kEnforcing  ? "1"
+             : b.mode == BucketMode::kObserved ? "2"
+                                               : "0");
     }
   }
   assert(w.size() <= kMxl1CallMaxBytes);

@@ -3,8 +3,9 @@
 // path allocates nothing), and the few setup commands of a connection.
 //
 // EVALSHA <sha1> N key_1..key_N op cost now_s now_ns
-//         [T_ns_i burst_i enforcing_i] for i = 1..N
-// (for op `sync`, delta_ns_i in place of enforcing_i)
+//         [T_ns_i burst_i mode_i] for i = 1..N
+// (mode_i: 1 enforcing, 0 shadow, 2 observed; for op `sync`, delta_ns_i in
+// its place)
 //
 // Internal: not installed.
 
@@ -35,7 +36,7 @@ inline constexpr size_t kMxl1CallMaxBytes = [] {
   n += Bulk(7) + Bulk(40) + Bulk(Digits(kMaxStoreBuckets));  // EVALSHA sha N
   n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
   n += Bulk(6) + 3 * Bulk(kInt64Chars);           // op cost now_s now_ns
-  n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst enforcing|delta
+  n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst mode|delta
   return n;
 }();
 

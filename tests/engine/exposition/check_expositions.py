@@ -148,6 +148,8 @@ def check_parsers(workdir):
     expect(value(lone, "mxlimit_exempt_requests_total") == 5, "exempt")
     expect(value(lone, "mxlimit_policy_requests_total", policy="shadow-sync",
                  scope="user", result="shadow_denied") == 4, "shadow denials")
+    expect(value(lone, "mxlimit_policy_requests_total", policy="login-per-network",
+                 scope="ip", result="denied_by_other") == 3, "denied by another policy")
     expect(value(lone, "mxlimit_policy_info", policy="login-strict",
                  layer="route", scope="ip", mode="enforce", builtin="false",
                  rate="2/hour", burst="2") == 1, "policy info")
