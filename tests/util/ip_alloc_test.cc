@@ -99,7 +99,7 @@ TEST(IpAllocationTest, ResolvingForwardedHeadersDoesNotAllocate) {
       trusted);
   long allocations = ::mxlimit::testing::AllocationCount() - before;
   EXPECT_EQ(FormatIpAddress(xff), "2001:db8::1");
-  EXPECT_EQ(unreadable, *peer);
+  EXPECT_EQ(unreadable, UnidentifiedClient());
   EXPECT_EQ(FormatIpAddress(forwarded), "2001:db8::1");
   EXPECT_EQ(allocations, 0);
 }
