@@ -17,6 +17,7 @@
 // limit it answers for is reachable with short inputs.
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,7 +60,9 @@ struct Daemon {
     MXLIMIT_FUZZ_CHECK(config.ok() && config->builtin_policies);
     limiter = *SharedLimiter::Create(*config);
     daemon::SidecarOptions options;
-    options.trusted_proxies.push_back(*ParseCidr("127.0.0.1/32"));
+    // Every client is on loopback, so every client is a trusted proxy: the
+    // forwarded headers are always read.
+    options.trusted_proxies.push_back(*ParseCidr("127.0.0.0/8"));
     sidecar = std::make_unique<daemon::Sidecar>(*limiter, options, secret,
                                                 registry, nullptr, metrics);
     daemon::ServerOptions server_options;
@@ -89,17 +92,36 @@ int Connect(uint16_t port) {
   timeval tv{2, 0};  // no read or write blocks the target for long
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  // Each connection from its own loopback address: a closing client leaves
+  // a TIME_WAIT per connection, and one address's ports run out within
+  // seconds at the fuzzer's pace.
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  source.sin_addr.s_addr = htonl(0x7F010000u | (connects & 0xFFFF));
+  const int one = 1;  // the port is picked by connect, per address
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+  MXLIMIT_FUZZ_CHECK(
+      bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)) == 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  MXLIMIT_FUZZ_CHECK(
-      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  // libFuzzer's timeout alarm interrupts system calls: an interrupted
+  // connect goes on, and is waited for.
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    MXLIMIT_FUZZ_CHECK(errno == EINTR);
+    pollfd p{fd, POLLOUT, 0};
+    while (poll(&p, 1, 2000) < 0) MXLIMIT_FUZZ_CHECK(errno == EINTR);
+    int error = 0;
+    socklen_t len = sizeof(error);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    MXLIMIT_FUZZ_CHECK(error == 0);
+  }
   return fd;
 }
 
-// Closes a connection the server may still hold, with a reset: a million
-// client-side TIME_WAITs would use up the loopback's ephemeral ports.
+// Closes a connection the server may still hold, with a reset (a hostile
+// client's way, and one TIME_WAIT fewer).
 void Abort(int fd) {
   const linger reset{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
@@ -109,6 +131,7 @@ void Abort(int fd) {
 void SendAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // the server closed, or stopped reading: both fine
     bytes.remove_prefix(static_cast<size_t>(n));
   }
@@ -118,8 +141,10 @@ void SendAll(int fd, std::string_view bytes) {
 // timeout (a reset counts as closed).
 bool ReadUntilClosed(int fd, std::string& got) {
   char buf[4096];
+  const Clock::time_point until = Clock::now() + milliseconds(3000);
   while (true) {
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR && Clock::now() < until) continue;
     if (n == 0) return true;
     if (n < 0) return errno == ECONNRESET;
     got.append(buf, static_cast<size_t>(n));
@@ -142,7 +167,7 @@ void WaitSettled(const daemon::HttpServer& server, uint64_t n) {
           static_cast<unsigned long long>(c.accepted + c.refused_over_limit));
     }
     MXLIMIT_FUZZ_CHECK(Clock::now() < until);
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::yield();  // the workers are a few microseconds away
   }
 }
 
