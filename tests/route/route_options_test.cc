@@ -360,7 +360,7 @@ TEST(RouteOptionsTest, HostileTargetsAgainstExtrasAreFallback) {
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/./"
                        "things/$e"),  // dot segment
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
-                       "!r:x/%74hings/$e"),  // encoded literal
+                       "!r:x/%2574hings/$e"),  // double-encoded literal
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
                        "!r x/things/$e"),  // space
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
@@ -370,6 +370,13 @@ TEST(RouteOptionsTest, HostileTargetsAgainstExtrasAreFallback) {
        }) {
     EXPECT_FALSE(normalizer.Normalize("GET", bad).known) << bad;
   }
+  // An escaped spelling of a literal is that literal, as for built-ins.
+  EXPECT_EQ(normalizer
+                .Normalize("GET",
+                           "/_matrix/client/unstable/org.example.msc9999/"
+                           "rooms/!r:x/%74hings/$e")
+                .key,
+            kThings);
   // Identifier shapes the hostile tests use for built-ins.
   for (const std::string& value : testing::IdentifierShapes()) {
     EXPECT_TRUE(
