@@ -161,8 +161,11 @@ class RouteTableMerger {
   // One extra template that passed the per-entry checks.
   struct Extra {
     size_t index;
-    std::vector<ParsedSegment> parsed;  // views into routes_.extra[index]
-    std::string_view key;               // its own template, or alias_of's
+    // The template as the table holds it: as written, or its stable
+    // spelling (FoldVersion). Points into routes_ or folded_.
+    std::string_view text;
+    std::vector<ParsedSegment> parsed;  // views into `text`
+    std::string_view key;               // `text`, or alias_of's key
     bool alias = false;
   };
 
@@ -177,6 +180,9 @@ class RouteTableMerger {
   void SelectPacks();
   void MergePacks();
   bool CheckExtraTemplate(size_t i, std::vector<ParsedSegment>& parsed);
+  // `text` in its stable spelling when it starts with a version alias
+  // prefix that stands for one stable prefix, else `text` itself.
+  std::string_view FoldVersion(std::string_view text);
   void CheckExtras();
   void CheckAliases();
   void CheckShapes();
@@ -211,6 +217,7 @@ class RouteTableMerger {
   // Every active key (built-in or extra) -> its pack.
   absl::flat_hash_map<std::string_view, std::string_view> keys_;
   std::vector<Extra> extras_;
+  std::deque<std::string> folded_;  // FoldVersion's texts; never move
 };
 
 std::string RouteTableMerger::Describe(const ShapeOwner& owner) const {
@@ -349,6 +356,35 @@ bool RouteTableMerger::CheckExtraTemplate(size_t i,
   return true;
 }
 
+// The prefix alias rows say which spellings stand for which stable prefix:
+// `/_matrix/client/r0` only for `/_matrix/client/v3`, while
+// `/_matrix/client/unstable` spells both v3 and v1 (and is where unstable
+// endpoints live under their own keys), so it is left as written. The
+// longest alias prefix decides (`.../unstable/org.matrix.msc3916/media` is
+// `/_matrix/client/v1/media`).
+std::string_view RouteTableMerger::FoldVersion(std::string_view text) {
+  size_t longest = 0;
+  std::string_view stable;
+  bool one = true;
+  for (const PrefixAliasRow& row : table_->prefix_aliases_) {
+    const std::string_view alias = row.alias_prefix;
+    if (text.size() <= alias.size() || !text.starts_with(alias) ||
+        text[alias.size()] != '/' || alias.size() < longest) {
+      continue;
+    }
+    if (alias.size() > longest) {
+      longest = alias.size();
+      stable = row.stable_prefix;
+      one = true;
+    } else if (row.stable_prefix != stable) {
+      one = false;
+    }
+  }
+  if (longest == 0 || !one) return text;
+  return folded_.emplace_back(
+      absl::StrCat(ToAbsl(stable), ToAbsl(text.substr(longest))));
+}
+
 // Per-entry checks, then the keys of the extras that are not aliases.
 void RouteTableMerger::CheckExtras() {
   if (routes_.extra.size() > RouteOptions::kMaxExtraRoutes) {
@@ -361,7 +397,7 @@ void RouteTableMerger::CheckExtras() {
   absl::flat_hash_map<std::string_view, size_t> first_at;
   for (size_t i = 0; i < routes_.extra.size(); ++i) {
     const ExtraRoute& extra = routes_.extra[i];
-    Extra checked{i, {}, extra.route_template, !extra.alias_of.empty()};
+    Extra checked{i, extra.route_template, {}, {}, !extra.alias_of.empty()};
     if (!CheckExtraTemplate(i, checked.parsed)) continue;
     auto [it, first] = first_at.try_emplace(extra.route_template, i);
     if (!first) {
@@ -371,17 +407,42 @@ void RouteTableMerger::CheckExtras() {
                          Shown(it->second), "])"));
       continue;
     }
+    // A template under r0 is the endpoint its v3 spelling names: keyed and
+    // version-spelled as that, like every built-in under v3.
+    std::string read_as;
+    if (std::string_view folded = FoldVersion(checked.text);
+        folded != checked.text) {
+      read_as = absl::StrCat(" (read as ", Quoted(folded), ")");
+      checked.text = folded;
+      if (absl::Status status = ParseTemplate(checked.text, &checked.parsed);
+          !status.ok()) {
+        Error(Field::kExtraTemplate, i,
+              absl::StrCat(Quoted(extra.route_template), read_as, ": ",
+                           status.message()));
+        continue;
+      }
+    }
+    checked.key = checked.text;
     if (!checked.alias) {
-      auto known = keys_.find(extra.route_template);
-      if (known != keys_.end()) {
+      auto known = keys_.find(checked.text);
+      if (known != keys_.end() && known->second != "extra") {
         Warn(Field::kExtraTemplate, i,
-             absl::StrCat(Quoted(extra.route_template),
+             absl::StrCat(Quoted(extra.route_template), read_as,
                           " is already a template of pack ",
                           ToAbsl(known->second),
                           "; the built-in key serves it (remove this entry)"));
         continue;
       }
-      keys_.emplace(extra.route_template, "extra");
+      // An extra that another one already keys (spelled differently) is
+      // left to CheckShapes, which names both.
+      keys_.emplace(checked.text, "extra");
+    }
+    if (!read_as.empty()) {
+      Warn(Field::kExtraTemplate, i,
+           absl::StrCat(Quoted(extra.route_template), " is read as ",
+                        Quoted(checked.text),
+                        ": a version spelling is keyed as its stable form and "
+                        "served under every spelling of it"));
     }
     extras_.push_back(std::move(checked));
   }
@@ -393,10 +454,11 @@ void RouteTableMerger::CheckAliases() {
   std::vector<ParsedSegment> target;
   std::erase_if(extras_, [&](Extra& extra) {
     if (!extra.alias) return false;
-    const std::string& alias_of = routes_.extra[extra.index].alias_of;
+    const std::string_view alias_of =
+        FoldVersion(routes_.extra[extra.index].alias_of);
     if (!keys_.contains(alias_of)) {
       Error(Field::kExtraAliasOf, extra.index,
-            absl::StrCat(Quoted(alias_of),
+            absl::StrCat(Quoted(routes_.extra[extra.index].alias_of),
                          " is not an active route template (of the packs ",
                          absl::StrJoin(table_->options_.packs, ", "),
                          " or another extra entry without alias_of)"));
@@ -405,7 +467,7 @@ void RouteTableMerger::CheckAliases() {
     if (!ParseTemplate(alias_of, &target).ok() ||
         SortedPlaceholders(target) != SortedPlaceholders(extra.parsed)) {
       Error(Field::kExtraAliasOf, extra.index,
-            absl::StrCat(Quoted(alias_of),
+            absl::StrCat(Quoted(routes_.extra[extra.index].alias_of),
                          " has other placeholders than the template ",
                          Quoted(routes_.extra[extra.index].route_template),
                          ": an alias names the same identifiers"));
@@ -445,43 +507,47 @@ void RouteTableMerger::CheckShapes() {
   // error per entry: its spellings collide wherever it does.
   absl::flat_hash_set<size_t> failed;
   for (const Extra& extra : extras_) {
-    const std::string& text = routes_.extra[extra.index].route_template;
-    ShapeOwner owner{text,    extra.key, extra.alias ? "alias" : "route",
+    const std::string& written = routes_.extra[extra.index].route_template;
+    ShapeOwner owner{written, extra.key, extra.alias ? "alias" : "route",
                      "extra", false,     extra.index};
     auto [holder, inserted] = claim(TemplateShape(extra.parsed), owner);
     if (!inserted) {
       Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat(Quoted(text), " matches exactly the same paths as ",
+            absl::StrCat(Quoted(written), " matches exactly the same paths as ",
                          Describe(*holder)));
       failed.insert(extra.index);
     }
   }
   for (const Extra& extra : extras_) {
     if (failed.contains(extra.index)) continue;
-    const std::string& text = routes_.extra[extra.index].route_template;
+    const std::string_view text = extra.text;
+    const std::string& written = routes_.extra[extra.index].route_template;
     for (const PrefixAliasRow& alias : table_->prefix_aliases_) {
       std::string_view stable = alias.stable_prefix;
       if (text.size() <= stable.size() ||
-          std::string_view(text).substr(0, stable.size()) != stable ||
+          text.substr(0, stable.size()) != stable ||
           text[stable.size()] != '/') {
         continue;
       }
-      std::string spelling =
-          absl::StrCat(ToAbsl(alias.alias_prefix),
-                       ToAbsl(std::string_view(text).substr(stable.size())));
+      std::string spelling = absl::StrCat(ToAbsl(alias.alias_prefix),
+                                          ToAbsl(text.substr(stable.size())));
       if (!ParseTemplate(spelling, &parsed).ok()) continue;
       ShapeOwner owner{spelling, extra.key, "version spelling",
                        "extra",  true,      extra.index};
       auto [holder, inserted] = claim(TemplateShape(parsed), owner);
-      // A spelling yields to an explicit line, as built-in ones do.
-      if (inserted || !holder->prefix_alias || holder->key == extra.key) {
+      // A spelling yields to an explicit built-in line, as built-in ones
+      // do. Another extra entry spelled that way is the operator's own
+      // second key for one endpoint (r0 and v3 of one path): refused.
+      if (inserted || holder->key == extra.key ||
+          (!holder->prefix_alias && holder->pack != "extra")) {
         continue;
       }
-      Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat(Quoted(text), " is also served as ", Quoted(spelling),
-                         " (prefix alias ", ToAbsl(alias.alias_prefix),
-                         "), which matches exactly the same paths as ",
-                         Describe(*holder)));
+      Error(
+          Field::kExtraTemplate, extra.index,
+          absl::StrCat(Quoted(written), " is also served as ", Quoted(spelling),
+                       " (prefix alias ", ToAbsl(alias.alias_prefix),
+                       "), which matches exactly the same paths as ",
+                       Describe(*holder)));
       break;
     }
   }
@@ -494,16 +560,14 @@ void RouteTableMerger::Finish() {
   absl::flat_hash_map<std::string_view, std::string_view> owned_key;
   for (const Extra& extra : extras_) {
     if (extra.alias) continue;
-    const std::string& text =
-        t.owned_.emplace_back(routes_.extra[extra.index].route_template);
+    const std::string& text = t.owned_.emplace_back(extra.text);
     t.templates_.push_back(text);
     t.pack_of_.push_back("extra");
     owned_key.emplace(extra.key, text);
   }
   for (const Extra& extra : extras_) {
     if (!extra.alias) continue;
-    const std::string& text =
-        t.owned_.emplace_back(routes_.extra[extra.index].route_template);
+    const std::string& text = t.owned_.emplace_back(extra.text);
     auto it = owned_key.find(extra.key);
     t.forms_.push_back({text, it != owned_key.end() ? it->second : extra.key});
   }
@@ -653,8 +717,8 @@ void RouteTableMerger::BuildTrie() {
   // Pin the error on the extra entry whose template it quotes, if any.
   const std::string message(trie.status().message());
   for (const Extra& extra : extras_) {
-    const std::string& text = routes_.extra[extra.index].route_template;
-    if (message.find(absl::StrCat("\"", text, "\"")) != std::string::npos) {
+    if (message.find(absl::StrCat("\"", ToAbsl(extra.text), "\"")) !=
+        std::string::npos) {
       Error(Field::kExtraTemplate, extra.index, message);
       return;
     }
