@@ -442,8 +442,8 @@ class PolicyReader {
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   const internal::MergedRouteTable* route_table,
-                  std::vector<Policy>& policies, ConfigErrors& errors,
-                  ConfigErrors& warnings) {
+                  const PolicySetShape& set, std::vector<Policy>& policies,
+                  ConfigErrors& errors, ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
   RouteFacts routes(route_table);
@@ -476,7 +476,12 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
   for (size_t i = 0; i < shapes.size(); ++i) {
     shapes[i].policy = &policies[first + i];
   }
-  WarnShadowedPolicies(shapes, warnings);
+  const std::vector<bool> shadowed = WarnShadowedPolicies(shapes, warnings);
+  // The whole set, built-ins included, is only known valid without errors.
+  if (set.want_warnings && errors.empty() && first == 0) {
+    WarnOutrankedPolicies(shapes, shadowed, set.builtins, set.all_shadow,
+                          route_table, warnings);
+  }
 }
 
 }  // namespace mxlimit::config_internal
