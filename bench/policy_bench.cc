@@ -120,9 +120,9 @@ class NaiveScan {
                             : shape.kind == internal::PatternKind::kExact ? 3
                             : shape.literal_bytes > 0                     ? 2
                                                                           : 0;
-      rank_.push_back((tier << 60) |
-                      (static_cast<uint64_t>(shape.literal_bytes) << 24) |
-                      (p.builtin ? 0 : uint64_t{1} << 16) | (0xFFFF - i));
+      rank_.push_back((tier << 60) | (p.builtin ? 0 : uint64_t{1} << 59) |
+                      (static_cast<uint64_t>(shape.rank_bytes) << 24) |
+                      (0xFFFF - i));
       canonical_.push_back(c);
       auto it = std::find(layers_.begin(), layers_.end(), p.layer);
       layer_.push_back(static_cast<int>(it - layers_.begin()));

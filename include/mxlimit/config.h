@@ -85,9 +85,12 @@ struct CheckedConfig {
   // `kMaxConfigErrorsReported` of them (then a count of the rest). A warning
   // never rejects a file: a pattern not in canonical form, a `{placeholder}`
   // no route uses, a trailing '/' no route has, a policy that can never
-  // apply (same match, methods, scope and layer as an earlier one), an
-  // `exempt.ips` entry covering loopback or private addresses, a table
-  // capacity below the shard count. docs/config.md, "Warnings", has them all.
+  // apply (same match, methods, scope and layer as an earlier one, or
+  // outranked on every request it may match), a policy outranked on every
+  // request of a route it was written for (`PolicySet::Outranked`: this one
+  // compiles the policy set, which `ParseConfig` skips), an `exempt.ips`
+  // entry covering loopback or private addresses, a table capacity below
+  // the shard count. docs/config.md, "Warnings", has them all.
   std::vector<std::string> warnings;
 };
 

@@ -17,9 +17,10 @@
 //   * Within one layer and scope, enforcing and shadow policies are resolved
 //     separately, each to at most one policy: an exact pattern beats every
 //     wildcard with a literal byte, which beats `<fallback>`, which beats a
-//     wildcard without literal bytes (`*`); more literal bytes win within
-//     those; then an operator policy beats a built-in, then the earlier one
-//     wins (operator file order, then built-in table order).
+//     wildcard without literal bytes (`*`); within those an operator policy
+//     beats a built-in, then more literal bytes win (a `{name}` placeholder
+//     counts none), then the earlier one (operator file order, then
+//     built-in table order).
 //   * Every layer applies: the limiter charges all resolved policies of all
 //     layers all-or-nothing.
 //   * The bucket route is the request's `RouteId` for non-sharing policies and
@@ -89,7 +90,7 @@ enum class RankReason : uint8_t {
   kExact,             // Exact pattern over a wildcard.
   kMoreSpecific,      // A wildcard with literal bytes over `<fallback>`, or
                       // `<fallback>` over a wildcard without any.
-  kMoreLiteralBytes,  // More non-'*' bytes.
+  kMoreLiteralBytes,  // More bytes outside '*' and `{name}` placeholders.
   kOperatorOverBuiltin,
   kEarlier  // Earlier in the operator file / built-in table.
 };
@@ -136,6 +137,28 @@ struct PolicyMatch {
   PolicyId versus = kNoPolicy;
   // kChosen only: the route component of the bucket key it charges.
   RouteId bucket_route = kFallbackRouteId;
+};
+
+// An operator policy that another policy of its layer, scope and mode
+// outranks on every request of some route its patterns may match
+// (`PolicySet::Outranked`; `mxlimit check-config` warns about each).
+struct OutrankedPolicy {
+  // Where it loses to one other policy.
+  struct Loss {
+    PolicyId by = kNoPolicy;
+    // Why `by` wins there (on the first route listed).
+    RankReason reason = RankReason::kEarlier;
+    // The routes, in RouteId order, and the methods (upper case; "other"
+    // for non-standard ones) for which it loses each request to `by`.
+    std::vector<RouteId> routes;
+    std::vector<std::string> methods;
+  };
+  PolicyId policy = kNoPolicy;
+  // True when it loses every request its patterns may match: it can never
+  // apply. Then `losses` lists every policy it loses to; otherwise only
+  // those that are no more specific than its pattern (see `Outranked`).
+  bool never_applies = false;
+  std::vector<Loss> losses;
 };
 
 // -----------------------------------------------------------------------------
@@ -256,6 +279,27 @@ class PolicySet {
   // True when every request on `route` with `method` resolves from the
   // route alone (compiled with `route_forms`; see `Compile`).
   bool ResolvedByRoute(RouteId route, std::string_view method) const;
+
+  // The operator policies that are dead where they were written for: for
+  // each route and method a policy's patterns may match (its route key, a
+  // path served as the route, per `route_forms` of the normalizer the set
+  // was compiled against, or an unknown path), whether a policy of the same
+  // layer, scope and mode that matches the route key, and so takes part in
+  // every request there, outranks it. Reported: a policy that loses
+  // everywhere (`never_applies`); on a route whose key it matches, every
+  // loss to a policy that is no more specific (no more literal bytes
+  // outside placeholders: a tie lost on file order, or a wildcard such as
+  // `/_matrix/client/v3/login*` under the exact built-in login policy); on
+  // a route it reaches through raw paths only, a loss where it names values
+  // of the route's placeholders (one room's `/rooms/!a:b/*` under the
+  // exact `join-room`). Losing to a more specific policy is what ranking is
+  // for, and is not reported (`/_matrix/client/v3/*` under
+  // `login-per-ip`); nor is a loss to a policy that matches raw paths only
+  // (it does not take part in every request of the route). Operator
+  // policies in `policies()` order. For `mxlimit check-config`: scans the
+  // routes of each operator policy's patterns, not for a hot path.
+  std::vector<OutrankedPolicy> Outranked(
+      const PreparedRouteForms& route_forms) const;
 
   size_t size() const { return policies_.size(); }
   // REQUIRES: id < size().

@@ -24,9 +24,12 @@
 //     built-in packs a `RouteOptions` selects (src/route/packs/*.inc; by
 //     default spec, msc and synapse) and the operator's extra templates.
 //   * The target is matched as received: the path before the first '?' or
-//     '#', split at '/', each segment still percent-encoded. Nothing is
-//     decoded, so `%2F` inside a room ID stays inside its segment. Literal
-//     segments must match byte for byte (`%73ync` is not `sync`).
+//     '#', split at '/', each segment still percent-encoded, so `%2F` inside
+//     a room ID stays inside its segment. A literal segment matches its own
+//     bytes, or any spelling whose escapes decode to them as the canonical
+//     form of policy matching decodes them (`%73ync` is `sync`, `Sync` is
+//     not; an escaped '/', '?', '#' or '%' stays an escape and matches no
+//     literal): every spelling of a known route is that route.
 //   * A placeholder matches one segment of one or more bytes; only
 //     `{stateKey}` may be empty (`/state/{eventType}/` is the empty state
 //     key). Raw UTF-8, `+` and broken percent-encoding are just bytes.
@@ -188,8 +191,10 @@ class RouteNormalizer {
 
   // Every request shape the normalizer serves, each with its route id: a
   // target is served as a known route exactly when its query-free path is
-  // one of these with every placeholder replaced by one segment. For
-  // precomputing per-route policy resolution (`PolicySet::Compile`).
+  // one of these with every placeholder replaced by one segment and every
+  // literal segment spelled as itself or with escapes that decode to it
+  // (so the canonical form of the path is the form's, placeholders aside).
+  // For precomputing per-route policy resolution (`PolicySet::Compile`).
   std::span<const RouteForm> forms() const;
 
   // The pack `id`'s key comes from ("spec", "synapse", ...), "extra" for an

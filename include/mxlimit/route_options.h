@@ -42,7 +42,10 @@ namespace mxlimit {
 // One operator-defined route template.
 struct ExtraRoute {
   // The template, in the built-in table's syntax: literal segments and
-  // `{name}` placeholders, each matching one raw segment.
+  // `{name}` placeholders, each matching one raw segment. Written under a
+  // version alias prefix that spells one stable prefix ("/_matrix/client/r0/
+  // ...", "/_matrix/media/v1/..."), it is keyed as its stable spelling
+  // ("/_matrix/client/v3/...") and served under every spelling of it.
   std::string route_template;
   // Empty: the template is a route key of its own (pack "extra"). Otherwise
   // the active template (built-in or extra) whose key it shares: requests in
@@ -94,9 +97,10 @@ bool SameRouteTable(const RouteOptions& a, const RouteOptions& b);
 // active route key with the same placeholders; at most kMaxExtraRoutes
 // extra templates, and the whole table fits a RouteId.
 //
-// NOTE: an extra template identical to an active built-in one is not an
-// error: the built-in key serves it (a later release may add a template an
-// operator added first), and the config loader warns.
+// NOTE: an extra template identical to an active built-in one (after the
+// version fold above) is not an error: the built-in key serves it (a later
+// release may add a template an operator added first), and the config loader
+// warns.
 absl::Status ValidateRouteOptions(const RouteOptions& routes);
 
 }  // namespace mxlimit

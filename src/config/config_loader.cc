@@ -57,8 +57,8 @@ void ReadPrefix(const MapFields& map, std::string_view key, int max,
 }
 
 void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
-                  size_t shards, LimiterConfig& config, ConfigErrors& errors,
-                  ConfigErrors& warnings) {
+                  size_t shards, bool want_warnings, LimiterConfig& config,
+                  ConfigErrors& errors, ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
       "builtin_policies", "shadow_mode", "tables", "routes",
       "exempt",           "policies",    "store"};
@@ -84,8 +84,11 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
     ReadExempt(*f, config.exempt, errors, warnings);
   }
   if (const Field* f = top.Find("policies")) {
-    ReadPolicies(*f, config.tables, route_table.get(), config.builtin_policies,
-                 config.policies, errors, warnings);
+    // `builtin_policies` and `shadow_mode` are read: the set is known.
+    const PolicySetShape set{config.builtin_policies, config.shadow_mode,
+                             want_warnings};
+    ReadPolicies(*f, config.tables, route_table.get(), set, config.policies,
+                 errors, warnings);
   }
   if (const Field* f = top.Find("store")) {
     ReadStore(*f, file_name, config.store, errors, warnings);
@@ -163,7 +166,7 @@ std::optional<std::pair<YAML::Mark, size_t>> FindNulByte(
 // Parses the text and reads it into `config`; every problem goes to `errors`.
 // Catches everything yaml-cpp throws.
 void ParseInto(std::string_view text, std::string_view file_name, size_t shards,
-               LimiterConfig& config, ConfigErrors& errors,
+               bool want_warnings, LimiterConfig& config, ConfigErrors& errors,
                ConfigErrors& warnings) {
   if (std::optional<std::pair<YAML::Mark, size_t>> nul = FindNulByte(text)) {
     errors.Add(nul->first,
@@ -197,7 +200,8 @@ void ParseInto(std::string_view text, std::string_view file_name, size_t shards,
         return;
       }
     }
-    ReadTopLevel(documents[0], file_name, shards, config, errors, warnings);
+    ReadTopLevel(documents[0], file_name, shards, want_warnings, config, errors,
+                 warnings);
   } catch (const YAML::Exception& e) {
     // ParserException (syntax) carries the position yaml-cpp stopped at.
     // yaml-cpp's message may quote raw input bytes; escape them so each
@@ -270,9 +274,15 @@ void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
 
 }  // namespace config_internal
 
-absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
-    std::string_view yaml_text, std::string_view file_name,
-    const ConfigCheckOptions& options) {
+namespace {
+
+// ParseConfigWithWarnings; without `want_warnings` the checks that cost
+// more than reading (compiling the policy set to find outranked policies)
+// are skipped, since nobody reads their warnings.
+absl::StatusOr<CheckedConfig> Parse(std::string_view yaml_text,
+                                    std::string_view file_name,
+                                    const ConfigCheckOptions& options,
+                                    bool want_warnings) {
   if (file_name.empty()) file_name = "<config>";
   if (yaml_text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -285,8 +295,8 @@ absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
   CheckedConfig checked;
   config_internal::ConfigErrors errors;
   config_internal::ConfigErrors warnings("warning: ");
-  config_internal::ParseInto(yaml_text, file_name, shards, checked.config,
-                             errors, warnings);
+  config_internal::ParseInto(yaml_text, file_name, shards, want_warnings,
+                             checked.config, errors, warnings);
   if (!errors.empty()) {
     return absl::InvalidArgumentError(errors.Render(file_name));
   }
@@ -294,16 +304,8 @@ absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
   return checked;
 }
 
-absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
-                                          std::string_view file_name) {
-  absl::StatusOr<CheckedConfig> checked =
-      ParseConfigWithWarnings(yaml_text, file_name);
-  if (!checked.ok()) return checked.status();
-  return std::move(checked->config);
-}
-
-absl::StatusOr<CheckedConfig> LoadConfigFileWithWarnings(
-    const std::string& path, const ConfigCheckOptions& options) {
+// The text of `path`, at most kMaxConfigBytes.
+absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
   auto file_error = [&path](int error_number, std::string_view what) {
     return absl::ErrnoToStatus(
         error_number, absl::StrCat(path, ": ", internal::ToAbsl(what)));
@@ -331,11 +333,37 @@ absl::StatusOr<CheckedConfig> LoadConfigFileWithWarnings(
         absl::StrCat(path, ": the file is over the limit of ", kMaxConfigBytes,
                      " bytes (1 MiB); is this the right file?"));
   }
-  return ParseConfigWithWarnings(text, path, options);
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckedConfig> ParseConfigWithWarnings(
+    std::string_view yaml_text, std::string_view file_name,
+    const ConfigCheckOptions& options) {
+  return Parse(yaml_text, file_name, options, /*want_warnings=*/true);
+}
+
+absl::StatusOr<LimiterConfig> ParseConfig(std::string_view yaml_text,
+                                          std::string_view file_name) {
+  absl::StatusOr<CheckedConfig> checked =
+      Parse(yaml_text, file_name, {}, /*want_warnings=*/false);
+  if (!checked.ok()) return checked.status();
+  return std::move(checked->config);
+}
+
+absl::StatusOr<CheckedConfig> LoadConfigFileWithWarnings(
+    const std::string& path, const ConfigCheckOptions& options) {
+  absl::StatusOr<std::string> text = ReadConfigText(path);
+  if (!text.ok()) return text.status();
+  return Parse(*text, path, options, /*want_warnings=*/true);
 }
 
 absl::StatusOr<LimiterConfig> LoadConfigFile(const std::string& path) {
-  absl::StatusOr<CheckedConfig> checked = LoadConfigFileWithWarnings(path);
+  absl::StatusOr<std::string> text = ReadConfigText(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<CheckedConfig> checked =
+      Parse(*text, path, {}, /*want_warnings=*/false);
   if (!checked.ok()) return checked.status();
   return std::move(checked->config);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -15,8 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
+#include "mxlimit/policy_set.h"
 #include "mxlimit/route.h"
 #include "src/policy/route_glob.h"
+#include "src/route/route_trie.h"
 #include "src/util/quote.h"
 
 namespace mxlimit::config_internal {
@@ -295,13 +298,15 @@ void WarnApproximateSharing(const Field& field, const Policy& policy,
                    " or more), see docs/shared-state.md; use exact here"));
 }
 
-void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
-                          ConfigErrors& warnings) {
+std::vector<bool> WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
+                                       ConfigErrors& warnings) {
+  std::vector<bool> warned(policies.size(), false);
   // What resolution compares, in a form where equal means interchangeable.
   using Key = std::tuple<std::set<std::string>, std::set<std::string>, Scope,
                          std::string, bool>;
   std::vector<std::pair<Key, const PolicyShape*>> seen;
-  for (const PolicyShape& shape : policies) {
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const PolicyShape& shape = policies[i];
     const Policy& p = *shape.policy;
     if (p.name.empty() || p.match.empty()) continue;  // Already an error.
     std::set<std::string> patterns;
@@ -322,9 +327,95 @@ void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
                        "policy ",
                        QuoteForError(first.policy->name), " (line ", first.line,
                        "), which wins every tie: this one can never apply"));
+      warned[i] = true;
       continue;
     }
     seen.emplace_back(std::move(key), &shape);
+  }
+  return warned;
+}
+
+void WarnOutrankedPolicies(const std::vector<PolicyShape>& policies,
+                           const std::vector<bool>& skip, bool builtins,
+                           bool all_shadow,
+                           const internal::MergedRouteTable* route_table,
+                           ConfigErrors& warnings) {
+  if (policies.empty()) return;
+  const internal::RouteTrie& trie =
+      (route_table != nullptr ? *route_table : internal::DefaultRouteTable())
+          .trie();
+  std::vector<Policy> operator_policies;
+  operator_policies.reserve(policies.size());
+  for (const PolicyShape& shape : policies) {
+    operator_policies.push_back(*shape.policy);
+  }
+  absl::StatusOr<PolicySet> set = PolicySet::Compile(
+      std::move(operator_policies), builtins, trie.keys(), all_shadow);
+  if (!set.ok()) return;  // A set-level error, reported as one.
+  std::optional<PreparedRouteForms> own_forms;
+  if (route_table != nullptr) own_forms.emplace(trie.forms());
+  static const PreparedRouteForms* const kDefaultForms =
+      new PreparedRouteForms(internal::DefaultRouteTable().trie().forms());
+  const PreparedRouteForms& forms =
+      own_forms.has_value() ? *own_forms : *kDefaultForms;
+
+  // Operator policies come first in the set, in file order.
+  // `policy "name" (built-in)` or `(line N)`, with `more` inside.
+  auto describe = [&](PolicyId id, std::string_view more = {}) {
+    const Policy& p = set->policy(id);
+    return absl::StrCat("policy ", QuoteForError(p.name), " (",
+                        p.builtin ? std::string("built-in")
+                                  : absl::StrCat("line ", policies[id].line),
+                        more.empty() ? "" : ", ", ToAbsl(more), ")");
+  };
+  auto routes_text = [&](const std::vector<RouteId>& routes) {
+    const RouteId first = routes.front();
+    std::string text = first == kFallbackRouteId
+                           ? std::string("unknown paths (<fallback>)")
+                           : std::string(set->route_key(first));
+    if (routes.size() > 1) {
+      absl::StrAppend(&text, " and ", routes.size() - 1,
+                      routes.size() == 2 ? " more route" : " more routes");
+    }
+    return text;
+  };
+  for (const OutrankedPolicy& o : set->Outranked(forms)) {
+    if (skip[o.policy]) continue;
+    const PolicyShape& shape = policies[o.policy];
+    const std::string head = absl::StrCat(shape.path, ": policy ",
+                                          QuoteForError(shape.policy->name));
+    if (o.never_applies) {
+      std::vector<std::string> winners;
+      for (const OutrankedPolicy::Loss& loss : o.losses) {
+        winners.push_back(describe(loss.by, RankReasonName(loss.reason)));
+      }
+      warnings.Add(
+          shape.mark,
+          absl::StrCat(
+              head, " can never apply: ",
+              winners.size() == 1
+                  ? absl::StrCat(winners[0], " outranks it")
+                  : absl::StrCat("one of ", absl::StrJoin(winners, ", "),
+                                 " outranks it"),
+              " on every request its patterns match, in the same "
+              "layer and scope"));
+      continue;
+    }
+    for (const OutrankedPolicy::Loss& loss : o.losses) {
+      const bool every_method =
+          loss.methods.size() == internal::kMethodClassCount;
+      warnings.Add(
+          shape.mark,
+          absl::StrCat(head, " never applies to ",
+                       every_method ? std::string("any method")
+                                    : absl::StrJoin(loss.methods, ", "),
+                       " on ", routes_text(loss.routes), ": ",
+                       describe(loss.by),
+                       " outranks it on every request there (",
+                       ToAbsl(RankReasonName(loss.reason)),
+                       "); to have it apply, give it a pattern that ranks "
+                       "higher there or a layer of its own"));
+    }
   }
 }
 

@@ -99,8 +99,22 @@ struct PolicyShape {
 // Policies with the same patterns (canonical, as a set), methods, scope,
 // layer and mode as an earlier one: the earlier wins every tie, so the later
 // can never apply.
-void WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
-                          ConfigErrors& warnings);
+// Returns, per policy, whether it was warned about.
+std::vector<bool> WarnShadowedPolicies(const std::vector<PolicyShape>& policies,
+                                       ConfigErrors& warnings);
+
+// Operator policies that another policy of their layer and scope (a
+// built-in or an earlier one) outranks on every request of a route they
+// were written for, or everywhere (PolicySet::Outranked), each named with
+// the policy that wins. `policies`: every operator policy of the file, in
+// order; `skip[i]`: policy i has a warning saying so already
+// (WarnShadowedPolicies); `builtins`, `all_shadow`: the file's
+// `builtin_policies` and `shadow_mode`; `route_table`: as for RouteFacts.
+void WarnOutrankedPolicies(const std::vector<PolicyShape>& policies,
+                           const std::vector<bool>& skip, bool builtins,
+                           bool all_shadow,
+                           const internal::MergedRouteTable* route_table,
+                           ConfigErrors& warnings);
 
 }  // namespace mxlimit::config_internal
 

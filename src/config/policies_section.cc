@@ -446,7 +446,7 @@ class PolicyReader {
 
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   const internal::MergedRouteTable* route_table,
-                  bool builtin_policies, std::vector<Policy>& policies,
+                  const PolicySetShape& set, std::vector<Policy>& policies,
                   ConfigErrors& errors, ConfigErrors& warnings) {
   std::vector<YAML::Node> items =
       ReadList(field, "a list of policies (each \"- name: ...\")", errors);
@@ -486,15 +486,20 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
   for (size_t i = 0; i < shapes.size(); ++i) {
     shapes[i].policy = &policies[first + i];
   }
-  WarnShadowedPolicies(shapes, warnings);
+  const std::vector<bool> shadowed = WarnShadowedPolicies(shapes, warnings);
   // A set-level check, in the same pass as the fields' (issue #30): the
   // first policy past the layer limit, at its layer.
   const std::span<const Policy> read(policies.data() + first,
                                      policies.size() - first);
   if (std::optional<LayerOverflow> over =
-          FindLayerOverflow(read, builtin_policies)) {
+          FindLayerOverflow(read, set.builtins)) {
     const auto& [mark, path] = layer_at[over->index];
     errors.Add(mark, absl::StrCat(path, ": ", over->problem));
+  }
+  // The whole set, built-ins included, is only known valid without errors.
+  if (set.want_warnings && errors.empty() && first == 0) {
+    WarnOutrankedPolicies(shapes, shadowed, set.builtins, set.all_shadow,
+                          route_table, warnings);
   }
 }
 

@@ -37,6 +37,15 @@ std::shared_ptr<const internal::MergedRouteTable> ReadRoutes(
 void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
                 ConfigErrors& warnings);
 
+// What of the rest of the file the policy set the operator policies join
+// depends on, for the warning about outranked policies.
+struct PolicySetShape {
+  bool builtins = true;     // `builtin_policies`
+  bool all_shadow = false;  // top-level `shadow_mode`
+  // False: skip the checks that compile the set (nobody reads the warnings).
+  bool want_warnings = true;
+};
+
 // `policies:` (operator policies, in file order). `tables` supplies the
 // prefix for a family a `client_prefix` leaves out; `route_table` the route
 // table patterns are checked against (warnings; null: the default table);
@@ -44,7 +53,7 @@ void ReadExempt(const Field& field, ExemptOptions& exempt, ConfigErrors& errors,
 // layers, which is checked here too.
 void ReadPolicies(const Field& field, const TableOptions& tables,
                   const internal::MergedRouteTable* route_table,
-                  bool builtin_policies, std::vector<Policy>& policies,
+                  const PolicySetShape& set, std::vector<Policy>& policies,
                   ConfigErrors& errors, ConfigErrors& warnings);
 
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config

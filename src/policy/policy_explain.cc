@@ -22,24 +22,7 @@ using internal::CanonicalPattern;
 using internal::ClassifyMethod;
 using internal::GlobMatch;
 using internal::MethodMask;
-using internal::ShapeOf;
-using internal::TierOf;
-
-// Why a winner whose best pattern is `w` outranks a loser whose best is `l`
-// (canonical forms): the first rule of the ranking that separates them.
-RankReason RankReasonBetween(std::string_view w, std::string_view l,
-                             bool winner_builtin, bool loser_builtin) {
-  const int wt = TierOf(w);
-  const int lt = TierOf(l);
-  if (wt != lt) {
-    return wt == 3 || lt == 3 ? RankReason::kExact : RankReason::kMoreSpecific;
-  }
-  if (ShapeOf(w).literal_bytes != ShapeOf(l).literal_bytes) {
-    return RankReason::kMoreLiteralBytes;
-  }
-  if (winner_builtin != loser_builtin) return RankReason::kOperatorOverBuiltin;
-  return RankReason::kEarlier;
-}
+using internal::RankReasonBetween;
 
 // The highest and second-highest of `matches` by `order` among those `in`
 // accepts (nullptr where there are fewer).

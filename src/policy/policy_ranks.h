@@ -16,6 +16,7 @@
 
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/policy_match.h"
+#include "mxlimit/policy_set.h"
 #include "mxlimit/route.h"
 
 namespace mxlimit::internal {
@@ -31,6 +32,22 @@ inline int TierOf(std::string_view canonical) {
   const PatternShape shape = ShapeOf(canonical);
   if (shape.kind == PatternKind::kExact) return 3;
   return shape.literal_bytes > 0 ? 2 : 0;
+}
+
+// Why a winner whose best pattern is `w` outranks a loser whose best is `l`
+// (canonical forms): the first rule of the ranking that separates them.
+inline RankReason RankReasonBetween(std::string_view w, std::string_view l,
+                                    bool winner_builtin, bool loser_builtin) {
+  const int wt = TierOf(w);
+  const int lt = TierOf(l);
+  if (wt != lt) {
+    return wt == 3 || lt == 3 ? RankReason::kExact : RankReason::kMoreSpecific;
+  }
+  if (winner_builtin != loser_builtin) return RankReason::kOperatorOverBuiltin;
+  if (ShapeOf(w).rank_bytes != ShapeOf(l).rank_bytes) {
+    return RankReason::kMoreLiteralBytes;
+  }
+  return RankReason::kEarlier;
 }
 
 // The canonical form of a pattern: `<fallback>` stays itself.

@@ -256,8 +256,8 @@ void PolicySet::AssignSlots() {
 void PolicySet::RankEntries() {
   struct Ranked {
     int tier;
-    size_t literal_bytes;
     bool operator_policy;
+    size_t rank_bytes;
     size_t policy;
     size_t pattern;
   };
@@ -267,19 +267,20 @@ void PolicySet::RankEntries() {
     for (size_t j = 0; j < p.match.size(); ++j) {
       Entry e{static_cast<PolicyId>(i), static_cast<uint8_t>(j), info_[i].slot,
               MaskOf(p), CanonicalPattern(p.match[j])};
-      Ranked r{TierOf(e.canonical), ShapeOf(e.canonical).literal_bytes,
-               !p.builtin, i, j};
+      Ranked r{TierOf(e.canonical), !p.builtin, ShapeOf(e.canonical).rank_bytes,
+               i, j};
       ranked.emplace_back(r, std::move(e));
     }
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     const Ranked& x = a.first;
     const Ranked& y = b.first;
+    // The ranking of docs/policies.md, "Which one applies": within a tier
+    // the operator's policy beats a built-in (the operator wrote it for
+    // this server), then more literal bytes, then the earlier.
     if (x.tier != y.tier) return x.tier < y.tier;
-    if (x.literal_bytes != y.literal_bytes) {
-      return x.literal_bytes < y.literal_bytes;
-    }
     if (x.operator_policy != y.operator_policy) return !x.operator_policy;
+    if (x.rank_bytes != y.rank_bytes) return x.rank_bytes < y.rank_bytes;
     if (x.policy != y.policy) return x.policy > y.policy;
     return x.pattern > y.pattern;
   });

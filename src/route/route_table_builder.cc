@@ -161,8 +161,11 @@ class RouteTableMerger {
   // One extra template that passed the per-entry checks.
   struct Extra {
     size_t index;
-    std::vector<ParsedSegment> parsed;  // views into routes_.extra[index]
-    std::string_view key;               // its own template, or alias_of's
+    // The template as the table holds it: as written, or its stable
+    // spelling (FoldVersion). Points into routes_ or folded_.
+    std::string_view text;
+    std::vector<ParsedSegment> parsed;  // views into `text`
+    std::string_view key;               // `text`, or alias_of's key
     bool alias = false;
   };
   // An alias whose own template was refused (invalid, or listed twice): its
@@ -183,6 +186,9 @@ class RouteTableMerger {
   void SelectPacks();
   void MergePacks();
   bool CheckExtraTemplate(size_t i, std::vector<ParsedSegment>& parsed);
+  // `text` in its stable spelling when it starts with a version alias
+  // prefix that stands for one stable prefix, else `text` itself.
+  std::string_view FoldVersion(std::string_view text);
   void CheckExtras();
   void CheckAliases();
   void CheckShapes();
@@ -218,6 +224,7 @@ class RouteTableMerger {
   absl::flat_hash_map<std::string_view, std::string_view> keys_;
   std::vector<Extra> extras_;
   std::vector<RefusedAlias> refused_aliases_;
+  std::deque<std::string> folded_;  // FoldVersion's texts; never move
 };
 
 std::string RouteTableMerger::Describe(const ShapeOwner& owner) const {
@@ -356,6 +363,35 @@ bool RouteTableMerger::CheckExtraTemplate(size_t i,
   return true;
 }
 
+// The prefix alias rows say which spellings stand for which stable prefix:
+// `/_matrix/client/r0` only for `/_matrix/client/v3`, while
+// `/_matrix/client/unstable` spells both v3 and v1 (and is where unstable
+// endpoints live under their own keys), so it is left as written. The
+// longest alias prefix decides (`.../unstable/org.matrix.msc3916/media` is
+// `/_matrix/client/v1/media`).
+std::string_view RouteTableMerger::FoldVersion(std::string_view text) {
+  size_t longest = 0;
+  std::string_view stable;
+  bool one = true;
+  for (const PrefixAliasRow& row : table_->prefix_aliases_) {
+    const std::string_view alias = row.alias_prefix;
+    if (text.size() <= alias.size() || !text.starts_with(alias) ||
+        text[alias.size()] != '/' || alias.size() < longest) {
+      continue;
+    }
+    if (alias.size() > longest) {
+      longest = alias.size();
+      stable = row.stable_prefix;
+      one = true;
+    } else if (row.stable_prefix != stable) {
+      one = false;
+    }
+  }
+  if (longest == 0 || !one) return text;
+  return folded_.emplace_back(
+      absl::StrCat(ToAbsl(stable), ToAbsl(text.substr(longest))));
+}
+
 // Per-entry checks, then the keys of the extras that are not aliases.
 void RouteTableMerger::CheckExtras() {
   if (routes_.extra.size() > RouteOptions::kMaxExtraRoutes) {
@@ -368,7 +404,7 @@ void RouteTableMerger::CheckExtras() {
   absl::flat_hash_map<std::string_view, size_t> first_at;
   for (size_t i = 0; i < routes_.extra.size(); ++i) {
     const ExtraRoute& extra = routes_.extra[i];
-    Extra checked{i, {}, extra.route_template, !extra.alias_of.empty()};
+    Extra checked{i, extra.route_template, {}, {}, !extra.alias_of.empty()};
     if (!CheckExtraTemplate(i, checked.parsed)) {
       if (checked.alias) refused_aliases_.push_back({i, {}});
       continue;
@@ -384,17 +420,42 @@ void RouteTableMerger::CheckExtras() {
       }
       continue;
     }
+    // A template under r0 is the endpoint its v3 spelling names: keyed and
+    // version-spelled as that, like every built-in under v3.
+    std::string read_as;
+    if (std::string_view folded = FoldVersion(checked.text);
+        folded != checked.text) {
+      read_as = absl::StrCat(" (read as ", Quoted(folded), ")");
+      checked.text = folded;
+      if (absl::Status status = ParseTemplate(checked.text, &checked.parsed);
+          !status.ok()) {
+        Error(Field::kExtraTemplate, i,
+              absl::StrCat(Quoted(extra.route_template), read_as, ": ",
+                           status.message()));
+        continue;
+      }
+    }
+    checked.key = checked.text;
     if (!checked.alias) {
-      auto known = keys_.find(extra.route_template);
-      if (known != keys_.end()) {
+      auto known = keys_.find(checked.text);
+      if (known != keys_.end() && known->second != "extra") {
         Warn(Field::kExtraTemplate, i,
-             absl::StrCat(Quoted(extra.route_template),
+             absl::StrCat(Quoted(extra.route_template), read_as,
                           " is already a template of pack ",
                           ToAbsl(known->second),
                           "; the built-in key serves it (remove this entry)"));
         continue;
       }
-      keys_.emplace(extra.route_template, "extra");
+      // An extra that another one already keys (spelled differently) is
+      // left to CheckShapes, which names both.
+      keys_.emplace(checked.text, "extra");
+    }
+    if (!read_as.empty()) {
+      Warn(Field::kExtraTemplate, i,
+           absl::StrCat(Quoted(extra.route_template), " is read as ",
+                        Quoted(checked.text),
+                        ": a version spelling is keyed as its stable form and "
+                        "served under every spelling of it"));
     }
     extras_.push_back(std::move(checked));
   }
@@ -404,38 +465,39 @@ void RouteTableMerger::CheckExtras() {
 // placeholders.
 void RouteTableMerger::CheckAliases() {
   std::vector<ParsedSegment> target;
-  // False (after an error) when `alias_of` of entry `index` is not an active
-  // key with the placeholders of `parsed` (not compared when null).
+  // The key `alias_of` of entry `index` names (its stable spelling, as
+  // FoldVersion reads it), or empty after an error when that is not an
+  // active key with the placeholders of `parsed` (not compared when null).
   auto check = [&](size_t index, const std::vector<ParsedSegment>* parsed) {
-    const std::string& alias_of = routes_.extra[index].alias_of;
+    const std::string& written = routes_.extra[index].alias_of;
+    const std::string_view alias_of = FoldVersion(written);
     if (!keys_.contains(alias_of)) {
       Error(Field::kExtraAliasOf, index,
-            absl::StrCat(Quoted(alias_of),
+            absl::StrCat(Quoted(written),
                          " is not an active route template (of the packs ",
                          absl::StrJoin(table_->options_.packs, ", "),
                          " or another extra entry without alias_of)"));
-      return false;
+      return std::string_view();
     }
     if (parsed != nullptr &&
         (!ParseTemplate(alias_of, &target).ok() ||
          SortedPlaceholders(target) != SortedPlaceholders(*parsed))) {
       Error(Field::kExtraAliasOf, index,
-            absl::StrCat(Quoted(alias_of),
+            absl::StrCat(Quoted(written),
                          " has other placeholders than the template ",
                          Quoted(routes_.extra[index].route_template),
                          ": an alias names the same identifiers"));
-      return false;
+      return std::string_view();
     }
-    return true;
+    return keys_.find(alias_of)->first;
   };
   for (const RefusedAlias& refused : refused_aliases_) {
     check(refused.index, refused.parsed.empty() ? nullptr : &refused.parsed);
   }
   std::erase_if(extras_, [&](Extra& extra) {
     if (!extra.alias) return false;
-    if (!check(extra.index, &extra.parsed)) return true;
-    extra.key = keys_.find(routes_.extra[extra.index].alias_of)->first;
-    return false;
+    extra.key = check(extra.index, &extra.parsed);
+    return extra.key.empty();
   });
 }
 
@@ -468,43 +530,47 @@ void RouteTableMerger::CheckShapes() {
   // error per entry: its spellings collide wherever it does.
   absl::flat_hash_set<size_t> failed;
   for (const Extra& extra : extras_) {
-    const std::string& text = routes_.extra[extra.index].route_template;
-    ShapeOwner owner{text,    extra.key, extra.alias ? "alias" : "route",
+    const std::string& written = routes_.extra[extra.index].route_template;
+    ShapeOwner owner{written, extra.key, extra.alias ? "alias" : "route",
                      "extra", false,     extra.index};
     auto [holder, inserted] = claim(TemplateShape(extra.parsed), owner);
     if (!inserted) {
       Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat(Quoted(text), " matches exactly the same paths as ",
+            absl::StrCat(Quoted(written), " matches exactly the same paths as ",
                          Describe(*holder)));
       failed.insert(extra.index);
     }
   }
   for (const Extra& extra : extras_) {
     if (failed.contains(extra.index)) continue;
-    const std::string& text = routes_.extra[extra.index].route_template;
+    const std::string_view text = extra.text;
+    const std::string& written = routes_.extra[extra.index].route_template;
     for (const PrefixAliasRow& alias : table_->prefix_aliases_) {
       std::string_view stable = alias.stable_prefix;
       if (text.size() <= stable.size() ||
-          std::string_view(text).substr(0, stable.size()) != stable ||
+          text.substr(0, stable.size()) != stable ||
           text[stable.size()] != '/') {
         continue;
       }
-      std::string spelling =
-          absl::StrCat(ToAbsl(alias.alias_prefix),
-                       ToAbsl(std::string_view(text).substr(stable.size())));
+      std::string spelling = absl::StrCat(ToAbsl(alias.alias_prefix),
+                                          ToAbsl(text.substr(stable.size())));
       if (!ParseTemplate(spelling, &parsed).ok()) continue;
       ShapeOwner owner{spelling, extra.key, "version spelling",
                        "extra",  true,      extra.index};
       auto [holder, inserted] = claim(TemplateShape(parsed), owner);
-      // A spelling yields to an explicit line, as built-in ones do.
-      if (inserted || !holder->prefix_alias || holder->key == extra.key) {
+      // A spelling yields to an explicit built-in line, as built-in ones
+      // do. Another extra entry spelled that way is the operator's own
+      // second key for one endpoint (r0 and v3 of one path): refused.
+      if (inserted || holder->key == extra.key ||
+          (!holder->prefix_alias && holder->pack != "extra")) {
         continue;
       }
-      Error(Field::kExtraTemplate, extra.index,
-            absl::StrCat(Quoted(text), " is also served as ", Quoted(spelling),
-                         " (prefix alias ", ToAbsl(alias.alias_prefix),
-                         "), which matches exactly the same paths as ",
-                         Describe(*holder)));
+      Error(
+          Field::kExtraTemplate, extra.index,
+          absl::StrCat(Quoted(written), " is also served as ", Quoted(spelling),
+                       " (prefix alias ", ToAbsl(alias.alias_prefix),
+                       "), which matches exactly the same paths as ",
+                       Describe(*holder)));
       break;
     }
   }
@@ -517,16 +583,14 @@ void RouteTableMerger::Finish() {
   absl::flat_hash_map<std::string_view, std::string_view> owned_key;
   for (const Extra& extra : extras_) {
     if (extra.alias) continue;
-    const std::string& text =
-        t.owned_.emplace_back(routes_.extra[extra.index].route_template);
+    const std::string& text = t.owned_.emplace_back(extra.text);
     t.templates_.push_back(text);
     t.pack_of_.push_back("extra");
     owned_key.emplace(extra.key, text);
   }
   for (const Extra& extra : extras_) {
     if (!extra.alias) continue;
-    const std::string& text =
-        t.owned_.emplace_back(routes_.extra[extra.index].route_template);
+    const std::string& text = t.owned_.emplace_back(extra.text);
     auto it = owned_key.find(extra.key);
     t.forms_.push_back({text, it != owned_key.end() ? it->second : extra.key});
   }
@@ -676,8 +740,8 @@ void RouteTableMerger::BuildTrie() {
   // Pin the error on the extra entry whose template it quotes, if any.
   const std::string message(trie.status().message());
   for (const Extra& extra : extras_) {
-    const std::string& text = routes_.extra[extra.index].route_template;
-    if (message.find(absl::StrCat("\"", text, "\"")) != std::string::npos) {
+    if (message.find(absl::StrCat("\"", ToAbsl(extra.text), "\"")) !=
+        std::string::npos) {
       Error(Field::kExtraTemplate, extra.index, message);
       return;
     }

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
 #include "src/route/byte_scan.h"
 #include "src/route/route_template.h"
 
@@ -184,6 +185,12 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(
   size_t text_bytes = 0;
   for (const PendingEdge& edge : edges) {
     if (edge.text.size() > 16) text_bytes += edge.text.size();
+    if (edge.text.size() > kMaxLiteralBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "route table too large for the matcher: a literal segment of ",
+          edge.text.size(), " bytes (at most ", kMaxLiteralBytes, ")"));
+    }
+    trie.max_literal_size_ = std::max(trie.max_literal_size_, edge.text.size());
   }
   if (trie.nodes_.size() >= kNoEdge || text_bytes > UINT16_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -356,6 +363,54 @@ inline const RouteTrie::LiteralEdge* RouteTrie::FindLiteral(
   }
 }
 
+// False when `segment` surely holds no '%': a segment of up to 16 bytes is
+// all in its two words (Words), tested a word at a time, so the common miss
+// (a placeholder's value under a node with literals, a junk segment) costs
+// no call.
+inline bool RouteTrie::MayHoldPercent(const Segment& segment) noexcept {
+  if (segment.size > 16) return true;
+  const SegmentWords w = Words(segment.data, segment.size);
+  return (SwarEqual(w.head, '%') | SwarEqual(w.tail, '%')) != 0;
+}
+
+// Rare (a client spelling a literal with escapes), so out of line: Descend
+// stays as small as it was for the common path. One pass, no library call:
+// a segment without '%' (most misses) is known as soon as its end is
+// reached.
+__attribute__((noinline)) const RouteTrie::LiteralEdge*
+RouteTrie::FindEscapedLiteral(uint32_t parent,
+                              const Segment& segment) const noexcept {
+  // Every escape decodes to one byte, so a segment of more than three times
+  // the longest literal decodes to more than that.
+  if (segment.size / 3 > max_literal_size_) return nullptr;
+  const char* p = segment.data;
+  const char* const end = p + segment.size;
+  char decoded[kMaxLiteralBytes];
+  size_t n = 0;
+  bool escaped = false;
+  while (p != end) {
+    if (n == max_literal_size_) return nullptr;  // longer than every literal
+    if (*p != '%') {
+      decoded[n++] = *p++;
+      continue;
+    }
+    // The canonical form's rule: an escape of '/', '?', '#' or '%' stays an
+    // escape, and a '%' without two hex digits stays a '%'. Either leaves a
+    // '%', which no literal holds.
+    if (end - p < 3) return nullptr;
+    const int hi = kHexTable.value[static_cast<uint8_t>(p[1])];
+    const int lo = kHexTable.value[static_cast<uint8_t>(p[2])];
+    if ((hi | lo) < 0) return nullptr;
+    const auto byte = static_cast<uint8_t>(hi * 16 + lo);
+    if (StaysEscaped(byte)) return nullptr;
+    decoded[n++] = static_cast<char>(byte);
+    p += 3;
+    escaped = true;
+  }
+  // Without an escape it is the segment FindLiteral missed.
+  return escaped ? FindLiteral(parent, Segment{decoded, n}) : nullptr;
+}
+
 // Depth-first, literal edges before the placeholder edge: `/query/directory`
 // is its own route although `/query/{queryType}` would match too, and if the
 // literal branch ends without a route the placeholder branch still gets its
@@ -384,8 +439,13 @@ inline RouteId RouteTrie::Descend(const Segment* segments, size_t count,
           here.placeholder != kNone &&
           (segment.size != 0 || here.placeholder_may_be_empty) &&
           !IsDotSegment(segment.data, segment.size);
-      const LiteralEdge* literal =
-          here.has_literals ? FindLiteral(node, segment) : nullptr;
+      const LiteralEdge* literal = nullptr;
+      if (here.has_literals) {
+        literal = FindLiteral(node, segment);
+        if (literal == nullptr && MayHoldPercent(segment)) {
+          literal = FindEscapedLiteral(node, segment);
+        }
+      }
       if (literal != nullptr) {
         if (placeholder_fits) {
           pending[pending_count++] = {here.placeholder,

@@ -25,7 +25,11 @@
 //      nodes, keyed by parent node and the segment's length, first and last
 //      8 bytes, which the slot stores: a literal of up to 16 bytes is
 //      confirmed without reading its text); if that branch does not end in
-//      a route, the placeholder edge is tried.
+//      a route, the placeholder edge is tried. A segment that misses the
+//      literals but holds a '%' is looked up once more decoded, as the
+//      canonical form of policy matching decodes it, so `%73end` is the
+//      literal `send` (in a small stack buffer; placeholders still take the
+//      segment as received).
 //      Segments under nodes without literals (room IDs, event IDs) are never
 //      hashed. The first three levels are nearly always a fixed prefix
 //      (`_matrix/client/v3`), so one probe into a small table of such
@@ -109,6 +113,10 @@ class RouteTrie {
   // Longest template, in segments, that a trie accepts: `Match` keeps segment
   // boundaries in a fixed array of this size.
   static constexpr size_t kMaxSegments = 24;
+  // Longest literal segment a trie accepts: `Match` decodes an escaped
+  // segment into a fixed buffer of this size (an extra template is at most
+  // as long, RouteOptions::kMaxTemplateBytes).
+  static constexpr size_t kMaxLiteralBytes = 2048;
 
   // Builds the trie for `spec`; InvalidArgument names the offending line.
   static absl::StatusOr<RouteTrie> Build(const RouteTableSpec& spec);
@@ -190,6 +198,18 @@ class RouteTrie {
   // (bench/route_bench) guards it.
   const LiteralEdge* FindLiteral(uint32_t parent,
                                  const Segment& segment) const noexcept;
+  // The literal edge an escaped spelling of a literal segment ("%73end")
+  // stands for: the segment decoded as the canonical form decodes it
+  // (internal/canonical_path.h), then looked up. Null when the segment holds
+  // no '%', or decodes to something no literal can be (a kept escape, a
+  // stray '%', more bytes than the longest literal). Out of line: Descend
+  // calls it only after a literal lookup missed on a segment that
+  // MayHoldPercent.
+  const LiteralEdge* FindEscapedLiteral(uint32_t parent,
+                                        const Segment& segment) const noexcept;
+  // False when `segment` surely holds no '%' (tested inline, without a
+  // call, for segments of up to 16 bytes).
+  static bool MayHoldPercent(const Segment& segment) noexcept;
   // The walk from `node` (whose copy is `here`) at segment `depth`.
   RouteId Descend(const Segment* segments, size_t count, uint32_t node,
                   Node here, size_t depth) const noexcept;
@@ -222,6 +242,10 @@ class RouteTrie {
   size_t jump_mask_ = 0;
   int jump_shift_ = 64;
   size_t prefix_jump_count_ = 0;
+  // The longest literal segment: a decoded segment longer than this
+  // matches none (FindEscapedLiteral). Last, so that the fields Match reads
+  // keep their places.
+  size_t max_literal_size_ = 0;
 };
 
 }  // namespace mxlimit::internal

@@ -167,6 +167,28 @@ std::string ManyPoliciesYaml(int n) {
   return yaml;
 }
 
+TEST(ConfigFaultTest, TenThousandPoliciesAreCheckedWithWarnings) {
+  // check-config's analysis of outranked policies compiles the set and
+  // walks each policy's routes: bounded, and its warnings capped. As user
+  // policies, each room's rule loses that room's joins and invites to the
+  // built-in exact ones: a warning each, all but the first 100 counted.
+  std::string yaml = ManyPoliciesYaml(10'000);
+  for (size_t at = yaml.find("rate_limit:"); at != std::string::npos;
+       at = yaml.find("rate_limit:", at + 20)) {
+    yaml.insert(at, "scope: user, ");
+  }
+  ASSERT_LE(yaml.size(), kMaxConfigBytes);
+  absl::StatusOr<CheckedConfig> checked =
+      ParseConfigWithWarnings(yaml, "many.yaml");
+  ASSERT_TRUE(checked.ok()) << checked.status().message().substr(0, 500);
+  ASSERT_EQ(checked->warnings.size(), kMaxConfigErrorsReported + 1);
+  EXPECT_THAT(checked->warnings.front(),
+              HasSubstr("policies[0]: policy \"p0\" never applies to POST on "
+                        "/_matrix/client/v3/rooms/{roomId}/invite"));
+  EXPECT_EQ(checked->warnings.back(),
+            "many.yaml: 19900 more warnings not shown");
+}
+
 TEST(ConfigFaultTest, TenThousandPoliciesLoadAndResolve) {
   constexpr int kPolicies = 10'000;
   const std::string yaml = ManyPoliciesYaml(kPolicies);

@@ -209,6 +209,27 @@ TEST(ConfigRoutesTest, ExtraIdenticalToABuiltinIsAWarning) {
                           "this entry)"));
 }
 
+TEST(ConfigRoutesTest, ExtraUnderR0IsReadAsV3AndAPairIsRefused) {
+  EXPECT_THAT(Warnings("routes:\n  extra:\n    - template: "
+                       "/_matrix/client/r0/org.example/x\n"),
+              ElementsAre("test.yaml:3:17: warning: routes.extra[0].template: "
+                          "\"/_matrix/client/r0/org.example/x\" is read as "
+                          "\"/_matrix/client/v3/org.example/x\": a version "
+                          "spelling is keyed as its stable form and served "
+                          "under every spelling of it"));
+  // The same endpoint under r0 and under v3 would be two keys, so two
+  // budgets, for one path: refused, both named.
+  EXPECT_THAT(Errors("routes:\n  extra:\n"
+                     "    - template: /_matrix/client/r0/org.example/x\n"
+                     "    - template: /_matrix/client/v3/org.example/x\n"),
+              ElementsAre("test.yaml:4:17: routes.extra[1].template: "
+                          "\"/_matrix/client/v3/org.example/x\" matches "
+                          "exactly the same paths as route "
+                          "\"/_matrix/client/r0/org.example/x\" (key "
+                          "\"/_matrix/client/v3/org.example/x\") of "
+                          "routes.extra[0]"));
+}
+
 TEST(ConfigRoutesTest, PolicyNamingATemplateTheTableLacksIsAWarning) {
   const std::string policy =
       "policies:\n  - name: things\n    match: "

@@ -126,6 +126,130 @@ TEST(ConfigWarningTest, PolicyThatCanNeverApply) {
   }
 }
 
+// A policy that a built-in or an earlier policy of its layer and scope
+// outranks on every request of a route it was written for.
+// `match` is quoted unless it is a flow list.
+std::string Limited(std::string_view name, std::string_view match,
+                    std::string_view extra = "") {
+  const std::string quoted = match.starts_with("[")
+                                 ? std::string(match)
+                                 : "\"" + std::string(match) + "\"";
+  return "  - name: " + std::string(name) + "\n    match: " + quoted + "\n" +
+         std::string(extra) +
+         "    rate_limit: { unit: minute, requests_per_unit: 5 }\n";
+}
+
+TEST(ConfigWarningTest, OperatorPolicyThatCanNeverApply) {
+  // Its only pattern is in an earlier policy's list, with the same methods:
+  // equal rank, and the earlier wins.
+  EXPECT_THAT(
+      Warnings(
+          "policies:\n" +
+          Limited("auth",
+                  "[/_matrix/client/v3/login, /_matrix/client/v3/register]",
+                  "    methods: [POST]\n") +
+          Limited("login-strict", "/_matrix/client/v3/login",
+                  "    methods: [POST]\n")),
+      ElementsAre(
+          "test.yaml:6:5: warning: policies[1]: policy \"login-strict\" can "
+          "never apply: policy \"auth\" (line 2, earlier in file) outranks "
+          "it on every request its patterns match, in the same layer and "
+          "scope"));
+}
+
+TEST(ConfigWarningTest, OperatorPolicyOutrankedWhereItWasWrittenFor) {
+  // Two spellings of "any room" are equally specific: the later one never
+  // applies to sends, both named.
+  EXPECT_THAT(
+      Warnings("policies:\n" +
+               Limited("every-room", "/_matrix/client/v3/rooms/{roomId}/send/*",
+                       "    scope: user\n") +
+               Limited("any-room", "/_matrix/client/v3/rooms/*/send/*",
+                       "    scope: user\n")),
+      ElementsAre(
+          "test.yaml:6:5: warning: policies[1]: policy \"any-room\" never "
+          "applies to any method on "
+          "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}: policy "
+          "\"every-room\" (line 2) outranks it on every request there "
+          "(earlier in file); to have it apply, give it a pattern that ranks "
+          "higher there or a layer of its own"));
+  // A built-in exact policy over a wildcard written for that very path, and
+  // over one room's rule on the joins and invites of that room.
+  EXPECT_THAT(
+      Warnings("policies:\n" +
+               Limited("login-star", "/_matrix/client/v3/login*",
+                       "    methods: [POST]\n") +
+               Limited("hot-room", "/_matrix/client/v3/rooms/!h:x.org/*",
+                       "    scope: user\n")),
+      ElementsAre(
+          "test.yaml:2:5: warning: policies[0]: policy \"login-star\" never "
+          "applies to POST on /_matrix/client/v3/login: policy "
+          "\"login-per-ip\" (built-in) outranks it on every request there "
+          "(exact over wildcard); to have it apply, give it a pattern that "
+          "ranks higher there or a layer of its own",
+          HasSubstr("test.yaml:6:5: warning: policies[1]: policy "
+                    "\"hot-room\" never applies to POST on "
+                    "/_matrix/client/v3/rooms/{roomId}/invite: policy "
+                    "\"invite\" (built-in)"),
+          HasSubstr("test.yaml:6:5: warning: policies[1]: policy "
+                    "\"hot-room\" never applies to POST on "
+                    "/_matrix/client/v3/rooms/{roomId}/join: policy "
+                    "\"join-room\" (built-in)")));
+  // ... and the same policies in observe-only mode, where every policy is a
+  // shadow policy and the same ranking holds.
+  EXPECT_THAT(Warnings("shadow_mode: true\npolicies:\n" +
+                       Limited("login-star", "/_matrix/client/v3/login*",
+                               "    methods: [POST]\n")),
+              ElementsAre(HasSubstr("policy \"login-per-ip\" (built-in)")));
+  // Without the built-ins nothing outranks them.
+  EXPECT_THAT(
+      Warnings("builtin_policies: false\npolicies:\n" +
+               Limited("login-star", "/_matrix/client/v3/login*",
+                       "    methods: [POST]\n") +
+               Limited("hot-room", "/_matrix/client/v3/rooms/!h:x.org/*",
+                       "    scope: user\n")),
+      IsEmpty());
+}
+
+TEST(ConfigWarningTest, OperatorPoliciesThatWinWhereWrittenForDrawNone) {
+  // The issue's three wildcards, which the built-ins used to outrank, and
+  // broad policies that lose only to more specific ones (exact over
+  // wildcard, more literal bytes), as ranking means them to.
+  EXPECT_THAT(
+      Warnings(
+          "policies:\n" +
+          Limited("sends", "/_matrix/client/v3/rooms/*/send/*",
+                  "    scope: user\n") +
+          Limited("keys", "/_matrix/client/*/keys/*", "    scope: user\n") +
+          Limited("hot-room", "/_matrix/client/v3/rooms/!a:b.c/send/*",
+                  "    scope: user\n") +
+          Limited("client", "/_matrix/client/v3/*") +
+          Limited("client-user", "/_matrix/client/v3/*", "    scope: user\n") +
+          Limited("everything", "*") + Limited("unknown", "<fallback>") +
+          Limited("report", "/_matrix/client/v3/*/report*",
+                  "    scope: user\n")),
+      IsEmpty());
+  // Every room's policy, written as a template: the built-in exact joins
+  // and invites are more specific.
+  EXPECT_THAT(Warnings("policies:\n" +
+                       Limited("rooms", "/_matrix/client/v3/rooms/{roomId}/*",
+                               "    scope: user\n")),
+              IsEmpty());
+  // Beside `report`, whose pattern is as specific on room reports: the tie
+  // goes to the earlier, and the later hears of it.
+  EXPECT_THAT(
+      Warnings("policies:\n" +
+               Limited("report", "/_matrix/client/v3/*/report*",
+                       "    scope: user\n") +
+               Limited("rooms", "/_matrix/client/v3/rooms/{roomId}/*",
+                       "    scope: user\n")),
+      ElementsAre(HasSubstr(
+          "policy \"rooms\" never applies to any method on "
+          "/_matrix/client/v3/rooms/{roomId}/report and 1 more route: policy "
+          "\"report\" (line 2) outranks it on every request there (earlier "
+          "in file)")));
+}
+
 TEST(ConfigWarningTest, ExemptNetworkCoveringProxyAddresses) {
   EXPECT_THAT(
       Warnings("exempt:\n  ips: [\"10.20.0.0/16\", \"::1\", \"0.0.0.0/0\"]\n"),

@@ -159,5 +159,49 @@ TEST(LimiterRoutesTest, DendritePacksSendSynapseAdminToTheFallback) {
   EXPECT_EQ((*dendrite)->Check(request, At(0)).route_key, kFallbackRouteKey);
 }
 
+TEST(LimiterRoutesTest, EncodedSpellingsOfALoginShareOneBudget) {
+  // The default config. `logi%6e` is `login` to policy matching; it must be
+  // the login route too, or it is charged to the fallback route's bucket: a
+  // second budget of 5 for the same login-per-ip policy.
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter =
+      Limiter::Create(LimiterConfig{});
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  int allowed = 0;
+  for (int i = 0; i < 12; ++i) {
+    const char* target = i % 3 == 0   ? "/_matrix/client/v3/login"
+                         : i % 3 == 1 ? "/_matrix/client/v3/logi%6e"
+                                      : "/_matrix/client/r0/%6C%6F%67%69%6E";
+    const Decision d = (*limiter)->Check(
+        MakeRequest("POST", target, "198.51.100.7", ""), At(0));
+    allowed += d.allowed;
+    EXPECT_EQ(d.route_key, "/_matrix/client/v3/login") << target;
+    if (!d.allowed) {
+      EXPECT_EQ(d.policy, "login-per-ip") << target;
+    }
+  }
+  EXPECT_EQ(allowed, 5);
+}
+
+TEST(LimiterRoutesTest, EncodedSpellingOfSendIsChargedAsASend) {
+  // message-send (built-in, 10 at once) is written as a template: it applies
+  // through the route key only, so `%73end` must normalize to the send route.
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter =
+      Limiter::Create(LimiterConfig{});
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  int allowed = 0;
+  for (int i = 0; i < 20; ++i) {
+    const std::string target =
+        absl::StrCat("/_matrix/client/v3/rooms/%21r%3Ax.org/",
+                     i % 2 == 0 ? "send" : "%73end", "/m.room.message/t", i);
+    const Decision d = (*limiter)->Check(
+        MakeRequest("PUT", target, "198.51.100.8", "@bob:x.org"), At(0));
+    allowed += d.allowed;
+    if (!d.allowed) {
+      EXPECT_EQ(d.policy, "message-send") << target;
+    }
+  }
+  EXPECT_EQ(allowed, 10);
+}
+
 }  // namespace
 }  // namespace mxlimit

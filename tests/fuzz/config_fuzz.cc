@@ -10,11 +10,16 @@
 //     tables are small enough to build here);
 //   * a rejected file gives InvalidArgument and a message of at most
 //     kMaxConfigErrorsReported + 1 lines, each "fuzz.yaml:..." (so no
-//     unescaped newline from the input can forge a line).
+//     unescaped newline from the input can forge a line);
+//   * `ParseConfigWithWarnings` (which also compiles the policy set to find
+//     outranked policies) accepts exactly the files `ParseConfig` accepts,
+//     with the same policies and routes, and each warning is one
+//     "fuzz.yaml:..." line.
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "absl/strings/match.h"
@@ -29,6 +34,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mxlimit;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<LimiterConfig> config = ParseConfig(text, "fuzz.yaml");
+  absl::StatusOr<CheckedConfig> checked =
+      ParseConfigWithWarnings(text, "fuzz.yaml");
+  MXLIMIT_FUZZ_CHECK(checked.ok() == config.ok());
+  if (checked.ok()) {
+    MXLIMIT_FUZZ_CHECK(checked->config.policies.size() ==
+                       config->policies.size());
+    MXLIMIT_FUZZ_CHECK(checked->config.routes == config->routes);
+    MXLIMIT_FUZZ_CHECK(checked->warnings.size() <=
+                       kMaxConfigErrorsReported + 1);
+    for (const std::string& warning : checked->warnings) {
+      MXLIMIT_FUZZ_CHECK(absl::StartsWith(warning, "fuzz.yaml:"));
+      MXLIMIT_FUZZ_CHECK(warning.find('\n') == std::string::npos);
+    }
+  }
   if (!config.ok()) {
     MXLIMIT_FUZZ_CHECK(config.status().code() ==
                        absl::StatusCode::kInvalidArgument);

@@ -14,7 +14,8 @@
 // (method, path). `Resolve` must pick, per scope, exactly the policy a naive
 // scan ranks highest per layer, scope and mode (tests/testing/
 // naive_resolve.h: canonical forms, exact > literal wildcard > <fallback> >
-// bare '*', more literal bytes, operator, earlier), charge the route id or
+// bare '*', operator, more literal bytes outside `{name}` placeholders,
+// earlier), charge the route id or
 // the shared route as the policy says, and agree with `Explain`.
 
 #include <array>

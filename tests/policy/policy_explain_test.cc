@@ -49,9 +49,15 @@ TEST(PolicyExplainTest, ReportsFormVerdictAndReason) {
   EXPECT_EQ(chosen->form, MatchForm::kRouteKey);
   EXPECT_EQ(chosen->verdict, MatchVerdict::kChosen);
   EXPECT_EQ(chosen->bucket_route, kSharedBucketRoute);
-  // The built-in message-send has the same pattern: operator wins the tie.
-  EXPECT_EQ(set->policy(chosen->versus).name, "message-send");
-  EXPECT_EQ(chosen->reason, RankReason::kOperatorOverBuiltin);
+  // The runner-up is the other operator policy: within a tier an operator
+  // policy outranks every built-in, so raw-r0 ranks above message-send.
+  EXPECT_EQ(set->policy(chosen->versus).name, "raw-r0");
+  EXPECT_EQ(chosen->reason, RankReason::kMoreLiteralBytes);
+  // The built-in message-send has the same pattern: the operator's wins.
+  const PolicyMatch* builtin = FindMatch(*set, m, "message-send");
+  ASSERT_NE(builtin, nullptr);
+  EXPECT_EQ(builtin->verdict, MatchVerdict::kOutranked);
+  EXPECT_EQ(builtin->reason, RankReason::kOperatorOverBuiltin);
 
   const PolicyMatch* raw = FindMatch(*set, m, "raw-r0");
   ASSERT_NE(raw, nullptr);

@@ -619,5 +619,58 @@ TEST(BuiltinLayersTest, DefaultRequestHasFourBuckets) {
   EXPECT_EQ(Applied(*l, sync, "aggregate", Scope::kUser), "aggregate-per-user");
 }
 
+// --- 5. an operator wildcard outranks the built-ins of its tier --------------
+// (issue #30: `{roomId}` counted 8 literal bytes, so message-send and
+// keys-per-user outranked these on every request they were written for).
+
+TEST(OperatorWildcardTest, SendsKeysAndOneRoomApplyWithBuiltinsOn) {
+  Policy keys = MakePolicy("keys", "/_matrix/client/*/keys/*", Scope::kUser, 2,
+                           TimeUnit::kMinute);
+  keys.share_threshold = true;
+  auto l =
+      Make({MakePolicy("sends", "/_matrix/client/v3/rooms/*/send/*",
+                       Scope::kUser, 3, TimeUnit::kMinute),
+            keys,
+            MakePolicy("hot-room", "/_matrix/client/v3/rooms/!a:b.c/send/*",
+                       Scope::kUser, 1, TimeUnit::kMinute)});
+  auto send = [&](std::string_view user, const std::string& room, int i) {
+    return l->Check(
+        MakeRequest("PUT",
+                    "/_matrix/client/v3/rooms/" + room +
+                        "/send/m.room.message/t" + std::to_string(i),
+                    "198.51.100.9", user),
+        At(0));
+  };
+  int allowed = 0;
+  for (int i = 0; i < 10; ++i) {
+    const Decision d = send("@a:x.org", "!r" + std::to_string(i) + ":x.org", i);
+    allowed += d.allowed;
+    if (!d.allowed) {
+      EXPECT_EQ(d.policy, "sends");
+    }
+  }
+  EXPECT_EQ(allowed, 3);  // not message-send's burst of 10
+
+  allowed = 0;
+  for (const char* path :
+       {"/_matrix/client/v3/keys/claim", "/_matrix/client/r0/keys/upload",
+        "/_matrix/client/unstable/keys/query", "/_matrix/client/v3/keys/x"}) {
+    const Decision d =
+        l->Check(MakeRequest("POST", path, "198.51.100.9", "@b:x.org"), At(0));
+    allowed += d.allowed;
+    if (!d.allowed) {
+      EXPECT_EQ(d.policy, "keys") << path;
+    }
+  }
+  EXPECT_EQ(allowed, 2);  // one shared budget, not keys-per-user's 120
+
+  // The short room ID's own rule, beside the every-room one.
+  EXPECT_TRUE(send("@c:x.org", "!a:b.c", 0).allowed);
+  const Decision second = send("@c:x.org", "!a:b.c", 1);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_EQ(second.policy, "hot-room");
+  EXPECT_TRUE(send("@c:x.org", "!other:b.c", 2).allowed);
+}
+
 }  // namespace
 }  // namespace mxlimit

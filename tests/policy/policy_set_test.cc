@@ -168,6 +168,74 @@ TEST(PolicySetTest, OperatorBeatsBuiltinOnATie) {
   EXPECT_EQ(NameOf(set, r.user), "my-keys");
 }
 
+// The issue's three operator wildcards, in the default configuration: each
+// used to lose every request it was written for to a built-in with more
+// literal bytes (`{roomId}` counted as 8).
+TEST(PolicySetTest, OperatorWildcardsApplyWhereBuiltinsOfTheirTierMatch) {
+  PolicySet set = MustCompile(
+      {
+          MakePolicy("sends", "/_matrix/client/v3/rooms/*/send/*",
+                     Scope::kUser),
+          MakePolicy("keys", "/_matrix/client/*/keys/*", Scope::kUser),
+          MakePolicy("hot-room", "/_matrix/client/v3/rooms/!a:b.c/send/*",
+                     Scope::kUser),
+      },
+      /*builtins=*/true);
+  EXPECT_EQ(NameOf(set, set.Resolve("PUT", kSend, kSendA, true).user), "sends");
+  EXPECT_EQ(NameOf(set, set.Resolve("PUT", kSend, kSendR0, true).user),
+            "sends");
+  for (RouteId keys : {kKeysClaim, kKeysUpload, kKeysQuery, kKeysChanges}) {
+    const std::string path = std::string(kRouteKeys[keys]);
+    EXPECT_EQ(NameOf(set, set.Resolve("POST", keys, path, true).user), "keys")
+        << path;
+  }
+  // An unknown /keys/ path too: the operator's prefix over keys-per-user.
+  EXPECT_EQ(NameOf(set, set.Resolve("POST", kFallback,
+                                    "/_matrix/client/r0/keys/new", true)
+                            .user),
+            "keys");
+  // The short room ID: one room's rule over every room's.
+  EXPECT_EQ(
+      NameOf(set,
+             set.Resolve("PUT", kSend,
+                         "/_matrix/client/v3/rooms/!a:b.c/send/m.x/t1", true)
+                 .user),
+      "hot-room");
+  // Built-ins of a higher tier still win: exactness ranks first.
+  PolicySet broad =
+      MustCompile({MakePolicy("client", "/_matrix/client/v3/*", Scope::kIp)},
+                  /*builtins=*/true);
+  EXPECT_EQ(
+      NameOf(
+          broad,
+          broad.Resolve("POST", kLogin, "/_matrix/client/v3/login", false).ip),
+      "login-per-ip");
+}
+
+TEST(PolicySetTest, PlaceholdersCountNoLiteralBytes) {
+  // Among operator policies: a template names every room as '*' does, so
+  // one room's raw pattern is more specific, however short its ID.
+  PolicySet set = MustCompile({
+      MakePolicy("every-room", "/_matrix/client/v3/rooms/{roomId}/send/*",
+                 Scope::kUser),
+      MakePolicy("one-room", "/_matrix/client/v3/rooms/!a/send/*",
+                 Scope::kUser),
+      MakePolicy("any-room", "/_matrix/client/v3/rooms/*/send/*", Scope::kUser),
+  });
+  EXPECT_EQ(
+      NameOf(set, set.Resolve("PUT", kSend,
+                              "/_matrix/client/v3/rooms/!a/send/m/t", true)
+                      .user),
+      "one-room");
+  // `{roomId}` and '*': equally specific, so the earlier wins.
+  EXPECT_EQ(NameOf(set, set.Resolve("PUT", kSend, kSendB, true).user),
+            "every-room");
+  EXPECT_EQ(internal::ShapeOf("/a/{roomId}/b/*").rank_bytes, 6u);
+  EXPECT_EQ(internal::ShapeOf("/a/{roomId}/b/*").literal_bytes, 14u);
+  // Not a placeholder: no name, or a byte a name cannot hold.
+  EXPECT_EQ(internal::ShapeOf("/a/{}/{x-y}").rank_bytes, 11u);
+}
+
 TEST(PolicySetTest, OperatorPolicyReplacesBuiltinOfTheSameName) {
   Policy mine = MakePolicy("keys-per-user", "/_matrix/client/v3/keys/*",
                            Scope::kUser, true);

@@ -144,14 +144,92 @@ TEST(RouteHostileTest, NonOriginFormTargetsAreFallback) {
   }
 }
 
-TEST(RouteHostileTest, LiteralsMatchOnlyAsReceived) {
-  // Matching is on the encoded path; an encoded literal is a different
-  // segment, and nothing is decoded twice.
-  EXPECT_EQ(KeyOf("/_matrix/client/v3/%73ync"), kFallbackRouteKey);
+TEST(RouteHostileTest, EncodedLiteralsAreTheirRoute) {
+  // A literal spelled with escapes is that literal, as policy matching reads
+  // it (the canonical form): otherwise `%73end` would find the send policy
+  // through the raw path but charge the fallback route's bucket.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%73ync"), "/_matrix/client/v3/sync");
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/logi%6e"), "/_matrix/client/v3/login");
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%6C%6F%67%69%6E"),
+            "/_matrix/client/v3/login");
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/%21a%3Ab.c/%73end/m.room.message/"
+                  "t1?x=%73"),
+            kSend);
+  EXPECT_EQ(KeyOf("/%5Fmatrix/client/r%30/sync"), "/_matrix/client/v3/sync");
+  EXPECT_EQ(KeyOf("/_matrix/%63lient/unstable/rooms/!r/%73tate/m.x/"), kState);
+  // Literal beats placeholder on the decoded segment, as on a plain one.
+  EXPECT_EQ(KeyOf("/_matrix/federation/v1/query/d%69rectory"),
+            "/_matrix/federation/v1/query/directory");
+  EXPECT_EQ(KeyOf("/_matrix/federation/v1/query/d%69rectorx"),
+            "/_matrix/federation/v1/query/{queryType}");
+}
+
+TEST(RouteHostileTest, EscapesThatStayEscapesMatchNoLiteral) {
+  // Case still matters, and an escape the canonical form keeps ('/', '?',
+  // '#', '%') never decodes: nothing is decoded twice, no segment boundary
+  // moves.
   EXPECT_EQ(KeyOf("/_matrix/client/v3/SYNC"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%53YNC"), kFallbackRouteKey);
   EXPECT_EQ(KeyOf("/_matrix/client/v3%2Fsync"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%2573ync"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sync%3F"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sy%6"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sy%zznc"), kFallbackRouteKey);
+  // Bytes no target may hold, encoded: no literal holds them either.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sy%00nc"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/sy%20nc"), kFallbackRouteKey);
+  // An encoded dot segment is no literal, and a placeholder still takes the
+  // segment as received.
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%2E%2E/sync"), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/%2E%2E/messages"),
+            "/_matrix/client/v3/rooms/{roomId}/messages");
   EXPECT_EQ(KeyOf("/_matrix/client/v3/rooms/%2521r/messages"),
             "/_matrix/client/v3/rooms/{roomId}/messages");
+  // Long escaped segments where literals are looked up: bounded, no match.
+  std::string long_escaped;
+  while (long_escaped.size() < 64 * 1024) long_escaped += "%73";
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/" + long_escaped), kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/" + long_escaped + "/x"),
+            kFallbackRouteKey);
+  EXPECT_EQ(KeyOf("/_matrix/client/v3/%73ync" + std::string(5000, 'c')),
+            kFallbackRouteKey);
+}
+
+TEST(RouteHostileTest, EverySpellingOfEveryFormIsItsRoute) {
+  // Each literal byte of every form of the default table, percent-encoded
+  // in turn (hex in either case): still the form's route.
+  static constexpr char kHex[] = "0123456789abcdef0123456789ABCDEF";
+  const RouteNormalizer& normalizer = Normalizer();
+  size_t spellings = 0;
+  for (const RouteForm& form : normalizer.forms()) {
+    const std::string target = Instantiate(form.pattern, "id1");
+    if (normalizer.Normalize("GET", target).id != form.id) {
+      ADD_FAILURE() << target;
+      continue;
+    }
+    // Positions of literal bytes: outside `{...}`, not '/'.
+    bool in_placeholder = false;
+    for (size_t i = 0; i < form.pattern.size(); ++i) {
+      const char c = form.pattern[i];
+      if (c == '{') in_placeholder = true;
+      if (in_placeholder || c == '/') {
+        if (c == '}') in_placeholder = false;
+        continue;
+      }
+      // The same byte in the instantiated target: literal bytes before it
+      // keep their offsets until the first placeholder, so encode by
+      // rebuilding the form with this byte escaped.
+      const auto byte = static_cast<unsigned char>(c);
+      const size_t upper = spellings % 2 == 0 ? 0 : 16;
+      std::string spelled =
+          form.pattern.substr(0, i) + '%' + kHex[upper + (byte >> 4)] +
+          kHex[upper + (byte & 15)] + form.pattern.substr(i + 1);
+      const std::string encoded = Instantiate(spelled, "id1");
+      EXPECT_EQ(normalizer.Normalize("GET", encoded).id, form.id) << encoded;
+      ++spellings;
+    }
+  }
+  EXPECT_GT(spellings, 10000u);
 }
 
 TEST(RouteHostileTest, HugeTargetsAreBoundedAndSafe) {

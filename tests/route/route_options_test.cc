@@ -168,6 +168,91 @@ TEST(RouteOptionsTest, ExtraUnderClientV3GetsTheVersionSpellings) {
   }
 }
 
+TEST(RouteOptionsTest, ExtraUnderR0IsKeyedAsV3UnderEverySpelling) {
+  const RouteOptions routes =
+      WithExtra({{"/_matrix/client/r0/org.example/rooms/{roomId}/thing", ""},
+                 {"/_matrix/client/api/v1/org.example/other", ""},
+                 {"/_matrix/media/v1/org.example/{mediaId}", ""},
+                 {"/_matrix/client/r0/org.example/rooms/{roomId}/thing2",
+                  "/_matrix/client/r0/org.example/rooms/{roomId}/thing"}});
+  std::vector<internal::RouteOptionsProblem> problems =
+      internal::FindRouteOptionsProblems(routes);
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_TRUE(problems[0].warning);
+  EXPECT_EQ(problems[0].Path(), "routes.extra[0].template");
+  EXPECT_EQ(problems[0].message,
+            "\"/_matrix/client/r0/org.example/rooms/{roomId}/thing\" is read "
+            "as \"/_matrix/client/v3/org.example/rooms/{roomId}/thing\": a "
+            "version spelling is keyed as its stable form and served under "
+            "every spelling of it");
+  const RouteNormalizer normalizer(routes);
+  for (const char* version : {"v3", "r0", "api/v1", "unstable"}) {
+    EXPECT_EQ(normalizer
+                  .Normalize("GET", absl::StrCat("/_matrix/client/", version,
+                                                 "/org.example/rooms/!a:b/"
+                                                 "thing"))
+                  .key,
+              "/_matrix/client/v3/org.example/rooms/{roomId}/thing")
+        << version;
+    EXPECT_EQ(normalizer
+                  .Normalize("GET", absl::StrCat("/_matrix/client/", version,
+                                                 "/org.example/other"))
+                  .key,
+              "/_matrix/client/v3/org.example/other")
+        << version;
+    // The alias, written under r0, shares the key under every spelling.
+    EXPECT_EQ(normalizer
+                  .Normalize("GET", absl::StrCat("/_matrix/client/", version,
+                                                 "/org.example/rooms/!a:b/"
+                                                 "thing2"))
+                  .key,
+              "/_matrix/client/v3/org.example/rooms/{roomId}/thing")
+        << version;
+  }
+  for (const char* version : {"v3", "r0", "v1"}) {
+    EXPECT_EQ(normalizer
+                  .Normalize("GET", absl::StrCat("/_matrix/media/", version,
+                                                 "/org.example/m1"))
+                  .key,
+              "/_matrix/media/v3/org.example/{mediaId}")
+        << version;
+  }
+  EXPECT_EQ(normalizer.size(), RouteNormalizer().size() + 3);
+}
+
+TEST(RouteOptionsTest, ExtraUnderUnstableKeepsItsKey) {
+  // `unstable` spells both v3 and v1, and holds endpoints with keys of their
+  // own: an extra under it is keyed as written and gets no v3 spelling.
+  const RouteNormalizer normalizer(WithExtra({{std::string(kThings), ""}}));
+  EXPECT_EQ(normalizer
+                .Normalize("GET",
+                           "/_matrix/client/unstable/org.example.msc9999/"
+                           "rooms/!r:x/things/$e")
+                .key,
+            kThings);
+  EXPECT_FALSE(normalizer
+                   .Normalize("GET",
+                              "/_matrix/client/v3/org.example.msc9999/rooms/"
+                              "!r:x/things/$e")
+                   .known);
+  EXPECT_TRUE(internal::FindRouteOptionsProblems(
+                  WithExtra({{std::string(kThings), ""}}))
+                  .empty());
+}
+
+TEST(RouteOptionsTest, ExtraUnderR0IdenticalToABuiltinIsAWarning) {
+  const RouteOptions routes = WithExtra({{"/_matrix/client/r0/sync", ""}});
+  std::vector<internal::RouteOptionsProblem> problems =
+      internal::FindRouteOptionsProblems(routes);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(problems[0].warning);
+  EXPECT_EQ(problems[0].message,
+            "\"/_matrix/client/r0/sync\" (read as \"/_matrix/client/v3/sync\") "
+            "is already a template of pack spec; the built-in key serves it "
+            "(remove this entry)");
+  EXPECT_EQ(RouteNormalizer(routes).size(), RouteNormalizer().size());
+}
+
 TEST(RouteOptionsTest, ExtraIdenticalToABuiltinIsAWarningAndKeepsItsKey) {
   const RouteOptions routes = WithExtra({{"/_matrix/client/v3/sync", ""}});
   EXPECT_TRUE(ValidateRouteOptions(routes).ok());
@@ -209,9 +294,30 @@ TEST(RouteOptionsTest, EveryValidationRuleNamesTheEntry) {
        "matches exactly the same paths as route "
        "\"/_matrix/client/v3/rooms/{roomId}/state\" of pack spec"},
       // An explicit extra may not take over a built-in version spelling.
-      {{{"/_matrix/client/r0/sync", ""}},
+      {{{"/_matrix/client/unstable/sync", ""}},
        "matches exactly the same paths as version spelling "
-       "\"/_matrix/client/r0/sync\" (key \"/_matrix/client/v3/sync\")"},
+       "\"/_matrix/client/unstable/sync\" (key \"/_matrix/client/v3/sync\")"},
+      // One endpoint written under r0 and under v3: two keys for one path.
+      {{{"/_matrix/client/r0/org.example/{x}", ""},
+        {"/_matrix/client/v3/org.example/{x}", ""}},
+       "routes.extra[1].template: \"/_matrix/client/v3/org.example/{x}\" "
+       "matches exactly the same paths as route "
+       "\"/_matrix/client/r0/org.example/{x}\" (key "
+       "\"/_matrix/client/v3/org.example/{x}\") of routes.extra[0]"},
+      {{{"/_matrix/media/v3/org.example/{x}", ""},
+        {"/_matrix/media/r0/org.example/{x}", ""}},
+       "routes.extra[1].template: \"/_matrix/media/r0/org.example/{x}\" "
+       "matches exactly the same paths as route "
+       "\"/_matrix/media/v3/org.example/{x}\" of routes.extra[0]"},
+      // ... and under unstable (kept as written: unstable spells v3 and v1)
+      // and v3, whose unstable spelling it is.
+      {{{"/_matrix/client/unstable/org.example/{x}", ""},
+        {"/_matrix/client/v3/org.example/{x}", ""}},
+       "routes.extra[1].template: \"/_matrix/client/v3/org.example/{x}\" is "
+       "also served as \"/_matrix/client/unstable/org.example/{x}\" (prefix "
+       "alias /_matrix/client/unstable), which matches exactly the same paths "
+       "as route \"/_matrix/client/unstable/org.example/{x}\" of "
+       "routes.extra[0]"},
       {{{"/b/{x}", "/nowhere"}},
        "routes.extra[0].alias_of: \"/nowhere\" is not an active route "
        "template"},
@@ -360,7 +466,7 @@ TEST(RouteOptionsTest, HostileTargetsAgainstExtrasAreFallback) {
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/./"
                        "things/$e"),  // dot segment
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
-                       "!r:x/%74hings/$e"),  // encoded literal
+                       "!r:x/%2574hings/$e"),  // double-encoded literal
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
                        "!r x/things/$e"),  // space
            std::string("/_matrix/client/unstable/org.example.msc9999/rooms/"
@@ -370,6 +476,13 @@ TEST(RouteOptionsTest, HostileTargetsAgainstExtrasAreFallback) {
        }) {
     EXPECT_FALSE(normalizer.Normalize("GET", bad).known) << bad;
   }
+  // An escaped spelling of a literal is that literal, as for built-ins.
+  EXPECT_EQ(normalizer
+                .Normalize("GET",
+                           "/_matrix/client/unstable/org.example.msc9999/"
+                           "rooms/!r:x/%74hings/$e")
+                .key,
+            kThings);
   // Identifier shapes the hostile tests use for built-ins.
   for (const std::string& value : testing::IdentifierShapes()) {
     EXPECT_TRUE(

@@ -41,9 +41,10 @@ bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-// `text` with the byte at `at` written as %XX.
-std::string PercentEncodeByte(std::string_view text, size_t at) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+// `text` with the byte at `at` written as %XX (%xx with `lower`).
+std::string PercentEncodeByte(std::string_view text, size_t at,
+                              bool lower = false) {
+  const char* const kHex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
   const auto byte = static_cast<unsigned char>(text[at]);
   return std::string(text.substr(0, at)) + '%' + kHex[byte >> 4] +
          kHex[byte & 15] + std::string(text.substr(at + 1));
@@ -329,16 +330,21 @@ TEST_P(PackListTest, EveryRowIsItsKeyAndHostileVariantsAreNot) {
       EXPECT_EQ(trie.keys()[trie.Match(target)], key) << target;
       EXPECT_EQ(trie.keys()[trie.Match(target + "?access_token=x")], key)
           << target;
-      // Hostile variants that no table line can serve.
+      // The first (always literal) segment with a byte percent-encoded, in
+      // either case of hex digit: the same route, as policies read it.
+      const std::string encoded = PercentEncodeByte(target, 1);
+      EXPECT_EQ(trie.keys()[trie.Match(encoded)], key) << encoded;
+      const std::string lower = PercentEncodeByte(target, 1, /*lower=*/true);
+      EXPECT_EQ(trie.keys()[trie.Match(lower)], key) << lower;
       // Hostile variants that no table line can serve: a double slash, a
-      // dot segment, the first (always literal) segment percent-encoded, a
-      // NUL byte.
+      // dot segment, the first segment with an escape that stays one
+      // (`%2F`), a NUL byte.
       size_t second = std::min(target.find('/', 1), target.size());
       for (const std::string& hostile : {
                target.substr(0, second) + "/" + target.substr(second),
                target.substr(0, second) + "/." + target.substr(second),
                target.substr(0, second) + "/.." + target.substr(second),
-               PercentEncodeByte(target, 1),
+               std::string(target).insert(second, "%2F"),
                std::string(target).insert(second, 1, '\0'),
            }) {
         EXPECT_EQ(trie.Match(hostile), kFallbackRouteId) << hostile;

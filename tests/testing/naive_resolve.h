@@ -6,6 +6,7 @@
 #ifndef MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
 #define MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
 
+#include <cctype>
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,9 +28,31 @@ inline std::string NaiveCanonical(std::string_view pattern) {
   return internal::CanonicalPath(pattern);
 }
 
-// Tier, literal bytes, operator, then earlier policy and pattern: compared
-// as a tuple, larger wins.
-inline std::tuple<int, size_t, bool, int, int> NaiveRank(const Policy& p,
+// Literal bytes of `c` that are neither '*' nor part of a `{name}`
+// placeholder (name: one or more of [A-Za-z0-9_]), counted naively.
+inline size_t NaiveRankBytes(std::string_view c) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] == '{') {
+      size_t end = i + 1;
+      while (end < c.size() &&
+             (std::isalnum(static_cast<unsigned char>(c[end])) != 0 ||
+              c[end] == '_')) {
+        ++end;
+      }
+      if (end > i + 1 && end < c.size() && c[end] == '}') {
+        i = end;
+        continue;
+      }
+    }
+    bytes += c[i] != '*';
+  }
+  return bytes;
+}
+
+// Tier, operator, literal bytes outside placeholders, then earlier policy
+// and pattern: compared as a tuple, larger wins.
+inline std::tuple<int, bool, size_t, int, int> NaiveRank(const Policy& p,
                                                          PolicyId id,
                                                          size_t pattern) {
   const std::string c = NaiveCanonical(p.match[pattern]);
@@ -42,7 +65,7 @@ inline std::tuple<int, size_t, bool, int, int> NaiveRank(const Policy& p,
   } else if (shape.literal_bytes > 0) {
     tier = 2;
   }
-  return {tier, shape.literal_bytes, !p.builtin, -static_cast<int>(id),
+  return {tier, !p.builtin, NaiveRankBytes(c), -static_cast<int>(id),
           -static_cast<int>(pattern)};
 }
 
@@ -53,7 +76,7 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
   const std::string key = NaiveCanonical(route_key);
   const std::string canonical_path = internal::CanonicalPath(path);
   NaiveResolution out;
-  std::map<std::tuple<int, int, bool>, std::tuple<int, size_t, bool, int, int>>
+  std::map<std::tuple<int, int, bool>, std::tuple<int, bool, size_t, int, int>>
       best_rank;
   for (PolicyId id = 0; id < set.size(); ++id) {
     const Policy& p = set.policy(id);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/route.h"
 #include "src/route/route_trie.h"
 
@@ -157,8 +158,10 @@ class ReferenceMatcher {
       bool ok = true;
       for (size_t i = 0; ok && i < segments.size(); ++i) {
         const Segment& s = p.segments[i];
+        // A literal matches its decoded spelling (route.h); a segment
+        // without '%' is its own canonical form.
         ok = s.placeholder ? (!segments[i].empty() || s.may_be_empty)
-                           : s.text == segments[i];
+                           : s.text == internal::CanonicalPath(segments[i]);
       }
       if (ok && (best == nullptr || MoreLiteral(p, *best))) best = &p;
     }

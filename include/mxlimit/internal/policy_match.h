@@ -57,19 +57,52 @@ enum class PatternKind : uint8_t {
 
 struct PatternShape {
   PatternKind kind = PatternKind::kExact;
-  // Bytes that are not '*': the resolution tie-breaker "more literal bytes".
+  // Bytes that are not '*': a wildcard without any is the catch-all tier.
   size_t literal_bytes = 0;
+  // Literal bytes outside `{name}` placeholders: the resolution tie-breaker
+  // "more literal bytes". A placeholder names any value of its segment, as
+  // '*' does, so `/rooms/{roomId}/send/*` is no more specific than
+  // `/rooms/*/send/*`, and less than one room's `/rooms/!a:b/send/*`.
+  size_t rank_bytes = 0;
   // Everything before the first '*' (the whole pattern when exact).
   std::string_view prefix;
 };
+
+// True for the bytes of a template placeholder: `{`, then one or more of
+// [A-Za-z0-9_], then `}` (the route table's syntax), starting at `at`;
+// `*size` receives its length.
+constexpr bool PlaceholderAt(std::string_view text, size_t at, size_t* size) {
+  if (at >= text.size() || text[at] != '{') return false;
+  size_t end = at + 1;
+  while (end < text.size()) {
+    const char c = text[end];
+    const bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '_';
+    if (!name) break;
+    ++end;
+  }
+  if (end == at + 1 || end == text.size() || text[end] != '}') return false;
+  *size = end + 1 - at;
+  return true;
+}
 
 constexpr PatternShape ShapeOf(std::string_view pattern) {
   PatternShape shape;
   size_t first_star = pattern.find('*');
   shape.prefix = pattern.substr(0, first_star);
   size_t stars = 0;
-  for (char c : pattern) stars += c == '*';
+  size_t placeholder_bytes = 0;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    size_t size = 0;
+    if (PlaceholderAt(pattern, i, &size)) {
+      placeholder_bytes += size;
+      i += size - 1;
+    } else {
+      stars += pattern[i] == '*';
+    }
+  }
   shape.literal_bytes = pattern.size() - stars;
+  shape.rank_bytes = shape.literal_bytes - placeholder_bytes;
   if (first_star == std::string_view::npos) {
     shape.kind = PatternKind::kExact;
   } else if (pattern.find_first_not_of('*', first_star) ==
