@@ -15,6 +15,9 @@ fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && { echo "stderr:"; cat "$tmp/err";
 : >"$tmp/ok.yaml"
 
 start() {  # start ARGS...: runs mxlimitd until it listens, then stops it
+  # The last run's files go first: the wait below must not find its
+  # `listening` line before this run's mxlimitd has truncated them.
+  rm -f "$tmp/out" "$tmp/err"
   "$bin" --listen 127.0.0.1:0 --config "$tmp/ok.yaml" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
   i=0
