@@ -161,6 +161,10 @@ struct OutrankedPolicy {
   std::vector<Loss> losses;
 };
 
+namespace internal {
+class OutrankedAnalysis;  // policy_outranked.cc
+}  // namespace internal
+
 // -----------------------------------------------------------------------------
 // PreparedRouteForms
 // -----------------------------------------------------------------------------
@@ -176,6 +180,7 @@ class PreparedRouteForms {
 
  private:
   friend class PolicySet;
+  friend class internal::OutrankedAnalysis;
   struct Glob {
     std::string text;
     size_t head_size;  // of internal::FormGlobHead(text)
@@ -348,6 +353,8 @@ class PolicySet {
     internal::MethodMask methods;
     std::string_view pattern;  // Canonical; points into entries_.
   };
+
+  friend class internal::OutrankedAnalysis;
 
   PolicySet() = default;
   // Compile's steps after validation, in order: group the policies into

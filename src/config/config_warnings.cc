@@ -189,10 +189,9 @@ void WarnPattern(std::string_view path, const YAML::Mark& mark,
   const std::string canonical = internal::CanonicalPath(pattern);
   bool unknown_placeholder = false;
   const std::vector<std::string_view> names = Placeholders(canonical);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string_view name = names[i];
-    if (std::find(names.begin(), names.begin() + i, name) !=
-        names.begin() + i) {
+  for (auto it = names.begin(); it != names.end(); ++it) {
+    const std::string_view name = *it;
+    if (std::find(names.begin(), it, name) != it) {
       // Route templates may not repeat a name (ParseTemplate): no key does.
       unknown_placeholder = true;
       warnings.Add(mark,

@@ -99,6 +99,37 @@ std::string TemplateShape(const std::vector<ParsedSegment>& segments) {
   return shape;
 }
 
+namespace {
+
+// One segment of a template into `parsed`; the reason it is refused, or
+// empty.
+std::string_view ParseTemplateSegment(std::string_view segment, bool last,
+                                      ParsedSegment& parsed) {
+  if (!segment.empty() && segment.front() == '{') {
+    if (segment.size() < 3 || segment.back() != '}') {
+      return "a placeholder is '{name}' and fills its segment";
+    }
+    parsed.placeholder = true;
+    parsed.text = segment.substr(1, segment.size() - 2);
+    for (char c : parsed.text) {
+      if (!IsNameByte(c)) return "placeholder names are [A-Za-z0-9_]";
+    }
+    return {};
+  }
+  if (segment.empty() && !last) return "empty segment ('//')";
+  if (IsDotSegment(segment.data(), segment.size())) return "dot segment";
+  for (char c : segment) {
+    if (!IsLiteralByte(c)) {
+      return "literal segments are raw path bytes without '%', braces, '?', "
+             "'#', spaces or controls";
+    }
+  }
+  parsed.text = segment;
+  return {};
+}
+
+}  // namespace
+
 absl::Status ParseTemplate(std::string_view text,
                            std::vector<ParsedSegment>* out) {
   out->clear();
@@ -111,41 +142,20 @@ absl::Status ParseTemplate(std::string_view text,
   // the limit.
   for (size_t start = 1, end = 0; end < text.size(); start = end + 1) {
     end = std::min(text.find('/', start), text.size());
-    const std::string_view segment = text.substr(start, end - start);
-    const bool last = end == text.size();
     ParsedSegment parsed;
-    if (!segment.empty() && segment.front() == '{') {
-      if (segment.size() < 3 || segment.back() != '}') {
-        return error("a placeholder is '{name}' and fills its segment");
-      }
-      parsed.placeholder = true;
-      parsed.text = segment.substr(1, segment.size() - 2);
-      for (char c : parsed.text) {
-        if (!IsNameByte(c)) return error("placeholder names are [A-Za-z0-9_]");
-      }
-    } else {
-      if (segment.empty() && !last) return error("empty segment ('//')");
-      if (IsDotSegment(segment.data(), segment.size())) {
-        return error("dot segment");
-      }
-      for (char c : segment) {
-        if (!IsLiteralByte(c)) {
-          return error(
-              "literal segments are raw path bytes without '%', "
-              "braces, '?', '#', spaces or controls");
-        }
-      }
-      parsed.text = segment;
-    }
-    if (parsed.placeholder) {
-      // A name says which identifier a segment holds (an alias must name the
-      // same ones); two segments cannot hold the same one.
-      for (const ParsedSegment& earlier : *out) {
-        if (earlier.placeholder && earlier.text == parsed.text) {
-          return error(absl::StrCat("the placeholder {", ToAbsl(parsed.text),
-                                    "} appears twice; give each its own name"));
-        }
-      }
+    const std::string_view why = ParseTemplateSegment(
+        text.substr(start, end - start), end == text.size(), parsed);
+    if (!why.empty()) return error(why);
+    // A name says which identifier a segment holds (an alias must name the
+    // same ones); two segments cannot hold the same one.
+    const bool repeated =
+        parsed.placeholder &&
+        std::any_of(out->begin(), out->end(), [&](const ParsedSegment& e) {
+          return e.placeholder && e.text == parsed.text;
+        });
+    if (repeated) {
+      return error(absl::StrCat("the placeholder {", ToAbsl(parsed.text),
+                                "} appears twice; give each its own name"));
     }
     out->push_back(parsed);
     if (out->size() > RouteTrie::kMaxSegments) {

@@ -52,6 +52,24 @@ struct PendingEdge {
   std::string_view text;  // points into the expanded patterns
 };
 
+// The literal text the edge table keeps: only literals over 16 bytes keep
+// theirs, shorter ones are confirmed by their words alone (FindLiteral).
+// Sets `longest`; an error for a literal over `max_bytes`.
+absl::StatusOr<size_t> KeptLiteralBytes(const std::vector<PendingEdge>& edges,
+                                        size_t max_bytes, size_t& longest) {
+  size_t kept = 0;
+  for (const PendingEdge& edge : edges) {
+    if (edge.text.size() > 16) kept += edge.text.size();
+    if (edge.text.size() > max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "route table too large for the matcher: a literal segment of ",
+          edge.text.size(), " bytes (at most ", max_bytes, ")"));
+    }
+    longest = std::max(longest, edge.text.size());
+  }
+  return kept;
+}
+
 // The prefix jumps' paths: three literal edges down from the root, through
 // nodes (`jumpable[node]`) with no placeholder edge, each segment at most 16
 // bytes (so the words alone identify it). In the order of `edges`.
@@ -180,22 +198,13 @@ absl::StatusOr<RouteTrie> RouteTrie::Build(
   trie.slots_.assign(slots, LiteralEdge{});
   trie.slot_shift_ = 64 - bits;
   trie.slot_mask_ = slots - 1;
-  // Only literals over 16 bytes keep their text: shorter ones are confirmed
-  // by their words alone (FindLiteral).
-  size_t text_bytes = 0;
-  for (const PendingEdge& edge : edges) {
-    if (edge.text.size() > 16) text_bytes += edge.text.size();
-    if (edge.text.size() > kMaxLiteralBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "route table too large for the matcher: a literal segment of ",
-          edge.text.size(), " bytes (at most ", kMaxLiteralBytes, ")"));
-    }
-    trie.max_literal_size_ = std::max(trie.max_literal_size_, edge.text.size());
-  }
-  if (trie.nodes_.size() >= kNoEdge || text_bytes > UINT16_MAX) {
+  absl::StatusOr<size_t> text_bytes =
+      KeptLiteralBytes(edges, kMaxLiteralBytes, trie.max_literal_size_);
+  if (!text_bytes.ok()) return text_bytes.status();
+  if (trie.nodes_.size() >= kNoEdge || *text_bytes > UINT16_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "route table too large for the matcher: ", trie.nodes_.size(),
-        " trie nodes (at most ", kNoEdge - 1, "), ", text_bytes,
+        " trie nodes (at most ", kNoEdge - 1, "), ", *text_bytes,
         " bytes of literal segments (at most ", UINT16_MAX, ")"));
   }
   for (const PendingEdge& edge : edges) {
