@@ -40,7 +40,7 @@ struct CheckConfigOptions {
 
 namespace {
 
-constexpr std::string_view kCommand = "check-config";
+constexpr std::string_view kCheckConfig = "check-config";
 
 using internal::FromAbsl;
 using internal::QuoteForError;
@@ -59,10 +59,10 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
                  std::string& out) {
   LimiterConfig running_config;
   const std::unique_ptr<Limiter> running =
-      LoadLimiter(kCommand, opts.reload_against, &running_config);
+      LoadLimiter(kCheckConfig, opts.reload_against, &running_config);
   if (running == nullptr) return false;
   auto refused = [&](std::string_view why) {
-    PrintError(kCommand,
+    PrintError(kCheckConfig,
                absl::StrCat(opts.path, ": a reload of ", opts.reload_against,
                             " would be refused: ", ToAbsl(why), "\n"));
     return false;
@@ -76,7 +76,7 @@ bool CheckReload(const CheckConfigOptions& opts, const Limiter& next,
   absl::StatusOr<std::unique_ptr<ShardedLimiter>> sharded =
       ShardedLimiter::Create(running_config, shards);
   if (!sharded.ok()) {
-    PrintError(kCommand,
+    PrintError(kCheckConfig,
                absl::StrCat(opts.reload_against, ": cannot run with ",
                             shards == 0 ? std::string("the default")
                                         : absl::StrCat(shards),
@@ -120,14 +120,14 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
   LimiterConfig config;
   std::vector<std::string> warnings;
   const std::unique_ptr<Limiter> limiter =
-      LoadLimiter(kCommand, opts.path, &config, &warnings, shards);
+      LoadLimiter(kCheckConfig, opts.path, &config, &warnings, shards);
   if (limiter == nullptr) return kExitFinding;
   // The store section as mxlimitd's SharedLimiter would check it: the
   // fields together, and each shared policy's rate against the store's
   // arithmetic. The store itself is not contacted.
   if (absl::Status sharing = SharedLimiter::ValidateSharing(config);
       !sharing.ok()) {
-    PrintErrors(kCommand, opts.path, FromAbsl(sharing.message()));
+    PrintErrors(kCheckConfig, opts.path, FromAbsl(sharing.message()));
     return kExitFinding;
   }
   const TableOptions& t = config.tables;
@@ -146,13 +146,13 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
   for (const std::string& w : warnings) absl::StrAppend(&text, w, "\n");
   // Written before the reload check, so that a refusal on standard error
   // follows the summary of the file it refuses.
-  Output out(kCommand);
+  Output out(kCheckConfig);
   out.Append(text);
   if (!out.Finish()) return kExitFinding;
   if (opts.reload_against.empty()) return kExitOk;
   std::string reload;
   const bool accepted = CheckReload(opts, *limiter, config, shards, reload);
-  Output reload_out(kCommand);
+  Output reload_out(kCheckConfig);
   reload_out.Append(reload);
   return reload_out.Finish() && accepted ? kExitOk : kExitFinding;
 }
@@ -162,7 +162,7 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
 void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CheckConfigOptions>();
   CLI::App* cmd =
-      app.add_subcommand(std::string(kCommand), "Validate a YAML policy file");
+      app.add_subcommand(std::string(kCheckConfig), "Validate a YAML policy file");
   cmd->footer(
       "Loads FILE as the limiter would. Valid: one summary line and every "
       "warning as FILE:LINE:COL: warning: message, exit 0. Invalid: every "

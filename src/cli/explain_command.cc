@@ -45,7 +45,7 @@ namespace {
 using internal::EscapeForOutput;
 using internal::ToAbsl;
 
-constexpr std::string_view kCommand = "explain";
+constexpr std::string_view kExplain = "explain";
 
 std::string Describe(const Policy& p) {
   std::string prefix;
@@ -60,7 +60,7 @@ std::string Describe(const Policy& p) {
 }
 
 int Write(std::string_view text) {
-  Output out(kCommand);
+  Output out(kExplain);
   out.Append(text);
   return out.Finish() ? kExitOk : kExitFinding;
 }
@@ -158,12 +158,12 @@ int RunExplain(const ExplainOptions& opts) {
   // Usage errors first, before a config error could hide them.
   absl::StatusOr<IpAddress> ip = ParseIpAddress(opts.ip);
   if (!ip.ok()) {
-    PrintError(kCommand, absl::StrCat("--ip: ", ip.status().message()));
+    PrintError(kExplain, absl::StrCat("--ip: ", ip.status().message()));
     return kExitUsage;
   }
   if (!opts.user.empty()) {
     if (std::string problem = UserIdProblem(opts.user); !problem.empty()) {
-      PrintError(kCommand, absl::StrCat("--user: got ",
+      PrintError(kExplain, absl::StrCat("--user: got ",
                                         internal::QuoteForError(opts.user),
                                         ", expected a Matrix user ID such as "
                                         "@alice:example.org (",
@@ -173,7 +173,7 @@ int RunExplain(const ExplainOptions& opts) {
   }
   LimiterConfig config;
   const std::unique_ptr<Limiter> limiter =
-      LoadLimiter(kCommand, opts.config_path, &config);
+      LoadLimiter(kExplain, opts.config_path, &config);
   if (limiter == nullptr) return kExitFinding;
   Request request;
   request.method = opts.method;
@@ -225,7 +225,7 @@ int RunExplain(const ExplainOptions& opts) {
     absl::StatusOr<std::vector<std::string>> keys =
         SharedLimiter::DescribeStoreKeys(config, request);
     if (!keys.ok()) {
-      PrintErrors(kCommand, opts.config_path,
+      PrintErrors(kExplain, opts.config_path,
                   internal::FromAbsl(keys.status().message()));
       return kExitFinding;
     }
@@ -245,7 +245,7 @@ int RunExplain(const ExplainOptions& opts) {
 
 void RegisterExplain(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ExplainOptions>();
-  CLI::App* cmd = app.add_subcommand(std::string(kCommand),
+  CLI::App* cmd = app.add_subcommand(std::string(kExplain),
                                      "Show how the limiter treats one request");
   cmd->footer(
       "Prints the route METHOD TARGET normalizes to, every policy that "

@@ -53,7 +53,7 @@ struct NormalizeOptions {
 
 namespace {
 
-constexpr std::string_view kCommand = "normalize";
+constexpr std::string_view kNormalize = "normalize";
 
 constexpr size_t kBlockSize = Output::kBlockBytes;
 constexpr size_t kMaxLine = size_t{1} << 20;
@@ -89,7 +89,7 @@ int NormalizeStream(const RouteNormalizer& normalizer, std::FILE* in,
                  : normalizer.Normalize("", TargetOfLine(line.text)).key);
   }
   if (!reader.status().ok()) {
-    PrintError(kCommand,
+    PrintError(kNormalize,
                absl::StrCat("standard input: ", reader.status().message()));
     return kExitFinding;
   }
@@ -103,7 +103,7 @@ std::unique_ptr<const RouteNormalizer> LoadNormalizer(
   if (config_path.empty()) return std::make_unique<const RouteNormalizer>();
   absl::StatusOr<LimiterConfig> config = LoadConfigFile(config_path);
   if (!config.ok()) {
-    PrintErrors(kCommand, config_path,
+    PrintErrors(kNormalize, config_path,
                 internal::FromAbsl(config.status().message()));
     return nullptr;
   }
@@ -111,7 +111,7 @@ std::unique_ptr<const RouteNormalizer> LoadNormalizer(
   absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
       RouteNormalizer::Create(config->routes);
   if (!normalizer.ok()) {
-    PrintErrors(kCommand, config_path,
+    PrintErrors(kNormalize, config_path,
                 internal::FromAbsl(normalizer.status().message()));
     return nullptr;
   }
@@ -125,7 +125,7 @@ int RunNormalize(const NormalizeOptions& options) {
       LoadNormalizer(options.config_path);
   if (loaded == nullptr) return kExitFinding;
   const RouteNormalizer& normalizer = *loaded;
-  Output out(kCommand);
+  Output out(kNormalize);
   int code = kExitOk;
   if (options.list) {
     std::span<const std::string_view> keys = normalizer.keys();
@@ -151,7 +151,7 @@ int RunNormalize(const NormalizeOptions& options) {
 void RegisterNormalize(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<NormalizeOptions>();
   CLI::App* command = app.add_subcommand(
-      std::string(kCommand), "Print the route key of request targets");
+      std::string(kNormalize), "Print the route key of request targets");
   command->footer(
       "Without TARGETs, reads one 'METHOD TARGET' or 'TARGET' per line of "
       "standard input. One key per line, in order; unknown or garbage lines "

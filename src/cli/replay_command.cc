@@ -105,7 +105,7 @@ namespace {
 
 using internal::ToAbsl;
 
-constexpr std::string_view kCommand = "replay";
+constexpr std::string_view kReplay = "replay";
 
 // Lines looked at to detect the format.
 constexpr size_t kDetectLines = 100;
@@ -157,13 +157,13 @@ bool OpenInput(const std::string& name, Input* input) {
   if (name == "-") return true;
   input->owned.reset(std::fopen(name.c_str(), "rb"));
   if (input->owned == nullptr) {
-    PrintError(kCommand,
+    PrintError(kReplay,
                absl::StrCat(name, ": cannot open: ", std::strerror(errno)));
     return false;
   }
   struct stat st;
   if (fstat(fileno(input->owned.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
-    PrintError(kCommand, absl::StrCat(name, ": is a directory"));
+    PrintError(kReplay, absl::StrCat(name, ": is a directory"));
     return false;
   }
   input->file = input->owned.get();
@@ -233,7 +233,7 @@ LogShape DetectShape(std::string_view format_name, replay::LineReader& reader,
   const replay::FormatDetection detected = replay::DetectFormatWithVotes(inner);
   shape.format = detected.format;
   if (!detected.recognized && !pending->empty()) {
-    PrintError(kCommand, absl::StrCat("no line of the first ", pending->size(),
+    PrintError(kReplay, absl::StrCat("no line of the first ", pending->size(),
                                       " parses in any format; assuming ",
                                       ShapeName(shape)));
   }
@@ -467,7 +467,7 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
   absl::StatusOr<std::unique_ptr<SharedLimiter>> shared =
       SharedLimiter::Create(config, 1);
   if (!shared.ok()) {
-    PrintError(kCommand, absl::StrCat("--store ", RedactStoreUrl(opts.store),
+    PrintError(kReplay, absl::StrCat("--store ", RedactStoreUrl(opts.store),
                                       ": ", shared.status().message()));
     return nullptr;
   }
@@ -476,7 +476,7 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
   const auto give_up = std::chrono::steady_clock::now() + kConnectWait;
   while (!(*shared)->StoreStats().connected) {
     if (std::chrono::steady_clock::now() > give_up) {
-      PrintError(kCommand, absl::StrCat("--store ", RedactStoreUrl(opts.store),
+      PrintError(kReplay, absl::StrCat("--store ", RedactStoreUrl(opts.store),
                                         ": cannot reach the store within ",
                                         kConnectWait.count(), " s"));
       return nullptr;
@@ -492,7 +492,7 @@ void ReportFallbacks(const SharedStoreStats& s, uint64_t lines) {
   const uint64_t fallbacks = s.fallback_timeout + s.fallback_error +
                              s.fallback_unavailable + s.fallback_breaker_open;
   if (fallbacks == 0) return;
-  PrintError(kCommand,
+  PrintError(kReplay,
              absl::StrCat(fallbacks, " of ", lines,
                           " lines were decided locally because the store did "
                           "not answer in time (timeout ",
@@ -506,7 +506,7 @@ void ReportFallbacks(const SharedStoreStats& s, uint64_t lines) {
 // every client to the balancer's address: say so, on standard error.
 void ReportUnreadForwardedFor(uint64_t unread, uint64_t lines) {
   if (unread == 0) return;
-  PrintError(kCommand,
+  PrintError(kReplay,
              absl::StrCat(unread, " of ", lines,
                           " lines carry an X-Forwarded-For, ignored without "
                           "--trusted-proxy: each client is the logged peer "
@@ -526,7 +526,7 @@ std::vector<Cidr> TrustedProxies(const ReplayOptions& opts) {
 int RunReplay(const ReplayOptions& opts) {
   LimiterConfig config;
   const std::unique_ptr<Limiter> limiter =
-      LoadLimiter(kCommand, opts.config_path, &config);
+      LoadLimiter(kReplay, opts.config_path, &config);
   if (limiter == nullptr) return kExitFinding;
   std::unique_ptr<SharedLimiter> shared;
   if (!opts.store.empty()) {
@@ -559,7 +559,7 @@ int RunReplay(const ReplayOptions& opts) {
   setup.trusted_proxies = trusted;
   setup.appservices = appservices.empty() ? nullptr : &appservices;
 
-  Output out(kCommand);
+  Output out(kReplay);
   ReplayReport report;
   const auto started = std::chrono::steady_clock::now();
   uint64_t lines = 0;
@@ -586,7 +586,7 @@ int RunReplay(const ReplayOptions& opts) {
           .count();
   if (!reader.status().ok()) {
     out.Finish();
-    PrintError(kCommand,
+    PrintError(kReplay,
                absl::StrCat(opts.input, ": ", reader.status().message()));
     return kExitFinding;
   }
@@ -606,7 +606,7 @@ int RunReplay(const ReplayOptions& opts) {
 void RegisterReplay(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
-      std::string(kCommand), "Replay an access log through the limiter");
+      std::string(kReplay), "Replay an access log through the limiter");
   cmd->footer(
       "The input is a log in one of five formats: tsv (TIME_MS METHOD TARGET "
       "IP USER), synapse (Synapse's access log), synapse-json (the same, by "
