@@ -25,11 +25,20 @@
 
 namespace {
 
+// A member is its own struct, not a std::pair: a pair may not hold the
+// still-incomplete Value, a vector may.
+struct Member;
+
 struct Value {
   enum Kind { kObject, kArray, kString, kNumber, kLiteral } kind = kLiteral;
   std::string text;  // string (decoded), number or literal as written
-  std::vector<std::pair<std::string, Value>> members;
+  std::vector<Member> members;
   std::vector<Value> items;
+};
+
+struct Member {
+  std::string key;
+  Value value;
 };
 
 class Parser {
@@ -103,7 +112,7 @@ class Parser {
       SkipSpace();
       Value v;
       if (!ParseValue(&v, depth + 1)) return false;
-      out->members.emplace_back(std::move(key), std::move(v));
+      out->members.push_back(Member{std::move(key), std::move(v)});
       SkipSpace();
       if (Eat('}')) return true;
       if (!Eat(',')) return Fail("expected ',' or '}'");

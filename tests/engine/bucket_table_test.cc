@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "src/engine/bucket_keys.h"
+#include "tests/testing/sanitizers.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -365,7 +366,7 @@ TEST(BucketTableTest, MatchesReferenceModelOverAMillionRandomOperations) {
 
 TEST(BucketTableTest, FloodOfDistinctKeysKeepsSizeAtCapacity) {
   constexpr size_t kCapacity = 100'000;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MXLIMIT_TEST_ASAN)
   constexpr uint64_t kKeys = 2'000'000;  // Same shape, sanitizer-friendly.
 #else
   constexpr uint64_t kKeys = 10'000'000;

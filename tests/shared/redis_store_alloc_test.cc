@@ -10,11 +10,12 @@
 #include "src/shared/redis/redis_store.h"
 #include "tests/testing/counting_new.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/sanitizers.h"
 
 // malloc, calloc and realloc, counted, then handed to glibc's own. (free and
 // the aligned forms stay glibc's: the memory is glibc's either way.) Not
 // under sanitizers, which interpose malloc themselves.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(MXLIMIT_TEST_SANITIZED)
 #define MXLIMIT_COUNTS_MALLOC 1
 namespace {
 std::atomic<long> malloc_count{0};

@@ -15,6 +15,7 @@
 #include "mxlimit/shared_limiter.h"
 #include "tests/testing/limiter_fixtures.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/sanitizers.h"
 #include "tests/testing/shared_store_testing.h"
 
 namespace mxlimit {
@@ -26,13 +27,7 @@ using testing::RedisServer;
 
 // Time bounds hold on a plain build; a sanitizer slows every step several
 // times over, so there only gross stalls fail.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define MXLIMIT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(MXLIMIT_TEST_SANITIZED)
+#if defined(MXLIMIT_TEST_SANITIZED)
 constexpr int kSlowdown = 5;
 #else
 constexpr int kSlowdown = 1;
