@@ -161,8 +161,8 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
 
 void RegisterCheckConfig(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CheckConfigOptions>();
-  CLI::App* cmd =
-      app.add_subcommand(std::string(kCheckConfig), "Validate a YAML policy file");
+  CLI::App* cmd = app.add_subcommand(std::string(kCheckConfig),
+                                     "Validate a YAML policy file");
   cmd->footer(
       "Loads FILE as the limiter would. Valid: one summary line and every "
       "warning as FILE:LINE:COL: warning: message, exit 0. Invalid: every "

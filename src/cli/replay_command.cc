@@ -234,8 +234,8 @@ LogShape DetectShape(std::string_view format_name, replay::LineReader& reader,
   shape.format = detected.format;
   if (!detected.recognized && !pending->empty()) {
     PrintError(kReplay, absl::StrCat("no line of the first ", pending->size(),
-                                      " parses in any format; assuming ",
-                                      ShapeName(shape)));
+                                     " parses in any format; assuming ",
+                                     ShapeName(shape)));
   }
   return shape;
 }
@@ -468,7 +468,7 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
       SharedLimiter::Create(config, 1);
   if (!shared.ok()) {
     PrintError(kReplay, absl::StrCat("--store ", RedactStoreUrl(opts.store),
-                                      ": ", shared.status().message()));
+                                     ": ", shared.status().message()));
     return nullptr;
   }
   // Connected before the first line: the first checks would otherwise fall
@@ -477,8 +477,8 @@ std::unique_ptr<SharedLimiter> MakeStoreLimiter(const ReplayOptions& opts,
   while (!(*shared)->StoreStats().connected) {
     if (std::chrono::steady_clock::now() > give_up) {
       PrintError(kReplay, absl::StrCat("--store ", RedactStoreUrl(opts.store),
-                                        ": cannot reach the store within ",
-                                        kConnectWait.count(), " s"));
+                                       ": cannot reach the store within ",
+                                       kConnectWait.count(), " s"));
       return nullptr;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
