@@ -5,7 +5,7 @@
 //
 // The URL's shape is checked here (StoreUrlProblem, options.h) and the
 // ranges are those of ValidateStoreOptions, worded per key; the store parses
-// the URL again when it connects.
+// the URL with the same grammar when it connects.
 
 #include <fcntl.h>
 #include <sys/stat.h>
