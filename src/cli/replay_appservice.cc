@@ -2,20 +2,14 @@
 
 #include <string_view>
 
-#include "absl/strings/ascii.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/hex.h"
 
 namespace mxlimit::cli {
 namespace {
 
+using internal::HexDigitValue;
 using internal::ToAbsl;
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  const char lower = absl::ascii_tolower(static_cast<unsigned char>(c));
-  if (lower >= 'a' && lower <= 'f') return lower - 'a' + 10;
-  return -1;
-}
 
 // `raw` percent-decoded into `buffer`; empty when it does not fit or an
 // escape is malformed.
@@ -27,8 +21,8 @@ std::string_view PercentDecode(std::string_view raw,
     char c = raw[i];
     if (c == '%') {
       if (i + 2 >= raw.size()) return {};
-      const int hi = HexValue(raw[i + 1]);
-      const int lo = HexValue(raw[i + 2]);
+      const int hi = HexDigitValue(raw[i + 1]);
+      const int lo = HexDigitValue(raw[i + 2]);
       if (hi < 0 || lo < 0) return {};
       c = static_cast<char>(hi << 4 | lo);
       i += 2;

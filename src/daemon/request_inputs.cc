@@ -2,15 +2,12 @@
 
 #include <cstring>
 
+#include "mxlimit/internal/hex.h"
+
 namespace mxlimit::daemon {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using internal::HexDigitValue;
 
 bool IsTrusted(const IpAddress& ip, std::span<const Cidr> trusted) {
   for (const Cidr& net : trusted) {
@@ -89,8 +86,8 @@ bool QueryParameter(std::string_view target, std::string_view name,
       char c = raw[i];
       if (c == '%') {
         if (i + 2 >= raw.size()) return false;
-        const int hi = HexValue(raw[i + 1]);
-        const int lo = HexValue(raw[i + 2]);
+        const int hi = HexDigitValue(raw[i + 1]);
+        const int lo = HexDigitValue(raw[i + 2]);
         if (hi < 0 || lo < 0) return false;
         c = static_cast<char>(hi << 4 | lo);
         i += 2;

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/hex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/options.h"
 #include "src/util/quote.h"
@@ -55,13 +56,6 @@ bool HasControlByte(std::string_view text) {
   return false;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // `%XX` escapes decoded; false for a '%' not followed by two hex digits.
 bool PercentDecode(std::string_view text, std::string* out) {
   out->clear();
@@ -71,8 +65,8 @@ bool PercentDecode(std::string_view text, std::string* out) {
       continue;
     }
     if (i + 2 >= text.size()) return false;
-    const int hi = HexDigit(text[i + 1]);
-    const int lo = HexDigit(text[i + 2]);
+    const int hi = HexDigitValue(text[i + 1]);
+    const int lo = HexDigitValue(text[i + 2]);
     if (hi < 0 || lo < 0) return false;
     out->push_back(static_cast<char>(hi * 16 + lo));
     i += 2;

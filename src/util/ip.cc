@@ -19,10 +19,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/hex.h"
 #include "src/util/quote.h"
 
 namespace mxlimit {
 namespace {
+
+using internal::HexDigitValue;
 
 // Longer text is rejected before any parsing: the longest valid form is a
 // bracketed IPv6 address with an IPv4 tail and a 32-byte zone (81 bytes).
@@ -34,13 +37,6 @@ using Reason = const char*;
 
 bool IsDigit(char c) {
   return absl::ascii_isdigit(static_cast<unsigned char>(c));
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 bool IsZoneChar(char c) {
@@ -131,8 +127,8 @@ Reason ParseIpv6(std::string_view s, IpAddress& ip) {
     if (count == 8) return "an IPv6 address has more than 8 groups";
     size_t start = i;
     int value = 0;
-    while (i < s.size() && HexValue(s[i]) >= 0 && i - start < 5) {
-      value = value * 16 + HexValue(s[i]);
+    while (i < s.size() && HexDigitValue(s[i]) >= 0 && i - start < 5) {
+      value = value * 16 + HexDigitValue(s[i]);
       ++i;
     }
     if (i < s.size() && s[i] == '.') {
