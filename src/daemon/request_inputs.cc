@@ -2,12 +2,15 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/hex.h"
 
 namespace mxlimit::daemon {
 namespace {
 
 using internal::HexDigitValue;
+using internal::ToAbsl;
 
 bool IsTrusted(const IpAddress& ip, std::span<const Cidr> trusted) {
   for (const Cidr& net : trusted) {
@@ -26,16 +29,6 @@ bool IsMethodToken(std::string_view m) {
   return true;
 }
 
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
-  }
-  return true;
-}
-
 // Walks every field called `name`, last first, as one list: each field's
 // walk starts from what the later fields resolved to, and stops once that is
 // no longer a trusted proxy. Returns false when no such field exists.
@@ -47,7 +40,7 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
   IpAddress at = peer;
   for (size_t i = head.field_count; i-- > 0;) {
     const HttpHeaderField& f = head.fields[i];
-    if (f.name.size() != name.size() || !StartsWithIgnoreCase(f.name, name)) {
+    if (!absl::EqualsIgnoreCase(ToAbsl(f.name), ToAbsl(name))) {
       continue;
     }
     any = true;
@@ -176,7 +169,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
   // kMaxTokenBytes) is used as sent: the token hash still keys it, and the
   // limiter gives a malformed user ID the one shared overflow bucket.
   const std::string_view auth = head.Field("Authorization", &found);
-  if (found && StartsWithIgnoreCase(auth, "bearer ")) {
+  if (found && absl::StartsWithIgnoreCase(ToAbsl(auth), "bearer ")) {
     std::string_view token = auth.substr(7);
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
     out.access_token = token;

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/hex.h"
@@ -314,8 +315,7 @@ bool IsTokenChar(char c) {
 }
 
 bool IsForName(std::string_view name) {
-  return name.size() == 3 && (name[0] | 0x20) == 'f' &&
-         (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 'r';
+  return absl::EqualsIgnoreCase(internal::ToAbsl(name), "for");
 }
 
 struct ForwardedValue {
