@@ -5,19 +5,14 @@
 #include "absl/strings/match.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/hex.h"
+#include "src/util/trusted_proxy.h"
 
 namespace mxlimit::daemon {
 namespace {
 
 using internal::HexDigitValue;
+using internal::IsTrustedProxy;
 using internal::ToAbsl;
-
-bool IsTrusted(const IpAddress& ip, std::span<const Cidr> trusted) {
-  for (const Cidr& net : trusted) {
-    if (net.Contains(ip)) return true;
-  }
-  return false;
-}
 
 bool IsMethodToken(std::string_view m) {
   if (m.empty() || m.size() > 32) return false;
@@ -44,7 +39,7 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
       continue;
     }
     any = true;
-    if (!IsTrusted(at, trusted)) break;
+    if (!IsTrustedProxy(at, trusted)) break;
     at = resolve(at, f.value, trusted);
   }
   out = at;
@@ -143,7 +138,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
   }
 
   out.client = peer;
-  if (IsTrusted(peer, trusted_proxies) &&
+  if (IsTrustedProxy(peer, trusted_proxies) &&
       !WalkForwarded(head, "x-forwarded-for", peer, trusted_proxies,
                      ClientAddressFromForwardedFor, out.client) &&
       protocol == CheckProtocol::kAuthRequest) {

@@ -22,11 +22,13 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/hex.h"
 #include "src/util/quote.h"
+#include "src/util/trusted_proxy.h"
 
 namespace mxlimit {
 namespace {
 
 using internal::HexDigitValue;
+using internal::IsTrustedProxy;
 
 // Longer text is rejected before any parsing: the longest valid form is a
 // bracketed IPv6 address with an IPv4 tail and a 32-byte zone (81 bytes).
@@ -264,13 +266,6 @@ std::string_view TrimBlanks(std::string_view s) {
   return s;
 }
 
-bool IsTrusted(std::span<const Cidr> trusted, const IpAddress& ip) {
-  for (const Cidr& net : trusted) {
-    if (net.Contains(ip)) return true;
-  }
-  return false;
-}
-
 // A port after an address: 1-5 decimal digits, or with `obfuscated_ok` an
 // RFC 7239 obfport ("_" then letters, digits, ".", "_", "-").
 bool IsPort(std::string_view s, bool obfuscated_ok) {
@@ -392,7 +387,7 @@ template <typename ParseHopFn>
 IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
                             std::span<const Cidr> trusted,
                             ParseHopFn parse_hop) {
-  if (!IsTrusted(trusted, peer)) return peer;
+  if (!IsTrustedProxy(peer, trusted)) return peer;
   IpAddress last_trusted = peer;
   std::string_view rest = header;
   bool more = !rest.empty();
@@ -417,7 +412,7 @@ IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
     if (hop.empty()) continue;
     IpAddress ip;
     if (!parse_hop(hop, ip)) return UnidentifiedClient();
-    if (!IsTrusted(trusted, ip)) return ip;
+    if (!IsTrustedProxy(ip, trusted)) return ip;
     last_trusted = ip;
   }
   return last_trusted;
@@ -602,6 +597,14 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
   net.base = MaskAddress(ip, v4_prefix, v6_prefix);
   if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
   return FormatCidr(net);
+}
+
+bool internal::IsTrustedProxy(const IpAddress& peer,
+                              std::span<const Cidr> trusted_proxies) {
+  for (const Cidr& net : trusted_proxies) {
+    if (net.Contains(peer)) return true;
+  }
+  return false;
 }
 
 IpAddress ClientAddressFromForwardedFor(const IpAddress& peer,
