@@ -3,14 +3,14 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "mxlimit/appservice.h"
 #include "mxlimit/internal/absl_compat.h"
-#include "mxlimit/internal/hex.h"
+#include "src/util/query.h"
 #include "src/util/trusted_proxy.h"
 
 namespace mxlimit::daemon {
 namespace {
 
-using internal::HexDigitValue;
 using internal::IsTrustedProxy;
 using internal::ToAbsl;
 
@@ -47,49 +47,6 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
 }
 
 }  // namespace
-
-bool QueryParameter(std::string_view target, std::string_view name,
-                    std::span<char> buffer, std::string_view& value,
-                    bool& found) {
-  found = false;
-  const size_t fragment = target.find('#');
-  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return true;
-  std::string_view query = target.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view()
-                                          : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != name) continue;
-    const std::string_view raw =
-        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    size_t n = 0;
-    found = true;
-    value = raw;  // what a caller gets when the value cannot be decoded
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (n == buffer.size()) return false;
-      char c = raw[i];
-      if (c == '%') {
-        if (i + 2 >= raw.size()) return false;
-        const int hi = HexDigitValue(raw[i + 1]);
-        const int lo = HexDigitValue(raw[i + 2]);
-        if (hi < 0 || lo < 0) return false;
-        c = static_cast<char>(hi << 4 | lo);
-        i += 2;
-      } else if (c == '+') {
-        c = ' ';
-      }
-      buffer[n++] = c;
-    }
-    value = std::string_view(buffer.data(), n);
-    found = true;
-    return true;  // the first occurrence counts, as in Synapse
-  }
-  return true;
-}
 
 bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
                          const IpAddress& peer,
@@ -172,8 +129,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
     QueryParameter(out.target, "access_token", out.token_buffer,
                    out.access_token, found);
   }
-  QueryParameter(out.target, "user_id", out.user_id_buffer,
-                 out.masquerade_user_id, found);
+  out.masquerade_user_id = AppserviceUserId(out.target, out.user_id_buffer);
   return true;
 }
 
