@@ -97,11 +97,13 @@ absl::Status ValidateStoreOptions(const StoreOptions& store);
 
 // What is wrong with the shape of a `store.url`, or "" when it has one of
 // the two accepted shapes: `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` (HOST a
-// DNS name, an IPv4 address or a bracketed IPv6 one; PORT 1-65535; DB a
-// decimal number) or `unix:///PATH[?db=DB]`. The YAML loader, mxlimitd's
+// DNS name, an IPv4 address or a bracketed IPv6 one; PORT 1-65535, required;
+// DB a decimal number; USER and PASSWORD may be percent-encoded) or
+// `unix:///PATH[?db=DB]`. The YAML loader, mxlimitd's
 // `--store` and `mxlimit replay --store` apply it, so a typo is reported
 // where it was written rather than when the store first connects; the
-// store parses the URL again. The message never repeats a password.
+// store applies the same grammar (one parser for both), so a URL accepted
+// here is one the store connects to. The message never repeats a password.
 std::string StoreUrlProblem(std::string_view url);
 
 // `url` for logs and messages, whatever its shape (well-formed or not, any

@@ -48,6 +48,8 @@
 #include <string>
 #include <string_view>
 
+#include "mxlimit/internal/hex.h"
+
 namespace mxlimit {
 
 // The Matrix spec caps a user ID, sigil and server name included, at 255
@@ -109,9 +111,7 @@ struct UserIdCheck {
 
 constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
-constexpr bool IsAsciiHexDigit(char c) {
-  return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+constexpr bool IsAsciiHexDigit(char c) { return HexDigitValue(c) >= 0; }
 
 // ALPHA / DIGIT / "." / "-": a byte of a DNS name or IPv4 address.
 constexpr bool IsHostnameByte(char c) {

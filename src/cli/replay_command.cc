@@ -15,7 +15,7 @@
 // `ClientAddressFromForwardedFor`); without it the logged $remote_addr is the
 // client, and a warning counts the lines whose header went unread.
 // `--appservice-user` and `--appservice-rate-limited`: see
-// cli/replay_appservice.h.
+// replay/appservice.h.
 //
 // `--report FILE.html` also writes an HTML page of charts and the summary's
 // tables (replay_html.h), whatever else is printed.
@@ -79,9 +79,9 @@
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
 #include "src/cli/output.h"
-#include "src/cli/replay_appservice.h"
 #include "src/cli/replay_html.h"
 #include "src/cli/replay_report.h"
+#include "src/replay/appservice.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
 #include "src/util/quote.h"
@@ -308,7 +308,7 @@ struct ReplaySetup {
   LogShape shape;
   bool decisions = false;
   std::span<const Cidr> trusted_proxies;
-  ReplayAppservices* appservices = nullptr;
+  replay::ReplayAppservices* appservices = nullptr;
 };
 
 // Every line of the log through one limiter (`Limiter`, or `SharedLimiter`
@@ -551,8 +551,8 @@ int RunReplay(const ReplayOptions& opts) {
 
   std::vector<PendingLine> pending;
   const std::vector<Cidr> trusted = TrustedProxies(opts);
-  ReplayAppservices appservices(opts.appservice_users,
-                                opts.appservice_rate_limited);
+  replay::ReplayAppservices appservices(opts.appservice_users,
+                                        opts.appservice_rate_limited);
   ReplaySetup setup;
   setup.shape = DetectShape(opts.format, reader, &pending);
   setup.decisions = opts.decisions;

@@ -5,18 +5,12 @@
 //
 // The URL's shape is checked here (StoreUrlProblem, options.h) and the
 // ranges are those of ValidateStoreOptions, worded per key; the store parses
-// the URL again when it connects.
+// the URL with the same grammar when it connects.
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +23,7 @@
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
 #include "src/util/quote.h"
+#include "src/util/secret_file.h"
 
 namespace mxlimit::config_internal {
 namespace {
@@ -41,9 +36,6 @@ constexpr std::string_view kStoreKeys[] = {
     "sync_interval", "fallback_share", "connections",     "clock",
     "max_in_flight", "local_denial"};
 constexpr std::string_view kClocks[] = {"store", "caller"};
-
-// A secret file larger than this is not a secret file.
-constexpr size_t kMaxSecretFileBytes = 4096;
 
 // "5ms", "250us", "1s": a plain decimal count and a unit. In microseconds.
 std::optional<int64_t> ParseDuration(std::string_view text) {
@@ -141,33 +133,9 @@ std::optional<std::string> ReadSecretFile(const Field& field,
     return std::nullopt;
   };
   if (path->empty()) return fail("the path is empty");
-  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return fail(absl::StrCat("cannot open: ", std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("is not a regular file");
-  }
-  std::string text;
-  char buffer[kMaxSecretFileBytes + 1];
-  while (text.size() <= kMaxSecretFileBytes) {
-    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int error = errno;
-      ::close(fd);
-      return fail(absl::StrCat("cannot read: ", std::strerror(error)));
-    }
-    if (got == 0) break;
-    text.append(buffer, static_cast<size_t>(got));
-  }
-  ::close(fd);
-  if (text.size() > kMaxSecretFileBytes) {
-    return fail(absl::StrCat("is over ", kMaxSecretFileBytes,
-                             " bytes; is this the right file?"));
-  }
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
+  absl::StatusOr<std::string> text = internal::ReadSecretFile(full);
+  if (!text.ok()) return fail(std::string(text.status().message()));
+  return *std::move(text);
 }
 
 void CheckSecretLength(const Field& field, const std::string& secret,

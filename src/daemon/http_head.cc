@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "mxlimit/internal/absl_compat.h"
+
 namespace mxlimit::daemon {
 namespace {
 
@@ -22,16 +25,9 @@ constexpr bool IsToken(std::string_view s) {
   return true;
 }
 
-constexpr char Lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
+// Field names and list options compare ASCII case-insensitively (RFC 9110).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
+  return absl::EqualsIgnoreCase(internal::ToAbsl(a), internal::ToAbsl(b));
 }
 
 // A field value may hold visible bytes, obs-text (0x80-0xFF), spaces and

@@ -2,22 +2,17 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "mxlimit/appservice.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "src/util/query.h"
+#include "src/util/trusted_proxy.h"
+
 namespace mxlimit::daemon {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool IsTrusted(const IpAddress& ip, std::span<const Cidr> trusted) {
-  for (const Cidr& net : trusted) {
-    if (net.Contains(ip)) return true;
-  }
-  return false;
-}
+using internal::IsTrustedProxy;
+using internal::ToAbsl;
 
 bool IsMethodToken(std::string_view m) {
   if (m.empty() || m.size() > 32) return false;
@@ -25,16 +20,6 @@ bool IsMethodToken(std::string_view m) {
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                     (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     if (!ok) return false;
-  }
-  return true;
-}
-
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
   }
   return true;
 }
@@ -50,11 +35,11 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
   IpAddress at = peer;
   for (size_t i = head.field_count; i-- > 0;) {
     const HttpHeaderField& f = head.fields[i];
-    if (f.name.size() != name.size() || !StartsWithIgnoreCase(f.name, name)) {
+    if (!absl::EqualsIgnoreCase(ToAbsl(f.name), ToAbsl(name))) {
       continue;
     }
     any = true;
-    if (!IsTrusted(at, trusted)) break;
+    if (!IsTrustedProxy(at, trusted)) break;
     at = resolve(at, f.value, trusted);
   }
   out = at;
@@ -62,49 +47,6 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
 }
 
 }  // namespace
-
-bool QueryParameter(std::string_view target, std::string_view name,
-                    std::span<char> buffer, std::string_view& value,
-                    bool& found) {
-  found = false;
-  const size_t fragment = target.find('#');
-  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return true;
-  std::string_view query = target.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view()
-                                          : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != name) continue;
-    const std::string_view raw =
-        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    size_t n = 0;
-    found = true;
-    value = raw;  // what a caller gets when the value cannot be decoded
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (n == buffer.size()) return false;
-      char c = raw[i];
-      if (c == '%') {
-        if (i + 2 >= raw.size()) return false;
-        const int hi = HexValue(raw[i + 1]);
-        const int lo = HexValue(raw[i + 2]);
-        if (hi < 0 || lo < 0) return false;
-        c = static_cast<char>(hi << 4 | lo);
-        i += 2;
-      } else if (c == '+') {
-        c = ' ';
-      }
-      buffer[n++] = c;
-    }
-    value = std::string_view(buffer.data(), n);
-    found = true;
-    return true;  // the first occurrence counts, as in Synapse
-  }
-  return true;
-}
 
 bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
                          const IpAddress& peer,
@@ -153,7 +95,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
   }
 
   out.client = peer;
-  if (IsTrusted(peer, trusted_proxies) &&
+  if (IsTrustedProxy(peer, trusted_proxies) &&
       !WalkForwarded(head, "x-forwarded-for", peer, trusted_proxies,
                      ClientAddressFromForwardedFor, out.client) &&
       protocol == CheckProtocol::kAuthRequest) {
@@ -179,7 +121,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
   // kMaxTokenBytes) is used as sent: the token hash still keys it, and the
   // limiter gives a malformed user ID the one shared overflow bucket.
   const std::string_view auth = head.Field("Authorization", &found);
-  if (found && StartsWithIgnoreCase(auth, "bearer ")) {
+  if (found && absl::StartsWithIgnoreCase(ToAbsl(auth), "bearer ")) {
     std::string_view token = auth.substr(7);
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
     out.access_token = token;
@@ -187,8 +129,7 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
     QueryParameter(out.target, "access_token", out.token_buffer,
                    out.access_token, found);
   }
-  QueryParameter(out.target, "user_id", out.user_id_buffer,
-                 out.masquerade_user_id, found);
+  out.masquerade_user_id = AppserviceUserId(out.target, out.user_id_buffer);
   return true;
 }
 

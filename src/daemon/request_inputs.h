@@ -32,6 +32,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/request.h"
 #include "src/daemon/http_head.h"
+#include "src/util/query.h"
 
 namespace mxlimit::daemon {
 
@@ -46,7 +47,8 @@ struct OriginalRequest {
   // Empty when the request carries no access token (or a non-Bearer
   // Authorization such as federation's X-Matrix).
   std::string_view access_token;
-  // `?user_id=`, percent-decoded: who an appservice acts as. Empty if absent.
+  // `?user_id=` as mxlimit::AppserviceUserId reads it: who an appservice
+  // acts as. Empty if absent.
   std::string_view masquerade_user_id;
   // Backing store for decoded query values.
   std::array<char, kMaxTokenBytes> token_buffer{};
@@ -89,13 +91,8 @@ bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
                          OriginalRequest& out, std::string_view& error,
                          std::string_view envoy_target = {});
 
-// The percent-decoded value of the query parameter `name` in `target` into
-// `buffer`. Returns false for a malformed escape or a value longer than the
-// buffer (with `found` true and `value` the raw, undecoded text); true with
-// `found` false when the parameter is absent.
-bool QueryParameter(std::string_view target, std::string_view name,
-                    std::span<char> buffer, std::string_view& value,
-                    bool& found);
+// The query decoder (src/util/query.h), for callers of this header.
+using internal::QueryParameter;
 
 }  // namespace mxlimit::daemon
 

@@ -1,63 +1,29 @@
 #include "src/daemon/store_flags.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "src/util/secret_file.h"
 
 namespace mxlimit::daemon {
 namespace {
 
-// Larger than any secret; a bigger file is the wrong file.
-constexpr size_t kMaxSecretBytes = 4096;
-
 absl::StatusOr<std::string> ReadSecret(const std::string& path) {
-  auto fail = [&](int error, const std::string& what) {
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("--store-secret-file ", path, ": ", what));
-  };
-  // O_NONBLOCK: a FIFO must not hang the start; it is refused below.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return fail(errno, "cannot open");
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat("--store-secret-file ", path, ": is not a regular file"));
+  absl::StatusOr<std::string> text = internal::ReadSecretFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("--store-secret-file ", path, ": ",
+                                     text.status().message()));
   }
-  std::string text;
-  char buffer[kMaxSecretBytes + 1];
-  while (text.size() <= kMaxSecretBytes) {
-    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int error = errno;
-      ::close(fd);
-      return fail(error, "cannot read");
-    }
-    if (got == 0) break;
-    text.append(buffer, static_cast<size_t>(got));
-  }
-  ::close(fd);
-  if (text.size() > kMaxSecretBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--store-secret-file ", path, ": is over ",
-                     kMaxSecretBytes, " bytes; is this the right file?"));
-  }
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  if (text.size() < StoreOptions::kMinKeySecretBytes) {
+  if (text->size() < StoreOptions::kMinKeySecretBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--store-secret-file ", path, ": holds ", text.size(),
+        "--store-secret-file ", path, ": holds ", text->size(),
         " bytes, expected at least ", StoreOptions::kMinKeySecretBytes,
         " (the same random secret on every process, e.g. from openssl rand "
         "-hex 32)"));
   }
-  return text;
+  return *std::move(text);
 }
 
 }  // namespace

@@ -13,18 +13,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "mxlimit/internal/hex.h"
 
 namespace mxlimit::daemon {
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
+using internal::HexDigitValue;
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+constexpr char kHex[] = "0123456789abcdef";
 
 std::string FormatSecret(const internal::SipKey& key) {
   std::string out;
@@ -51,8 +47,8 @@ absl::StatusOr<internal::SipKey> ParseSecret(const std::string& path,
   }
   internal::SipKey key;
   for (size_t i = 0; i < 16; ++i) {
-    const int hi = HexValue(text[2 * i]);
-    const int lo = HexValue(text[2 * i + 1]);
+    const int hi = HexDigitValue(text[2 * i]);
+    const int lo = HexDigitValue(text[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": the token-hash secret is not hex"));

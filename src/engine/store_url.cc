@@ -1,36 +1,46 @@
-// mxlimit/options.h: the shape of `store.url`. Only the shape: whether the
-// host resolves or the server answers is the store's business, at run time.
+// mxlimit/options.h and src/engine/store_url.h: the grammar of `store.url`.
+// Only the shape: whether the host resolves or the server answers is the
+// store's business, at run time.
+
+#include "src/engine/store_url.h"
 
 #include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/hex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/options.h"
 #include "src/util/quote.h"
 
 namespace mxlimit {
+namespace internal {
 namespace {
-
-using internal::ToAbsl;
 
 constexpr std::string_view kRedis = "redis://";
 constexpr std::string_view kUnix = "unix://";
 constexpr std::string_view kShapes =
     "redis://HOST:PORT[/DB], redis://[USER]:PASSWORD@HOST:PORT[/DB] or "
     "unix:///PATH[?db=DB]";
+constexpr int kMaxDb = 2147483647;
 
-// Plain decimal in [min, max].
-bool ReadNumber(std::string_view text, int64_t min, int64_t max) {
-  int64_t value = 0;
+// Plain decimal in [min, max], the whole of `text`.
+bool ReadNumber(std::string_view text, int min, int max, int* out) {
+  int value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  return !text.empty() && ec == std::errc() && ptr == end && value >= min &&
-         value <= max;
+  if (text.empty() || ec != std::errc() || ptr != end || value < min ||
+      value > max) {
+    return false;
+  }
+  *out = value;
+  return true;
 }
 
 bool IsHostnameByte(char c) {
@@ -46,28 +56,41 @@ bool HasControlByte(std::string_view text) {
   return false;
 }
 
-// The problem with the part after "redis://" (password already redacted
-// in `shown`).
-std::string RedisProblem(std::string_view rest) {
-  // The user info ends at the last '@': a password may hold '@', a host
-  // never does.
-  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view info = rest.substr(0, at);
-    const size_t colon = info.find(':');
-    if (colon == std::string_view::npos || colon + 1 == info.size()) {
-      return "the part before '@' must be USER:PASSWORD or :PASSWORD, with "
-             "a password";
+// `%XX` escapes decoded; false for a '%' not followed by two hex digits.
+bool PercentDecode(std::string_view text, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out->push_back(text[i]);
+      continue;
     }
-    rest.remove_prefix(at + 1);
+    if (i + 2 >= text.size()) return false;
+    const int hi = HexDigitValue(text[i + 1]);
+    const int lo = HexDigitValue(text[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
   }
-  std::string_view db;
-  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    db = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-    if (!ReadNumber(db, 0, 2147483647)) {
-      return "the database after '/' must be a number from 0 to 2147483647";
-    }
+  return true;
+}
+
+// USER:PASSWORD or :PASSWORD, before the '@'. "" or what is wrong.
+std::string ReadUserInfo(std::string_view info, StoreEndpoint& e) {
+  const size_t colon = info.find(':');
+  if (colon == std::string_view::npos || colon + 1 == info.size()) {
+    return "the part before '@' must be USER:PASSWORD or :PASSWORD, with "
+           "a password";
   }
+  if (!PercentDecode(info.substr(0, colon), &e.user) ||
+      !PercentDecode(info.substr(colon + 1), &e.password)) {
+    return "a '%' in the user or password must start a %XX escape (%25 for "
+           "'%')";
+  }
+  return "";
+}
+
+// HOST:PORT or [IPv6]:PORT. "" or what is wrong.
+std::string ReadHostPort(std::string_view rest, StoreEndpoint& e) {
   std::string_view host;
   std::string_view port;
   if (!rest.empty() && rest.front() == '[') {
@@ -96,29 +119,79 @@ std::string RedisProblem(std::string_view rest) {
       }
     }
   }
-  if (!ReadNumber(port, 1, 65535)) {
+  if (!ReadNumber(port, 1, 65535, &e.port)) {
     return "the port must be a number from 1 to 65535";
   }
+  e.host = std::string(host);
   return "";
 }
 
-std::string UnixProblem(std::string_view rest) {
+// The part after "redis://". "" or what is wrong.
+std::string ReadRedis(std::string_view rest, StoreEndpoint& e) {
+  // The user info ends at the last '@': a password may hold '@', a host
+  // never does.
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    if (std::string why = ReadUserInfo(rest.substr(0, at), e); !why.empty()) {
+      return why;
+    }
+    rest.remove_prefix(at + 1);
+  }
+  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    if (!ReadNumber(rest.substr(slash + 1), 0, kMaxDb, &e.db)) {
+      return "the database after '/' must be a number from 0 to 2147483647";
+    }
+    rest = rest.substr(0, slash);
+  }
+  return ReadHostPort(rest, e);
+}
+
+// The part after "unix://". "" or what is wrong.
+std::string ReadUnix(std::string_view rest, StoreEndpoint& e) {
   std::string_view path = rest;
   if (const size_t q = rest.find('?'); q != std::string_view::npos) {
     path = rest.substr(0, q);
     const std::string_view query = rest.substr(q + 1);
     if (query.substr(0, 3) != "db=" ||
-        !ReadNumber(query.substr(3), 0, 2147483647)) {
+        !ReadNumber(query.substr(3), 0, kMaxDb, &e.db)) {
       return "the only query is ?db=DB, a number from 0 to 2147483647";
     }
   }
   if (path.size() < 2 || path.front() != '/') {
     return "the socket path must be absolute: unix:///run/redis/redis.sock";
   }
+  e.unix_path = std::string(path);
   return "";
 }
 
+// What is wrong with `url`, or "" with `e` filled in.
+std::string Read(std::string_view url, StoreEndpoint& e) {
+  if (url.empty()) return "it is empty";
+  if (HasControlByte(url)) return "it holds a control character";
+  if (url.substr(0, kRedis.size()) == kRedis) {
+    return ReadRedis(url.substr(kRedis.size()), e);
+  }
+  if (url.substr(0, kUnix.size()) == kUnix) {
+    return ReadUnix(url.substr(kUnix.size()), e);
+  }
+  if (url.substr(0, 9) == "rediss://") {
+    return "TLS (rediss://) is not supported; use a local Redis or a TLS "
+           "tunnel";
+  }
+  return "the scheme must be redis:// or unix://";
+}
+
 }  // namespace
+
+absl::StatusOr<StoreEndpoint> ParseStoreUrl(std::string_view url) {
+  StoreEndpoint e;
+  const std::string why = Read(url, e);
+  if (why.empty()) return e;
+  return absl::InvalidArgumentError(
+      absl::StrCat("got ", QuoteForError(RedactStoreUrl(url)), ", expected ",
+                   ToAbsl(kShapes), ": ", why));
+}
+
+}  // namespace internal
 
 std::string RedactStoreUrl(std::string_view url) {
   // Any shape is redacted, not only a well-formed redis:// URL: the text of
@@ -182,27 +255,8 @@ std::string RedactStoreUrl(std::string_view url) {
 }
 
 std::string StoreUrlProblem(std::string_view url) {
-  const std::string shown = internal::QuoteForError(RedactStoreUrl(url));
-  auto problem = [&](std::string_view why) {
-    return absl::StrCat("got ", shown, ", expected ", ToAbsl(kShapes), ": ",
-                        ToAbsl(why));
-  };
-  if (url.empty()) return problem("it is empty");
-  if (HasControlByte(url)) return problem("it holds a control character");
-  if (url.substr(0, kRedis.size()) == kRedis) {
-    std::string why = RedisProblem(url.substr(kRedis.size()));
-    return why.empty() ? "" : problem(why);
-  }
-  if (url.substr(0, kUnix.size()) == kUnix) {
-    std::string why = UnixProblem(url.substr(kUnix.size()));
-    return why.empty() ? "" : problem(why);
-  }
-  if (url.substr(0, 9) == "rediss://") {
-    return problem(
-        "TLS (rediss://) is not supported; use a local Redis or "
-        "a TLS tunnel");
-  }
-  return problem("the scheme must be redis:// or unix://");
+  absl::StatusOr<internal::StoreEndpoint> e = internal::ParseStoreUrl(url);
+  return e.ok() ? "" : std::string(e.status().message());
 }
 
 }  // namespace mxlimit

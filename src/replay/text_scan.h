@@ -16,6 +16,8 @@
 #include <string_view>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "mxlimit/internal/absl_compat.h"
 
 namespace mxlimit::replay::internal {
 
@@ -70,13 +72,9 @@ inline bool IsRequestTarget(std::string_view s) {
   if (s[0] == '/') return true;
   if (s == "*") return true;
   auto starts_ci = [&](std::string_view prefix) {
-    if (s.size() <= prefix.size()) return false;
-    for (size_t i = 0; i < prefix.size(); ++i) {
-      if (absl::ascii_tolower(static_cast<unsigned char>(s[i])) != prefix[i]) {
-        return false;
-      }
-    }
-    return true;
+    return s.size() > prefix.size() &&
+           absl::StartsWithIgnoreCase(mxlimit::internal::ToAbsl(s),
+                                      mxlimit::internal::ToAbsl(prefix));
   };
   return starts_ci("http://") || starts_ci("https://");
 }

@@ -17,12 +17,18 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/hex.h"
 #include "src/util/quote.h"
+#include "src/util/trusted_proxy.h"
 
 namespace mxlimit {
 namespace {
+
+using internal::HexDigitValue;
+using internal::IsTrustedProxy;
 
 // Longer text is rejected before any parsing: the longest valid form is a
 // bracketed IPv6 address with an IPv4 tail and a 32-byte zone (81 bytes).
@@ -34,13 +40,6 @@ using Reason = const char*;
 
 bool IsDigit(char c) {
   return absl::ascii_isdigit(static_cast<unsigned char>(c));
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 bool IsZoneChar(char c) {
@@ -131,8 +130,8 @@ Reason ParseIpv6(std::string_view s, IpAddress& ip) {
     if (count == 8) return "an IPv6 address has more than 8 groups";
     size_t start = i;
     int value = 0;
-    while (i < s.size() && HexValue(s[i]) >= 0 && i - start < 5) {
-      value = value * 16 + HexValue(s[i]);
+    while (i < s.size() && HexDigitValue(s[i]) >= 0 && i - start < 5) {
+      value = value * 16 + HexDigitValue(s[i]);
       ++i;
     }
     if (i < s.size() && s[i] == '.') {
@@ -267,13 +266,6 @@ std::string_view TrimBlanks(std::string_view s) {
   return s;
 }
 
-bool IsTrusted(std::span<const Cidr> trusted, const IpAddress& ip) {
-  for (const Cidr& net : trusted) {
-    if (net.Contains(ip)) return true;
-  }
-  return false;
-}
-
 // A port after an address: 1-5 decimal digits, or with `obfuscated_ok` an
 // RFC 7239 obfport ("_" then letters, digits, ".", "_", "-").
 bool IsPort(std::string_view s, bool obfuscated_ok) {
@@ -318,8 +310,7 @@ bool IsTokenChar(char c) {
 }
 
 bool IsForName(std::string_view name) {
-  return name.size() == 3 && (name[0] | 0x20) == 'f' &&
-         (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 'r';
+  return absl::EqualsIgnoreCase(internal::ToAbsl(name), "for");
 }
 
 struct ForwardedValue {
@@ -396,7 +387,7 @@ template <typename ParseHopFn>
 IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
                             std::span<const Cidr> trusted,
                             ParseHopFn parse_hop) {
-  if (!IsTrusted(trusted, peer)) return peer;
+  if (!IsTrustedProxy(peer, trusted)) return peer;
   IpAddress last_trusted = peer;
   std::string_view rest = header;
   bool more = !rest.empty();
@@ -421,7 +412,7 @@ IpAddress WalkForwardedHops(const IpAddress& peer, std::string_view header,
     if (hop.empty()) continue;
     IpAddress ip;
     if (!parse_hop(hop, ip)) return UnidentifiedClient();
-    if (!IsTrusted(trusted, ip)) return ip;
+    if (!IsTrustedProxy(ip, trusted)) return ip;
     last_trusted = ip;
   }
   return last_trusted;
@@ -606,6 +597,14 @@ std::string FormatClientPrefix(const IpAddress& ip, int v4_prefix,
   net.base = MaskAddress(ip, v4_prefix, v6_prefix);
   if (net.prefix_len == (net.v4 ? 32 : 128)) return FormatIpAddress(net.base);
   return FormatCidr(net);
+}
+
+bool internal::IsTrustedProxy(const IpAddress& peer,
+                              std::span<const Cidr> trusted_proxies) {
+  for (const Cidr& net : trusted_proxies) {
+    if (net.Contains(peer)) return true;
+  }
+  return false;
 }
 
 IpAddress ClientAddressFromForwardedFor(const IpAddress& peer,

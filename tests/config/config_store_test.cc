@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
 #include "mxlimit/options.h"
+#include "src/engine/store_url.h"
 #include "tests/testing/config_helpers.h"
 #include "tests/testing/store_url_shapes.h"
 #include "tests/testing/temp_dir.h"
@@ -197,6 +198,102 @@ TEST(ConfigStoreTest, RedactStoreUrlKeepsWhatIsNotSecret) {
             "unix:///s.sock?db=2&password=***&***");
   EXPECT_EQ(StoreUrlProblem("redis://u:pw@h:1"), "");
   EXPECT_THAT(StoreUrlProblem("redis://pw:@h:1"), HasSubstr("with a password"));
+}
+
+// --- ParseStoreUrl: the one grammar of validation and the store ----------
+
+TEST(StoreUrlTest, ParsesTcpForms) {
+  using internal::ParseStoreUrl;
+  absl::StatusOr<internal::StoreEndpoint> e =
+      ParseStoreUrl("redis://10.0.0.5:6379");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->host, "10.0.0.5");
+  EXPECT_EQ(e->port, 6379);
+  EXPECT_EQ(e->db, 0);
+  EXPECT_TRUE(e->user.empty());
+  EXPECT_TRUE(e->password.empty());
+  EXPECT_TRUE(e->unix_path.empty());
+
+  e = ParseStoreUrl("redis://alice:s%40cret@redis.internal:6380/3");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->user, "alice");
+  EXPECT_EQ(e->password, "s@cret");
+  EXPECT_EQ(e->host, "redis.internal");
+  EXPECT_EQ(e->port, 6380);
+  EXPECT_EQ(e->db, 3);
+
+  e = ParseStoreUrl("redis://:p@ss:w/rd@[::1]:7000/2147483647");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->user, "");
+  EXPECT_EQ(e->password, "p@ss:w/rd");
+  EXPECT_EQ(e->host, "::1");
+  EXPECT_EQ(e->port, 7000);
+  EXPECT_EQ(e->db, 2147483647);
+}
+
+TEST(StoreUrlTest, ParsesUnixForm) {
+  absl::StatusOr<internal::StoreEndpoint> e =
+      internal::ParseStoreUrl("unix:///run/redis.sock");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->unix_path, "/run/redis.sock");
+  EXPECT_TRUE(e->host.empty());
+  EXPECT_EQ(e->db, 0);
+  e = internal::ParseStoreUrl("unix:///run/redis.sock?db=7");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->unix_path, "/run/redis.sock");
+  EXPECT_EQ(e->db, 7);
+}
+
+// Issue #31: the store used to read a missing port as 6379, an empty
+// database as 0, a lone password without ':' and took '%' in a password
+// only as an escape, where validation said otherwise. One grammar now: each
+// of these is refused by both, with the same message.
+TEST(StoreUrlTest, ValidationAndStoreRefuseTheSameUrls) {
+  for (const char* bad : {"",
+                          "localhost:6379",
+                          "http://h:1",
+                          "rediss://h:1",
+                          "redis://",
+                          "redis://h",
+                          "redis://10.0.0.5",
+                          "redis://h:0",
+                          "redis://h:65536",
+                          "redis://h:port",
+                          "redis://h:",
+                          "redis://h:1/",
+                          "redis://h:1/x",
+                          "redis://h:1/-1",
+                          "redis://[::1",
+                          "redis://[::1]x",
+                          "redis://[::1]",
+                          "redis://user:@h:1",
+                          "redis://onlypassword@h:1",
+                          "redis://%zz:pw@h:1",
+                          "redis://:pa%zz@h:1",
+                          "redis://:pw%@h:1",
+                          "unix://relative.sock",
+                          "unix:///s.sock?db=x",
+                          "unix:///s.sock?timeout=1"}) {
+    SCOPED_TRACE(bad);
+    absl::StatusOr<internal::StoreEndpoint> e = internal::ParseStoreUrl(bad);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.status().message()), StoreUrlProblem(bad));
+    EXPECT_THAT(StoreUrlProblem(bad), HasSubstr("expected redis://HOST:PORT"));
+  }
+  EXPECT_THAT(StoreUrlProblem("redis://:pa%zz@h:1"),
+              HasSubstr("must start a %XX escape"));
+  EXPECT_THAT(StoreUrlProblem("redis://h"), HasSubstr("the port is missing"));
+}
+
+TEST(StoreUrlTest, MalformedUrlsNeverShowThePassword) {
+  for (const std::string& url : testing::MalformedStoreUrls()) {
+    absl::StatusOr<internal::StoreEndpoint> e = internal::ParseStoreUrl(url);
+    ASSERT_FALSE(e.ok()) << url;
+    EXPECT_THAT(std::string(e.status().message()),
+                Not(HasSubstr(testing::kStoreUrlPassword)))
+        << url;
+  }
 }
 
 TEST(ConfigStoreTest, MissingAndConflictingKeys) {

@@ -1,9 +1,15 @@
 #include "src/daemon/request_inputs.h"
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "mxlimit/appservice.h"
+#include "mxlimit/request.h"
+#include "src/replay/appservice.h"
+#include "src/replay/log_record.h"
 
 namespace mxlimit::daemon {
 namespace {
@@ -212,6 +218,46 @@ TEST_F(RequestInputsTest, AppserviceUserIdParameter) {
                    "127.0.0.1"));
   EXPECT_EQ(out_.access_token, "as_token_1");
   EXPECT_EQ(out_.masquerade_user_id, "@bridge_alice:example.org");
+}
+
+// Issue #31: mxlimitd and `mxlimit replay` read `?user_id=` with one rule
+// (mxlimit::AppserviceUserId), so they charge one user: `+` is a space, as
+// Synapse reads a query, and `%XX` is decoded. Replay used to keep the '+'
+// (and then exempt the request, the result not being a well-formed ID).
+TEST_F(RequestInputsTest, AppserviceUserIdIsTheSameForReplay) {
+  const std::string target =
+      "/_matrix/client/v3/rooms/!a:x/send/m/1"
+      "?user_id=%40bob+smith%3Aexample.org";
+  ASSERT_TRUE(Read({"X-Original-Method: PUT", "X-Original-URI: " + target,
+                    "Authorization: Bearer as_token_1"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.masquerade_user_id, "@bob smith:example.org");
+
+  replay::ReplayAppservices appservices({"@bridge:example.org"},
+                                        /*rate_limited=*/true);
+  replay::LogRecord record;
+  record.method = "PUT";
+  record.target = target;
+  record.user = "@bridge:example.org";
+  Request request;
+  appservices.Apply(record, &request);
+  EXPECT_FALSE(request.exempt);
+  EXPECT_EQ(request.user_id, out_.masquerade_user_id);
+}
+
+TEST(AppserviceUserIdTest, DecodesLikeSynapseAndKeepsWhatItCannot) {
+  std::array<char, 64> buffer;
+  EXPECT_EQ(AppserviceUserId("/p?user_id=%40a+b%3ax", buffer), "@a b:x");
+  EXPECT_EQ(AppserviceUserId("/p?x=1&user_id=@c:x&user_id=@d:x", buffer),
+            "@c:x");
+  EXPECT_EQ(AppserviceUserId("/p", buffer), "");
+  EXPECT_EQ(AppserviceUserId("/p?user_id=", buffer), "");
+  EXPECT_EQ(AppserviceUserId("/p#?user_id=@c:x", buffer), "");
+  // Undecodable: returned as sent, so the limiter charges the overflow
+  // bucket rather than exempting the request.
+  EXPECT_EQ(AppserviceUserId("/p?user_id=%4", buffer), "%4");
+  std::array<char, 4> small;
+  EXPECT_EQ(AppserviceUserId("/p?user_id=@c:x.org", small), "@c:x.org");
 }
 
 TEST(QueryParameterTest, FirstOccurrenceAndFragments) {

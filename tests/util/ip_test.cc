@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/util/trusted_proxy.h"
 
 namespace mxlimit {
 namespace {
@@ -51,6 +52,18 @@ std::string CidrError(std::string_view text) {
   if (net.ok()) return "";
   EXPECT_EQ(net.status().code(), absl::StatusCode::kInvalidArgument);
   return std::string(net.status().message());
+}
+
+// The one "is this peer trusted" rule (issue #31): mxlimitd's check of the
+// connection's peer and the resolvers' check of each hop.
+TEST(IsTrustedProxyTest, AnyListedNetworkAndNothingElse) {
+  const Cidr nets[] = {*ParseCidr("10.0.0.0/8"), *ParseCidr("2001:db8::/32")};
+  EXPECT_TRUE(internal::IsTrustedProxy(*ParseIpAddress("10.1.2.3"), nets));
+  EXPECT_TRUE(internal::IsTrustedProxy(*ParseIpAddress("2001:db8::1"), nets));
+  EXPECT_FALSE(internal::IsTrustedProxy(*ParseIpAddress("11.0.0.1"), nets));
+  EXPECT_FALSE(
+      internal::IsTrustedProxy(*ParseIpAddress("::ffff:11.0.0.1"), nets));
+  EXPECT_FALSE(internal::IsTrustedProxy(*ParseIpAddress("10.1.2.3"), {}));
 }
 
 TEST(ParseIpAddressTest, Ipv4IsStoredV4Mapped) {

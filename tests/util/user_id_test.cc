@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
+#include "mxlimit/internal/hex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "src/engine/bucket_keys.h"
@@ -22,6 +23,21 @@ namespace {
 
 using ::testing::HasSubstr;
 using Defect = internal::UserIdDefect;
+
+// The one hex-digit rule (internal/hex.h) that every escape and hex reader
+// calls: both cases, and nothing else, for every byte.
+TEST(HexDigitValueTest, EveryByte) {
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    int want = -1;
+    if (b >= '0' && b <= '9') want = b - '0';
+    if (b >= 'a' && b <= 'f') want = b - 'a' + 10;
+    if (b >= 'A' && b <= 'F') want = b - 'A' + 10;
+    EXPECT_EQ(internal::HexDigitValue(c), want) << b;
+    EXPECT_EQ(internal::IsAsciiHexDigit(c), want >= 0) << b;
+  }
+  static_assert(internal::HexDigitValue('f') == 15);
+}
 
 // The rule at compile time.
 static_assert(IsWellFormedUserId("@a:b"));

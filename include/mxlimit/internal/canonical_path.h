@@ -37,15 +37,9 @@
 #include <string>
 #include <string_view>
 
-namespace mxlimit::internal {
+#include "mxlimit/internal/hex.h"
 
-// Hex digit value, or -1.
-constexpr int HexDigitValue(uint8_t c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+namespace mxlimit::internal {
 
 // HexDigitValue for every byte, as a table: the cursor decodes escapes
 // without a branch per digit range.
@@ -53,7 +47,7 @@ struct HexTable {
   int8_t value[256];
   constexpr HexTable() : value() {
     for (int c = 0; c < 256; ++c) {
-      value[c] = static_cast<int8_t>(HexDigitValue(static_cast<uint8_t>(c)));
+      value[c] = static_cast<int8_t>(HexDigitValue(static_cast<char>(c)));
     }
   }
 };

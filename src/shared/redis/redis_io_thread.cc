@@ -86,7 +86,7 @@ struct RedisIoThread::Connection {
   uint32_t at(uint64_t i) const { return fifo[i % fifo.size()]; }
 };
 
-RedisIoThread::RedisIoThread(RedisEndpoint endpoint, int connections,
+RedisIoThread::RedisIoThread(StoreEndpoint endpoint, int connections,
                              SlotQueue& slots, RedisStoreShared& shared)
     : endpoint_(std::move(endpoint)),
       slots_(slots),

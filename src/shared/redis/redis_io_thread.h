@@ -36,7 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "mxlimit/internal/mutex.h"
-#include "src/shared/redis/redis_url.h"
+#include "src/engine/store_url.h"
 #include "src/shared/redis/slot_queue.h"
 #include "src/shared/store.h"
 
@@ -63,7 +63,7 @@ struct RedisStoreShared {
 class RedisIoThread {
  public:
   // REQUIRES: `slots` and `shared` outlive this object; 1 <= connections.
-  RedisIoThread(RedisEndpoint endpoint, int connections, SlotQueue& slots,
+  RedisIoThread(StoreEndpoint endpoint, int connections, SlotQueue& slots,
                 RedisStoreShared& shared);
   // Stops the thread and joins it; ops still queued or in flight fail.
   ~RedisIoThread();
@@ -113,7 +113,7 @@ class RedisIoThread {
   void UpdateConnected();
   std::chrono::nanoseconds Jitter(std::chrono::nanoseconds backoff);
 
-  const RedisEndpoint endpoint_;
+  const StoreEndpoint endpoint_;
   SlotQueue& slots_;
   RedisStoreShared& shared_;
   std::vector<std::unique_ptr<Connection>> connections_;

@@ -43,7 +43,7 @@ ConnectAttempt Connect(int family, const sockaddr* addr, socklen_t len) {
 
 }  // namespace
 
-ConnectAttempt StartConnect(const RedisEndpoint& endpoint, size_t attempt) {
+ConnectAttempt StartConnect(const StoreEndpoint& endpoint, size_t attempt) {
   if (!endpoint.unix_path.empty()) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "src/shared/redis/redis_url.h"
+#include "src/engine/store_url.h"
 
 namespace mxlimit::internal {
 
@@ -27,7 +27,7 @@ struct ConnectAttempt {
 // 127.0.0.1) is tried one address per attempt, the `attempt`-th modulo
 // their count, so a dead address does not block the others forever.
 // NOTE: resolving a host name blocks (getaddrinfo); numeric addresses do not.
-ConnectAttempt StartConnect(const RedisEndpoint& endpoint, size_t attempt);
+ConnectAttempt StartConnect(const StoreEndpoint& endpoint, size_t attempt);
 
 // 0 once an in-progress connect has succeeded, else its errno.
 int FinishConnect(int fd);

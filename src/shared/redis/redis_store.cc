@@ -3,16 +3,20 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "src/engine/store_url.h"
 #include "src/shared/redis/mxl1_call.h"
 #include "src/shared/redis/mxl1_script.h"
-#include "src/shared/redis/redis_url.h"
 
 namespace mxlimit::internal {
 
 absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
     const StoreOptions& options) {
-  absl::StatusOr<RedisEndpoint> endpoint = ParseRedisUrl(options.url);
-  if (!endpoint.ok()) return endpoint.status();
+  absl::StatusOr<StoreEndpoint> endpoint = ParseStoreUrl(options.url);
+  if (!endpoint.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store.url: ", endpoint.status().message()));
+  }
   if (options.connections < 1 ||
       options.connections > StoreOptions::kMaxConnections) {
     return absl::InvalidArgumentError(
@@ -30,7 +34,7 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
   return store;
 }
 
-RedisStore::RedisStore(RedisEndpoint endpoint, const StoreOptions& options)
+RedisStore::RedisStore(StoreEndpoint endpoint, const StoreOptions& options)
     : slots_(options.max_in_flight),
       io_(std::move(endpoint), options.connections, slots_, shared_) {}
 

@@ -80,7 +80,7 @@ class RedisStore final : public Store {
   static constexpr size_t kMaxInFlightLimit = size_t{1} << 20;
 
  private:
-  RedisStore(RedisEndpoint endpoint, const StoreOptions& options);
+  RedisStore(StoreEndpoint endpoint, const StoreOptions& options);
 
   // Fills a slot and hands it to the I/O thread; kNone when not connected
   // or the queue is full (counted as unavailable).

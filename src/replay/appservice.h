@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: cli/replay_appservice.h
+// File: replay/appservice.h
 // -----------------------------------------------------------------------------
 //
 // `mxlimit replay --appservice-user @bot:server [--appservice-rate-limited]`:
@@ -14,14 +14,16 @@
 // A puppet request is one whose acting user is the bot (Synapse logs
 // "{@bot:s|@puppet:s}", TerseJson `authenticated_entity`), or one by the bot
 // with a `?user_id=@puppet:s` query parameter (tsv, where the logger wrote
-// the token's user).
+// the token's user), read by mxlimit::AppserviceUserId exactly as mxlimitd
+// reads it (`+` is a space; a value that cannot be decoded is charged as
+// sent, to the overflow bucket).
 //
 // Example:
 //   ReplayAppservices appservices({"@telegrambot:example.org"}, false);
 //   appservices.Apply(record, &request);  // request.exempt is now set
 
-#ifndef MXLIMIT_CLI_REPLAY_APPSERVICE_H_
-#define MXLIMIT_CLI_REPLAY_APPSERVICE_H_
+#ifndef MXLIMIT_REPLAY_APPSERVICE_H_
+#define MXLIMIT_REPLAY_APPSERVICE_H_
 
 #include <array>
 #include <string>
@@ -33,7 +35,7 @@
 #include "mxlimit/user_id.h"
 #include "src/replay/log_record.h"
 
-namespace mxlimit::cli {
+namespace mxlimit::replay {
 
 class ReplayAppservices {
  public:
@@ -42,22 +44,19 @@ class ReplayAppservices {
 
   // Sets `request->exempt`, or `request->user_id` to the puppet, when the
   // record is an appservice user's. `request->user_id` may then view this
-  // object's buffer: valid until the next call. Allocation-free.
-  void Apply(const replay::LogRecord& record, Request* request);
+  // object's buffer (valid until the next call) or `record.target`.
+  // Allocation-free.
+  void Apply(const LogRecord& record, Request* request);
 
   bool empty() const { return users_.empty(); }
 
  private:
   absl::flat_hash_set<std::string> users_;
   bool rate_limited_;
-  std::array<char, kMaxUserIdBytes> puppet_{};
+  // Backing store for the decoded `?user_id=`, as large as mxlimitd's.
+  std::array<char, 1024> puppet_{};
 };
 
-// The percent-decoded `user_id` query parameter of `target` into `buffer`,
-// or empty when absent, badly escaped, too long or not a user ID.
-std::string_view MasqueradedUserId(std::string_view target,
-                                   std::array<char, kMaxUserIdBytes>& buffer);
+}  // namespace mxlimit::replay
 
-}  // namespace mxlimit::cli
-
-#endif  // MXLIMIT_CLI_REPLAY_APPSERVICE_H_
+#endif  // MXLIMIT_REPLAY_APPSERVICE_H_

@@ -1,0 +1,48 @@
+// `store.url` parsed: the one grammar that options validation
+// (StoreUrlProblem, mxlimit/options.h) and the Redis store both apply, so a
+// URL the loader accepts is exactly a URL the store connects to.
+//
+// Accepted forms (docs/config.md, `store.url`):
+//   redis://HOST:PORT[/DB]
+//   redis://[USER]:PASSWORD@HOST:PORT[/DB]   HOST a DNS name, an IPv4 address
+//                                            or a bracketed IPv6 address
+//   unix:///PATH[?db=DB]
+// The port is required. USER and PASSWORD may be percent-encoded (`%25` for
+// `%`); everything before the last '@' is user information.
+//
+// Internal: not installed.
+
+#ifndef MXLIMIT_ENGINE_STORE_URL_H_
+#define MXLIMIT_ENGINE_STORE_URL_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace mxlimit::internal {
+
+// Where a store connects, and how it authenticates. No TLS: `rediss://` is
+// refused.
+struct StoreEndpoint {
+  // TCP when `unix_path` is empty: `host` without brackets, `port` 1-65535.
+  std::string host;
+  int port = 0;
+  std::string unix_path;
+  // AUTH: PASSWORD alone, or USER and PASSWORD (Redis 6 ACLs), both
+  // percent-decoded. No AUTH when `password` is empty.
+  std::string user;
+  std::string password;
+  // SELECT, when not 0.
+  int db = 0;
+};
+
+// The endpoint `url` names, or InvalidArgument whose message is what
+// StoreUrlProblem returns: "got URL, expected SHAPES: WHY", without a field
+// name (the caller knows whether it read `store.url` or `--store`). The
+// message quotes the URL only through RedactStoreUrl.
+absl::StatusOr<StoreEndpoint> ParseStoreUrl(std::string_view url);
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_ENGINE_STORE_URL_H_

@@ -1,0 +1,62 @@
+#include "src/util/query.h"
+
+#include <span>
+#include <string_view>
+
+#include "mxlimit/appservice.h"
+#include "mxlimit/internal/hex.h"
+
+namespace mxlimit {
+
+bool internal::QueryParameter(std::string_view target, std::string_view name,
+                              std::span<char> buffer, std::string_view& value,
+                              bool& found) {
+  found = false;
+  const size_t fragment = target.find('#');
+  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return true;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view()
+                                          : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != name) continue;
+    const std::string_view raw =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    size_t n = 0;
+    found = true;
+    value = raw;  // what a caller gets when the value cannot be decoded
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (n == buffer.size()) return false;
+      char c = raw[i];
+      if (c == '%') {
+        if (i + 2 >= raw.size()) return false;
+        const int hi = internal::HexDigitValue(raw[i + 1]);
+        const int lo = internal::HexDigitValue(raw[i + 2]);
+        if (hi < 0 || lo < 0) return false;
+        c = static_cast<char>(hi << 4 | lo);
+        i += 2;
+      } else if (c == '+') {
+        c = ' ';
+      }
+      buffer[n++] = c;
+    }
+    value = std::string_view(buffer.data(), n);
+    found = true;
+    return true;  // the first occurrence counts, as in Synapse
+  }
+  return true;
+}
+
+std::string_view AppserviceUserId(std::string_view target,
+                                  std::span<char> buffer) {
+  std::string_view value;
+  bool found = false;
+  internal::QueryParameter(target, "user_id", buffer, value, found);
+  return value;
+}
+
+}  // namespace mxlimit

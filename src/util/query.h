@@ -1,0 +1,26 @@
+// Query parameters of a request target, decoded as Synapse decodes them:
+// the one decoder behind mxlimit::AppserviceUserId (mxlimit/appservice.h)
+// and mxlimitd's `?access_token=`.
+//
+// Internal: not installed.
+
+#ifndef MXLIMIT_UTIL_QUERY_H_
+#define MXLIMIT_UTIL_QUERY_H_
+
+#include <span>
+#include <string_view>
+
+namespace mxlimit::internal {
+
+// The value of the first query parameter `name` in `target` (the query ends
+// at any '#'), decoded into `buffer`: `%XX` escapes, `+` as a space. Returns
+// false for a malformed escape or a value longer than the buffer (with
+// `found` true and `value` the raw, undecoded text); true with `found` false
+// when the parameter is absent. Allocation-free.
+bool QueryParameter(std::string_view target, std::string_view name,
+                    std::span<char> buffer, std::string_view& value,
+                    bool& found);
+
+}  // namespace mxlimit::internal
+
+#endif  // MXLIMIT_UTIL_QUERY_H_
