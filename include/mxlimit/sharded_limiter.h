@@ -53,20 +53,13 @@
 #ifndef MXLIMIT_SHARDED_LIMITER_H_
 #define MXLIMIT_SHARDED_LIMITER_H_
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <string>
 #include <string_view>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/node_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mxlimit/decision.h"
-#include "mxlimit/internal/mutex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/options.h"
@@ -77,8 +70,10 @@
 namespace mxlimit {
 
 namespace internal {
-struct Shard;  // src/engine/shard.h
+class ShardSet;  // src/engine/shard_set.h
 }  // namespace internal
+
+class SharedLimiter;
 
 class ShardedLimiter {
  public:
@@ -158,64 +153,23 @@ class ShardedLimiter {
   // snapshot, but no request is counted twice or lost.
   LimiterStats Stats() const;
 
-  size_t shard_count() const { return shard_count_; }
+  size_t shard_count() const;
   // The table options as configured (whole-limiter capacities).
-  const TableOptions& table_options() const { return tables_; }
+  const TableOptions& table_options() const;
 
   // The shard that owns the per-IP buckets of `client`, and the one that owns
   // the per-user buckets of `user_id`. For diagnostics and tests.
   size_t IpShard(const IpAddress& client) const;
   size_t UserShard(std::string_view user_id) const;
 
-  // The `shard_count()` shards, for the library's own `SharedLimiter`, which
-  // runs the engine protocol over them with a store round trip between its
-  // steps. Not part of the API: `internal::Shard` is defined only inside the
-  // library.
-  internal::Shard* internal_shards() { return shards_.get(); }
-
  private:
-  ShardedLimiter(const TableOptions& tables, const ClientPrefix& shard_prefix,
-                 size_t shard_count);
+  // A SharedLimiter's mirror is a ShardedLimiter whose shards its store
+  // protocol (src/shared/shared_core.h) drives too.
+  friend class SharedLimiter;
 
-  // A request's route and query-free path, matched once, without a lock.
-  struct Matched {
-    Route route;
-    std::string_view path;
-  };
-  Matched Match(const Request& request) const;
-  Decision CheckAcross(size_t ip, size_t user, const Request& request,
-                       const Matched& m, MonotonicTime now);
-  // Interns the names (or, with `layers`, the layer names) of `policies`;
-  // returns them by PolicyId.
-  std::vector<std::string_view> InternNames(const PolicySet& policies,
-                                            bool layers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  explicit ShardedLimiter(std::unique_ptr<internal::ShardSet> set);
 
-  const TableOptions tables_;
-  // Per-IP buckets are spread over shards by the client address masked to
-  // this prefix: the coarsest any ip-scope policy keys by (the built-in
-  // network layer's /24 and /48, or a coarser `client_prefix` of the config
-  // the limiter was created with), so every address sharing a bucket shares
-  // a shard. A reload that needs a coarser one is refused.
-  const ClientPrefix shard_prefix_;
-  const AddressMasker client_mask_;
-  const size_t shard_count_;
-  // UserShard's random keys, drawn at construction: the seed of the hash
-  // over a user's bucket key words, and the secret that digests IDs too long
-  // to store inline. Random so that users cannot aim at one shard.
-  std::array<uint64_t, 6> user_shard_seed_;
-  std::array<uint64_t, 2> user_shard_secret_;
-  // Fixed at construction: `shards_[i]` never moves, only its contents
-  // change under its own lock.
-  const std::unique_ptr<internal::Shard[]> shards_;
-  // The route normalizer all shards share. Read-only once built (route.h),
-  // so any thread may use it without a lock.
-  std::shared_ptr<const RouteNormalizer> normalizer_;
-
-  // Serializes Reload and Stats, so Stats sums counters of one policy set.
-  // Lock order: reload_mu_ before any shard's mu.
-  mutable internal::Mutex reload_mu_;
-  absl::node_hash_set<std::string> names_ ABSL_GUARDED_BY(reload_mu_);
+  const std::unique_ptr<internal::ShardSet> set_;
 };
 
 }  // namespace mxlimit

@@ -1,89 +1,18 @@
 #include "mxlimit/sharded_limiter.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <utility>
 
-#include "absl/hash/hash.h"
-#include "absl/strings/str_cat.h"
-#include "src/engine/bucket_keys.h"
 #include "src/engine/engine.h"
-#include "src/engine/shard.h"
-#include "src/engine/siphash.h"
+#include "src/engine/shard_set.h"
 
 namespace mxlimit {
 
-namespace {
-
-// Shard `index`'s share of each table: the capacity divided evenly, the
-// first `capacity % shards` shards holding one bucket more, so the shards
-// together hold exactly the configured capacity (docs/config.md promises the
-// total, and a rounded-up share would hold up to shards - 1 more).
-// REQUIRES: every capacity is at least `shards` (CheckShardCapacities).
-TableOptions ShardTables(const TableOptions& tables, size_t shards,
-                         size_t index) {
-  auto share = [&](size_t capacity) {
-    return capacity / shards + (index < capacity % shards ? 1 : 0);
-  };
-  TableOptions t = tables;
-  t.ip_capacity = share(tables.ip_capacity);
-  t.user_capacity = share(tables.user_capacity);
-  return t;
-}
-
-// Every shard needs a bucket of each table: a shard with none could never
-// admit one, and its clients would get fresh buckets on every request.
-absl::Status CheckShardCapacities(const TableOptions& tables, size_t shards) {
-  for (const auto& [name, capacity] :
-       {std::pair<const char*, size_t>{"tables.ip.capacity",
-                                       tables.ip_capacity},
-        std::pair<const char*, size_t>{"tables.user.capacity",
-                                       tables.user_capacity}}) {
-    if (capacity < shards) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": got ", capacity, ", expected at least ", shards,
-          ", the shard count (each shard holds its share of the table and "
-          "needs at least one bucket); raise the capacity or use fewer "
-          "shards"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The coarsest prefixes the per-IP buckets of `config` mask addresses to,
-// and never finer than the built-in network layer's.
-ClientPrefix ShardPrefixFor(const LimiterConfig& config) {
-  ClientPrefix p{std::min(config.tables.ipv4_prefix, 24),
-                 std::min(config.tables.ipv6_prefix, 48)};
-  for (const Policy& policy : config.policies) {
-    if (!policy.client_prefix.has_value()) continue;
-    p.ipv4 = std::min(p.ipv4, policy.client_prefix->ipv4);
-    p.ipv6 = std::min(p.ipv6, policy.client_prefix->ipv6);
-  }
-  return p;
-}
-
-void AddTable(TableStats& sum, const TableStats& t) {
-  sum.size += t.size;
-  sum.capacity += t.capacity;
-  sum.admissions += t.admissions;
-  sum.evictions += t.evictions;
-  sum.hits += t.hits;
-}
-
-void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
-  sum.allowed += c.allowed;
-  sum.denied += c.denied;
-  sum.never += c.never;
-  sum.shadow_denied += c.shadow_denied;
-  sum.denied_by_other += c.denied_by_other;
-}
-
-}  // namespace
-
-using internal::PinNames;
+using internal::Engine;
+using internal::LockedPair;
 using internal::Shard;
+using internal::ShardSet;
 
 size_t ShardedLimiter::DefaultShardCount(const TableOptions& tables) {
   const size_t smallest = std::min(tables.ip_capacity, tables.user_capacity);
@@ -92,271 +21,82 @@ size_t ShardedLimiter::DefaultShardCount(const TableOptions& tables) {
   return std::min(fit, kMaxShards);
 }
 
-ShardedLimiter::ShardedLimiter(const TableOptions& tables,
-                               const ClientPrefix& shard_prefix,
-                               size_t shard_count)
-    : tables_(tables),
-      shard_prefix_(shard_prefix),
-      client_mask_(shard_prefix.ipv4, shard_prefix.ipv6),
-      shard_count_(shard_count),
-      shards_(std::make_unique<Shard[]>(shard_count)) {
-  std::array<internal::SipKey, 4> keys;
-  internal::RandomSipKeys(keys);
-  user_shard_seed_ = {keys[0].k0, keys[0].k1, keys[1].k0,
-                      keys[1].k1, keys[2].k0, keys[2].k1};
-  user_shard_secret_ = {keys[3].k0, keys[3].k1};
-}
+ShardedLimiter::ShardedLimiter(std::unique_ptr<ShardSet> set)
+    : set_(std::move(set)) {}
 
 ShardedLimiter::~ShardedLimiter() = default;
 
 absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedLimiter::Create(
     const LimiterConfig& config, size_t shards) {
   if (shards == 0) shards = DefaultShardCount(config.tables);
-  if (!std::has_single_bit(shards) || shards > kMaxShards) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shards: got ", shards,
-                     ", expected a power of two from 1 to ", kMaxShards));
-  }
-  absl::Status tables_ok = ValidateTableOptions(config.tables);
-  if (!tables_ok.ok()) return tables_ok;
-  absl::Status capacities_ok = CheckShardCapacities(config.tables, shards);
-  if (!capacities_ok.ok()) return capacities_ok;
+  absl::StatusOr<std::unique_ptr<ShardSet>> set =
+      ShardSet::Create(config, shards, kMaxShards);
+  if (!set.ok()) return set.status();
+  return std::unique_ptr<ShardedLimiter>(new ShardedLimiter(*std::move(set)));
+}
 
-  std::unique_ptr<ShardedLimiter> limiter(
-      new ShardedLimiter(config.tables, ShardPrefixFor(config), shards));
-  // One normalizer for all shards: it is read-only, and one copy stays in
-  // cache where sixteen would not. It also lets a request normalized by one
-  // shard be resolved by another.
-  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
-      RouteNormalizer::Create(config.routes);
-  if (!normalizer.ok()) return normalizer.status();
-  limiter->normalizer_ = *std::move(normalizer);
-  // Not shared with any other thread yet; the locks satisfy the analysis and
-  // cost nothing here.
-  for (size_t i = 0; i < shards; ++i) {
-    Shard& s = limiter->shards_[i];
-    internal::MutexLock lock(s.mu);
-    s.engine = std::make_unique<internal::Engine>(
-        ShardTables(config.tables, shards, i), limiter->normalizer_);
-  }
-  absl::Status installed = limiter->Reload(config);
-  if (!installed.ok()) return installed;
-  return limiter;
+size_t ShardedLimiter::shard_count() const { return set_->size(); }
+
+const TableOptions& ShardedLimiter::table_options() const {
+  return set_->table_options();
 }
 
 size_t ShardedLimiter::IpShard(const IpAddress& client) const {
-  // At least as coarse as every per-IP bucket key's masking: every address
-  // that shares a bucket shares a shard.
-  const IpAddress masked = client_mask_.Apply(client);
-  const size_t h = absl::Hash<absl::string_view>{}(absl::string_view(
-      reinterpret_cast<const char*>(masked.bytes.data()), masked.bytes.size()));
-  return h & (shard_count_ - 1);
+  return set_->IpShard(client);
 }
 
 size_t ShardedLimiter::UserShard(std::string_view user_id) const {
-  // The ID's bucket key, checked and loaded a word at a time as the engines
-  // build it (far cheaper than IsWellFormedUserId's byte-at-a-time pass),
-  // then hashed. Malformed IDs all share one overflow bucket per policy
-  // (bucket_keys.h); spreading them over shards would multiply that budget.
-  internal::UserBucketKey key;
-  key.Assign(user_id, 0, 0,
-             internal::SipKey{user_shard_secret_[0], user_shard_secret_[1]});
-  if (key.kind() == internal::UserBucketKey::Kind::kOverflow) return 0;
-  return internal::BucketKeyHash(user_shard_seed_)(key) & (shard_count_ - 1);
-}
-
-namespace internal {
-
-void PinNames(const Shard& ip, const Shard& user, Decision& d) {
-  // Branches rather than a reference to either shard, so the lock analysis
-  // sees which shard's fields are read.
-  if (d.denied_policy != kNoPolicy) {
-    if (d.limited_by == LimitScope::kIp) {
-      d.policy = ip.names[d.denied_policy];
-      d.layer = ip.layers[d.denied_policy];
-    } else {
-      d.policy = user.names[d.denied_policy];
-      d.layer = user.layers[d.denied_policy];
-    }
-  }
-  if (d.shadow_denied) {
-    // Names are unique within a set, so equal text means that policy.
-    const PolicyId id = d.shadow_policy_id;
-    if (ip.names[id] == d.shadow_policy) {
-      d.shadow_policy = ip.names[id];
-      d.shadow_layer = ip.layers[id];
-    } else {
-      d.shadow_policy = user.names[id];
-      d.shadow_layer = user.layers[id];
-    }
-  }
-}
-
-}  // namespace internal
-
-ShardedLimiter::Matched ShardedLimiter::Match(const Request& request) const {
-  Matched m;
-  size_t path_size = 0;
-  m.route.id = normalizer_->Match(request.target, &path_size);
-  m.route.key = normalizer_->key(m.route.id);
-  m.route.known = m.route.id != kFallbackRouteId;
-  m.path = request.target.substr(0, path_size);
-  return m;
+  return set_->UserShard(user_id);
 }
 
 Decision ShardedLimiter::Check(const Request& request, MonotonicTime now) {
-  const size_t ip = IpShard(request.client);
-  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
-  // Matched before any lock is taken: the normalizer is shared and
-  // read-only, and every nanosecond under a shard's lock is one another
-  // thread may spend waiting for it.
-  const Matched m = Match(request);
-  if (ip != user) return CheckAcross(ip, user, request, m, now);
-  Shard& s = shards_[ip];
-  internal::MutexLock lock(s.mu);
-  Decision d = s.engine->Check(request, now, &m.route);
-  PinNames(s, s, d);
-  return d;
-}
-
-Decision ShardedLimiter::CheckAcross(size_t ip, size_t user,
-                                     const Request& request, const Matched& m,
-                                     MonotonicTime now) {
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
-  internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  Decision d = internal::Engine::CheckPair(*a.engine, *b.engine, request, now,
-                                           m.route, m.path);
-  if (!d.exempt) PinNames(a, b, d);
+  const ShardSet::Owners o = set_->OwnersOf(request);
+  // Matched before any lock is taken: every nanosecond under a shard's lock
+  // is one another thread may spend waiting for it.
+  const ShardSet::Matched m = set_->Match(request);
+  Shard& a = set_->shard(o.ip);
+  Shard& b = set_->shard(o.user);
+  LockedPair lock(a, b, o.ip_first());
+  if (!o.split()) {
+    Decision d = a.engine->Check(request, now, &m.route);
+    ShardSet::PinNames(a, a, d);
+    return d;
+  }
+  Decision d =
+      Engine::CheckPair(*a.engine, *b.engine, request, now, m.route, m.path);
+  if (!d.exempt) ShardSet::PinNames(a, b, d);
   return d;
 }
 
 Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
-  const size_t ip = IpShard(request.client);
-  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
-  Shard& a = shards_[ip];
-  if (ip == user) {
-    internal::MutexLock lock(a.mu);
+  const ShardSet::Owners o = set_->OwnersOf(request);
+  Shard& a = set_->shard(o.ip);
+  Shard& b = set_->shard(o.user);
+  LockedPair lock(a, b, o.ip_first());
+  if (!o.split()) {
     Decision d = a.engine->Peek(request, now);
-    PinNames(a, a, d);
+    ShardSet::PinNames(a, a, d);
     return d;
   }
-  Shard& b = shards_[user];
-  internal::MutexPairLock lock(a.mu, b.mu, /*a_first=*/ip < user);
-  internal::Engine::Evaluation ip_part;
-  a.engine->Inspect(request, now, internal::Engine::kIpScope, ip_part);
-  if (ip_part.exempt) return internal::Engine::ExemptDecision(ip_part.route);
-  internal::Engine::Evaluation user_part;
-  b.engine->Inspect(request, now, internal::Engine::kUserScope, user_part,
+  Engine::Evaluation ip_part;
+  a.engine->Inspect(request, now, Engine::kIpScope, ip_part);
+  if (ip_part.exempt) return Engine::ExemptDecision(ip_part.route);
+  Engine::Evaluation user_part;
+  b.engine->Inspect(request, now, Engine::kUserScope, user_part,
                     &ip_part.route);
   Decision d = a.engine->Combine(ip_part, user_part);
-  PinNames(a, b, d);
+  ShardSet::PinNames(a, b, d);
   return d;
 }
 
 void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
-  const size_t ip = IpShard(request.client);
-  const size_t user = request.user_id.empty() ? ip : UserShard(request.user_id);
-  {
-    Shard& a = shards_[ip];
-    internal::MutexLock lock(a.mu);
-    a.engine->ChargeScopes(request, now,
-                           ip == user ? internal::Engine::kBothScopes
-                                      : internal::Engine::kIpScope);
-  }
-  if (ip != user) {
-    Shard& b = shards_[user];
-    internal::MutexLock lock(b.mu);
-    b.engine->ChargeScopes(request, now, internal::Engine::kUserScope);
-  }
-}
-
-std::vector<std::string_view> ShardedLimiter::InternNames(
-    const PolicySet& policies, bool layers) {
-  std::vector<std::string_view> out;
-  out.reserve(policies.size());
-  for (const Policy& p : policies.policies()) {
-    out.push_back(*names_.insert(layers ? p.layer : p.name).first);
-  }
-  return out;
+  set_->Charge(request, now);
 }
 
 absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {
-  internal::MutexLock reload(reload_mu_);
-  absl::Status tables_ok =
-      internal::Engine::CheckTablesUnchanged(tables_, config.tables);
-  if (!tables_ok.ok()) return tables_ok;
-  absl::Status routes_ok =
-      internal::Engine::CheckRoutesUnchanged(*normalizer_, config.routes);
-  if (!routes_ok.ok()) return routes_ok;
-  for (const Policy& p : config.policies) {
-    if (!p.client_prefix.has_value()) continue;
-    if (p.client_prefix->ipv4 < shard_prefix_.ipv4 ||
-        p.client_prefix->ipv6 < shard_prefix_.ipv6) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "policy \"", p.name, "\": client_prefix {ipv4: ",
-          p.client_prefix->ipv4, ", ipv6: ", p.client_prefix->ipv6,
-          "} is coarser than the shard prefix (/", shard_prefix_.ipv4, ", /",
-          shard_prefix_.ipv6,
-          ") fixed when this limiter started; restart to use it (the old "
-          "policies stay in force)"));
-    }
-  }
-  // Compiled once for all shards: every shard's normalizer is built from the
-  // same route table, so route ids agree.
-  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
-      internal::Engine::CompilePolicies(config, *normalizer_);
-  if (!compiled.ok()) return compiled.status();
-  // Everything that can fail is done: from here on every shard installs.
-  const std::vector<std::string_view> names = InternNames(**compiled, false);
-  const std::vector<std::string_view> layers = InternNames(**compiled, true);
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& s = shards_[i];
-    internal::MutexLock lock(s.mu);
-    s.engine->Install(*compiled, config.exempt);
-    s.names = names;
-    s.layers = layers;
-  }
-  return absl::OkStatus();
+  return set_->Reload(config);
 }
 
-LimiterStats ShardedLimiter::Stats() const {
-  internal::MutexLock reload(reload_mu_);
-  LimiterStats sum;
-  // Route denials summed by route id; the route table bounds the array.
-  std::vector<uint64_t> route_denials(normalizer_->keys().size(), 0);
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& s = shards_[i];
-    LimiterStats one;
-    {
-      internal::MutexLock lock(s.mu);
-      one = s.engine->Stats();
-    }
-    AddTable(sum.ip_table, one.ip_table);
-    AddTable(sum.user_table, one.user_table);
-    sum.exempt += one.exempt;
-    sum.fallback_allowed += one.fallback_allowed;
-    sum.fallback_denied += one.fallback_denied;
-    for (const RouteDenials& r : one.route_denials) {
-      route_denials[r.route_id] += r.denied;
-    }
-    if (i == 0) {
-      sum.policies = std::move(one.policies);
-      continue;
-    }
-    // Every shard holds the same policy set: Reload cannot run meanwhile.
-    for (size_t p = 0; p < sum.policies.size(); ++p) {
-      AddCounters(sum.policies[p].counters, one.policies[p].counters);
-    }
-  }
-  for (size_t id = 0; id < route_denials.size(); ++id) {
-    if (route_denials[id] == 0) continue;
-    sum.route_denials.push_back(
-        RouteDenials{static_cast<RouteId>(id),
-                     std::string(normalizer_->key(static_cast<RouteId>(id))),
-                     route_denials[id]});
-  }
-  return sum;
-}
+LimiterStats ShardedLimiter::Stats() const { return set_->Stats(); }
 
 }  // namespace mxlimit

@@ -97,11 +97,9 @@ void ForEachCheck(Engine::Evaluation& ip_part, Engine::Evaluation& user_part,
 
 }  // namespace
 
-SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
+SharedCore::SharedCore(ShardSet& shards, std::unique_ptr<Store> store,
                        const StoreOptions& options)
-    : mirror_(mirror),
-      shards_(mirror.internal_shards()),
-      shard_count_(mirror.shard_count()),
+    : set_(shards),
       store_(std::move(store)),
       options_(options),
       keyer_(options.key_secret) {
@@ -110,12 +108,13 @@ SharedCore::SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
   // Room for a busy sync interval's charges, allocated once: 65,536 over
   // all shards (at least 256 a shard), whatever the shard count, so the
   // default 256 shards hold what 2 did.
-  pending_capacity_ = std::max<size_t>(256, size_t{1 << 16} / shard_count_);
-  pending_ = std::make_unique<PendingShard[]>(shard_count_);
-  for (size_t i = 0; i < shard_count_; ++i) {
+  const size_t shard_count = set_.size();
+  pending_capacity_ = std::max<size_t>(256, size_t{1 << 16} / shard_count);
+  pending_ = std::make_unique<PendingShard[]>(shard_count);
+  for (size_t i = 0; i < shard_count; ++i) {
     pending_[i].charges.reserve(pending_capacity_);
   }
-  batch_.reserve(pending_capacity_ * (shard_count_ + 1));
+  batch_.reserve(pending_capacity_ * (shard_count + 1));
   watch_.reserve(pending_capacity_);
   sync_ops_ = std::make_unique<StoreOp[]>(kSyncOpsPerBatch);
   sync_results_ = std::make_unique<StoreResult[]>(kSyncOpsPerBatch);
@@ -136,12 +135,6 @@ SharedCore::~SharedCore() {
 
 int64_t SharedCore::SteadyNow() const { return SteadyNanoseconds(); }
 
-std::pair<size_t, size_t> SharedCore::OwnersOf(const Request& request) const {
-  const size_t ip = mirror_.IpShard(request.client);
-  return {ip,
-          request.user_id.empty() ? ip : mirror_.UserShard(request.user_id)};
-}
-
 StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
                            std::string_view user_id) const {
   const RouteId route =
@@ -159,10 +152,8 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
 }
 
 void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
-                           MonotonicTime now,
-                           int64_t cost) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  // Read here, where the analysis is off (the callers hold both locks); a
-  // lambda is analysed on its own.
+                           MonotonicTime now, int64_t cost) const {
+  // Read here, under the locks; a lambda is analysed on its own.
   const Engine* ip_engine = a.engine.get();
   const Engine* user_engine = b.engine.get();
   ForEachCheck(pass.ip_part, pass.user_part, pass.split,
@@ -174,10 +165,10 @@ void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
                });
 }
 
-void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
-                              const Decision& d, const Request& request,
-                              MonotonicTime now,
-                              int64_t cost) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+void SharedCore::QueueCharges(const Shard& a, const Shard& b, const Owners& o,
+                              const Pass& pass, const Decision& d,
+                              const Request& request, MonotonicTime now,
+                              int64_t cost) {
   if (cost == 0) return;
   bool queued = false;
   auto queue = [&](const BucketCheck& c, size_t shard, const Engine& engine) {
@@ -199,18 +190,18 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
     any_pending_.store(true, std::memory_order_relaxed);
     queued = true;
   };
-  const Engine& ip_engine = *shards_[ip].engine;
-  const Engine& user_engine = *shards_[user].engine;
+  const Engine& ip_engine = *a.engine;
+  const Engine& user_engine = *b.engine;
   for (const BucketCheck& c : pass.ip_part.all()) {
     if (pass.split || c.scope == Scope::kIp) {
-      queue(c, ip, ip_engine);
+      queue(c, o.ip, ip_engine);
     } else {
-      queue(c, user, user_engine);  // One shard: user == ip.
+      queue(c, o.user, user_engine);  // One shard: user == ip.
     }
   }
   if (pass.split) {
     for (const BucketCheck& c : pass.user_part.all()) {
-      queue(c, user, user_engine);
+      queue(c, o.user, user_engine);
     }
   }
   if (queued && options_.clock == StoreOptions::Clock::kStore) {
@@ -221,10 +212,7 @@ void SharedCore::QueueCharges(size_t ip, size_t user, const Pass& pass,
 }
 
 void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
-                          MonotonicTime now, bool inspect,
-                          Pass& pass) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  // Callers hold both shards' locks (the analysis cannot follow them
-  // through the references).
+                          MonotonicTime now, bool inspect, Pass& pass) const {
   pass.split = &a != &b;
   const Engine::ScopeMask first =
       pass.split ? Engine::kIpScope : Engine::kBothScopes;
@@ -247,7 +235,7 @@ void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
 
 void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
                         const Pass& pass, StoreOpKind kind, MonotonicTime now,
-                        Plan& plan) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                        Plan& plan) const {
   StoreOp& op = plan.op;
   op.kind = kind;
   op.cost = kind == StoreOpKind::kCharge ? request.cost
@@ -327,16 +315,14 @@ bool SharedCore::ShadowDeniedLocally(const Pass& pass) {
   return false;
 }
 
-void SharedCore::Finish(size_t ip, size_t user, Pass& pass, Decision& d,
-                        const Request& request, MonotonicTime now, int64_t cost,
-                        bool from_store) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+void SharedCore::Finish(Shard& a, Shard& b, const Owners& o, Pass& pass,
+                        Decision& d, const Request& request, MonotonicTime now,
+                        int64_t cost, bool from_store) {
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
   a.engine->CountDecision(d);
-  if (d.allowed) QueueCharges(ip, user, pass, d, request, now, cost);
-  internal::PinNames(a, b, d);
+  if (d.allowed) QueueCharges(a, b, o, pass, d, request, now, cost);
+  ShardSet::PinNames(a, b, d);
 }
 
 Decision SharedCore::Check(const Request& request, MonotonicTime now) {
@@ -361,14 +347,13 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
       Sync(now);
     }
   }
-  const auto [ip_shard, user_shard] = OwnersOf(request);
-  const size_t ip = ip_shard, user = user_shard;
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+  const Owners o = set_.OwnersOf(request);
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Plan plan;
   {
-    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    LockedPair lock(a, b, o.ip_first());
     Pass pass;
     Evaluate(a, b, request, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
@@ -381,7 +366,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     const bool local_denial =
         !d.allowed && (options_.local_denial || DeniedLocally(pass));
     if (!shared || local_denial) {
-      Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
+      Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
       if (shared) local_denials_.fetch_add(1, std::memory_order_relaxed);
       return d;
     }
@@ -397,13 +382,13 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
       if (options_.fallback_share < 1.0) {
         // Re-decided below with scaled rates, outside this scope.
       } else {
-        Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
+        Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
         return d;
       }
     }
   }
   if (plan.op.count == 0) {
-    return DecideLocally(ip, user, request, now, Fallback::kBreaker);
+    return DecideLocally(o, request, now, Fallback::kBreaker);
   }
   const auto start = std::chrono::steady_clock::now();
   const StoreResult result = store_->Execute(
@@ -415,23 +400,23 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     case StoreStatus::kOk:
       break;
     case StoreStatus::kTimeout:
-      return DecideLocally(ip, user, request, now, Fallback::kTimeout);
+      return DecideLocally(o, request, now, Fallback::kTimeout);
     case StoreStatus::kError:
-      return DecideLocally(ip, user, request, now, Fallback::kError);
+      return DecideLocally(o, request, now, Fallback::kError);
     case StoreStatus::kUnavailable:
-      return DecideLocally(ip, user, request, now, Fallback::kUnavailable);
+      return DecideLocally(o, request, now, Fallback::kUnavailable);
   }
   SyncGeneration();
-  return Install(ip, user, request, now, plan, result);
+  return Install(o, request, now, plan, result);
 }
 
-Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
+Decision SharedCore::Install(const Owners& o, const Request& request,
                              MonotonicTime now, const Plan& plan,
                              const StoreResult& result) {
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  LockedPair lock(a, b, o.ip_first());
   if (&a.engine->policies() != plan.ip_policies ||
       &b.engine->policies() != plan.user_policies) {
     // A reload came in between: the buckets the store charged may belong
@@ -442,7 +427,7 @@ Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
     Evaluate(a, b, request, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
-    Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
+    Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
     return d;
   }
   Pass pass;
@@ -464,21 +449,20 @@ Decision SharedCore::Install(size_t ip, size_t user, const Request& request,
   } else if (result.allowed && d.shadow_denied) {
     Refund(plan.op, result, /*shadow_only=*/true);
   }
-  Finish(ip, user, pass, d, request, now, cost, /*from_store=*/true);
+  Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/true);
   store_decisions_.fetch_add(1, std::memory_order_relaxed);
   return d;
 }
 
-Decision SharedCore::DecideLocally(size_t ip, size_t user,
-                                   const Request& request, MonotonicTime now,
-                                   Fallback why) {
+Decision SharedCore::DecideLocally(const Owners& o, const Request& request,
+                                   MonotonicTime now, Fallback why) {
   if (why != Fallback::kBreaker) {
     fallbacks_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
   }
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  LockedPair lock(a, b, o.ip_first());
   Pass pass;
   Evaluate(a, b, request, now, /*inspect=*/false, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
@@ -497,39 +481,40 @@ Decision SharedCore::DecideLocally(size_t ip, size_t user,
                  });
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  Finish(ip, user, pass, d, request, now, cost, /*from_store=*/false);
+  Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
   if (share < 1.0 && d.allowed) {
+    // Read under the locks; a lambda is analysed on its own.
+    Engine& ip_engine = *a.engine;
+    Engine& user_engine = *b.engine;
     ForEachCheck(pass.ip_part, pass.user_part, pass.split,
-                 [&](BucketCheck& c, bool user_part,
-                     uint8_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                 [&](BucketCheck& c, bool user_part, uint8_t i) {
                    const int64_t extra = (user_part ? extra_user : extra_ip)[i];
                    if (extra <= 0 || !Engine::Charges(c, d)) return;
-                   (user_part ? b : a).engine->AddLead(c, extra, now);
+                   (user_part ? user_engine : ip_engine).AddLead(c, extra, now);
                  });
   }
   return d;
 }
 
 Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
-  const auto [ip_shard, user_shard] = OwnersOf(request);
-  const size_t ip = ip_shard, user = user_shard;
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+  const Owners o = set_.OwnersOf(request);
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Plan plan;
   {
-    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    LockedPair lock(a, b, o.ip_first());
     Pass pass;
     Evaluate(a, b, request, now, /*inspect=*/true, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     if (!d.allowed && DeniedLocally(pass)) {
-      internal::PinNames(a, b, d);
+      ShardSet::PinNames(a, b, d);
       return d;
     }
     PlanOp(a, b, request, pass, StoreOpKind::kPeek, now, plan);
     if (plan.op.count == 0 || breaker_.open()) {
-      internal::PinNames(a, b, d);
+      ShardSet::PinNames(a, b, d);
       return d;
     }
   }
@@ -538,7 +523,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
       std::chrono::steady_clock::now() +
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
               options_.timeout));
-  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  LockedPair lock(a, b, o.ip_first());
   Pass pass;
   Evaluate(a, b, request, now, /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
@@ -553,7 +538,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     }
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  internal::PinNames(a, b, d);
+  ShardSet::PinNames(a, b, d);
   return d;
 }
 
@@ -561,15 +546,14 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   // The mirror first: the whole truth for local policies, and for shared
   // ones the same change the store gets (a refund lowers this process's
   // lower bound by what it lowers the store's).
-  mirror_.Charge(request, now);
+  set_.Charge(request, now);
   if (request.cost == 0) return;
-  const auto [ip_shard, user_shard] = OwnersOf(request);
-  const size_t ip = ip_shard, user = user_shard;
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
+  const Owners o = set_.OwnersOf(request);
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
   Plan plan;
   {
-    MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+    LockedPair lock(a, b, o.ip_first());
     Pass pass;
     Evaluate(a, b, request, now, /*inspect=*/true, pass);
     if (pass.ip_part.exempt) return;
@@ -635,28 +619,29 @@ SharedStoreStats SharedCore::Stats() const {
 std::vector<std::string> SharedCore::DescribeStoreKeys(
     const Request& request) const {
   std::vector<std::string> out;
-  const auto [ip_shard, user_shard] = OwnersOf(request);
-  const size_t ip = ip_shard, user = user_shard;
-  Shard& a = shards_[ip];
-  Shard& b = shards_[user];
-  MutexOneOrTwoLock lock(a.mu, b.mu, ip < user);
+  const Owners o = set_.OwnersOf(request);
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
+  LockedPair lock(a, b, o.ip_first());
   Pass pass;
   Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return out;
+  // Read under the locks; a lambda is analysed on its own.
+  const Engine& ip_engine = *a.engine;
+  const Engine& user_engine = *b.engine;
   ForEachCheck(
       pass.ip_part, pass.user_part, pass.split,
-      [&](const BucketCheck& c, bool user_part, uint8_t)
-          ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            if (!c.has_bucket) return;
-            if (c.spec->sharing == Sharing::kLocal || !StoreCanHold(*c.spec)) {
-              out.push_back(absl::StrCat(c.spec->name, " local"));
-              return;
-            }
-            const Engine& engine = user_part ? *b.engine : *a.engine;
-            out.push_back(absl::StrCat(
-                c.spec->name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
-                ToAbsl(KeyOf(engine, c, request.user_id).view())));
-          });
+      [&](const BucketCheck& c, bool user_part, uint8_t) {
+        if (!c.has_bucket) return;
+        if (c.spec->sharing == Sharing::kLocal || !StoreCanHold(*c.spec)) {
+          out.push_back(absl::StrCat(c.spec->name, " local"));
+          return;
+        }
+        const Engine& engine = user_part ? user_engine : ip_engine;
+        out.push_back(absl::StrCat(
+            c.spec->name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
+            ToAbsl(KeyOf(engine, c, request.user_id).view())));
+      });
   return out;
 }
 

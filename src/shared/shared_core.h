@@ -1,5 +1,5 @@
 // What `SharedLimiter` does with a store: the engine protocol of engine.h
-// run over a `ShardedLimiter`'s shards (shard.h), with a store round trip
+// run over its mirror's shards (shard_set.h), with a store round trip
 // between resolving a request and settling it, no shard lock held across it.
 //
 //   1. Under the shards' locks: evaluate the request on the mirror. A
@@ -42,10 +42,9 @@
 #include "mxlimit/decision.h"
 #include "mxlimit/options.h"
 #include "mxlimit/request.h"
-#include "mxlimit/sharded_limiter.h"
 #include "mxlimit/shared_limiter.h"
 #include "src/engine/engine.h"
-#include "src/engine/shard.h"
+#include "src/engine/shard_set.h"
 #include "src/shared/breaker.h"
 #include "src/shared/store.h"
 #include "src/shared/store_keys.h"
@@ -54,7 +53,8 @@ namespace mxlimit::internal {
 
 class SharedCore final : public LateReplyHandler {
  public:
-  SharedCore(ShardedLimiter& mirror, std::unique_ptr<Store> store,
+  // `shards` (the mirror's) outlives the core.
+  SharedCore(ShardSet& shards, std::unique_ptr<Store> store,
              const StoreOptions& options);
   ~SharedCore() override;
 
@@ -73,7 +73,7 @@ class SharedCore final : public LateReplyHandler {
   void DropPending();
 
  private:
-  using Shard = internal::Shard;
+  using Owners = ShardSet::Owners;
   using Evaluation = Engine::Evaluation;
   using BucketCheck = Engine::BucketCheck;
 
@@ -115,11 +115,14 @@ class SharedCore final : public LateReplyHandler {
 
   // Step 1: evaluates `request` (`inspect`: without admitting or counting)
   // and lists its exact-shared buckets in `plan`.
+  // `a` and `b` are the request's per-IP and per-user shards, locked by
+  // the caller (a LockedPair), here and below.
   void Evaluate(Shard& a, Shard& b, const Request& request, MonotonicTime now,
-                bool inspect, Pass& pass) const;
+                bool inspect, Pass& pass) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   void PlanOp(const Shard& a, const Shard& b, const Request& request,
               const Pass& pass, StoreOpKind kind, MonotonicTime now,
-              Plan& plan) const;
+              Plan& plan) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   // Whether an enforcing check that the store has no say in (a local
   // policy, a blocked one, `cost > burst`) denies: final without the store.
   static bool DeniedLocally(const Pass& pass);
@@ -128,26 +131,27 @@ class SharedCore final : public LateReplyHandler {
   static bool ShadowDeniedLocally(const Pass& pass);
   // Settles a decided pass on the mirror, counts it, and queues its
   // approximate charges.
-  void Finish(size_t ip, size_t user, Pass& pass, Decision& d,
+  void Finish(Shard& a, Shard& b, const Owners& o, Pass& pass, Decision& d,
               const Request& request, MonotonicTime now, int64_t cost,
-              bool from_store);
+              bool from_store) ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   // The key of `c`'s bucket in the store.
   StoreKey KeyOf(const Engine& engine, const BucketCheck& c,
                  std::string_view user_id) const;
   // Replaces the verdicts of approximate buckets by ones that honour debt.
   void ApplyDebt(const Shard& a, const Shard& b, Pass& pass, MonotonicTime now,
-                 int64_t cost) const;
+                 int64_t cost) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   // Queues the approximate charges of a settled, allowed request (`d`).
-  void QueueCharges(size_t ip, size_t user, const Pass& pass, const Decision& d,
-                    const Request& request, MonotonicTime now, int64_t cost);
+  void QueueCharges(const Shard& a, const Shard& b, const Owners& o,
+                    const Pass& pass, const Decision& d, const Request& request,
+                    MonotonicTime now, int64_t cost)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   void Sync(MonotonicTime now);
   void SyncLoop();
   // Step 3 of a check the store answered.
-  Decision Install(size_t ip, size_t user, const Request& request,
-                   MonotonicTime now, const Plan& plan,
-                   const StoreResult& result);
+  Decision Install(const Owners& o, const Request& request, MonotonicTime now,
+                   const Plan& plan, const StoreResult& result);
   // A check the mirror decides alone.
-  Decision DecideLocally(size_t ip, size_t user, const Request& request,
+  Decision DecideLocally(const Owners& o, const Request& request,
                          MonotonicTime now, Fallback why);
   // Gives back what a check op charged (StoreCheckCharged), or with
   // `shadow_only` what it charged to shadow buckets.
@@ -156,13 +160,9 @@ class SharedCore final : public LateReplyHandler {
   // Drops the mirror's shared buckets when the store lost its state.
   void SyncGeneration();
   int64_t SteadyNow() const;
-  // The shards that own the request's per-IP and per-user buckets.
-  std::pair<size_t, size_t> OwnersOf(const Request& request) const;
 
-  ShardedLimiter& mirror_;
-  // The mirror's shards (fixed for its life) and how many.
-  Shard* const shards_;
-  const size_t shard_count_;
+  // The mirror's shards.
+  ShardSet& set_;
   std::unique_ptr<Store> store_;
   const StoreOptions options_;
   StoreKeyer keyer_;

@@ -25,8 +25,8 @@ void SharedCore::SyncGeneration() {
   }
   // The store restarted empty: every shared bucket is full there, and the
   // mirror's would over-deny until they drained.
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& s = shards_[i];
+  for (size_t i = 0; i < set_.size(); ++i) {
+    Shard& s = set_.shard(i);
     MutexLock lock(s.mu);
     s.engine->EraseSharedBuckets();
   }
@@ -36,8 +36,8 @@ void SharedCore::SyncGeneration() {
 void SharedCore::SyncNow(MonotonicTime now) { Sync(now); }
 
 void SharedCore::DropPending() {
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& s = shards_[i];
+  for (size_t i = 0; i < set_.size(); ++i) {
+    Shard& s = set_.shard(i);
     MutexLock lock(s.mu);
     pending_[i].charges.clear();
   }
@@ -69,8 +69,8 @@ void SharedCore::Sync(MonotonicTime now) {
   // here reuses buffers allocated once, so a sync allocates nothing either.
   batch_.clear();
   any_pending_.store(false, std::memory_order_relaxed);
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& s = shards_[i];
+  for (size_t i = 0; i < set_.size(); ++i) {
+    Shard& s = set_.shard(i);
     MutexLock lock(s.mu);
     std::vector<PendingCharge>& charges = pending_[i].charges;
     batch_.insert(batch_.end(), charges.begin(), charges.end());
@@ -133,7 +133,7 @@ void SharedCore::Sync(MonotonicTime now) {
       }
       const int64_t lead = r.lead[i % kMaxStoreBuckets];
       {
-        Shard& s = shards_[p.shard];
+        Shard& s = set_.shard(p.shard);
         MutexLock lock(s.mu);
         // The store's lead includes this process's charges and everyone
         // else's; installed as it is, debt and all.

@@ -122,8 +122,8 @@ absl::StatusOr<std::unique_ptr<SharedLimiter>> SharedLimiter::CreateWithStore(
   if (!mirror.ok()) return mirror.status();
   std::unique_ptr<internal::SharedCore> core;
   if (store != nullptr) {
-    core = std::make_unique<internal::SharedCore>(**mirror, std::move(store),
-                                                  config.store);
+    core = std::make_unique<internal::SharedCore>(
+        *(*mirror)->set_, std::move(store), config.store);
   }
   return std::unique_ptr<SharedLimiter>(
       new SharedLimiter(*std::move(mirror), std::move(core)));

@@ -1,0 +1,293 @@
+#include "src/engine/shard_set.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "src/engine/bucket_keys.h"
+#include "src/engine/siphash.h"
+
+namespace mxlimit::internal {
+
+namespace {
+
+// Shard `index`'s share of each table: the capacity divided evenly, the
+// first `capacity % shards` shards holding one bucket more, so the shards
+// together hold exactly the configured capacity (docs/config.md promises the
+// total, and a rounded-up share would hold up to shards - 1 more).
+// REQUIRES: every capacity is at least `shards` (CheckShardCapacities).
+TableOptions ShardTables(const TableOptions& tables, size_t shards,
+                         size_t index) {
+  auto share = [&](size_t capacity) {
+    return capacity / shards + (index < capacity % shards ? 1 : 0);
+  };
+  TableOptions t = tables;
+  t.ip_capacity = share(tables.ip_capacity);
+  t.user_capacity = share(tables.user_capacity);
+  return t;
+}
+
+// Every shard needs a bucket of each table: a shard with none could never
+// admit one, and its clients would get fresh buckets on every request.
+absl::Status CheckShardCapacities(const TableOptions& tables, size_t shards) {
+  for (const auto& [name, capacity] :
+       {std::pair<const char*, size_t>{"tables.ip.capacity",
+                                       tables.ip_capacity},
+        std::pair<const char*, size_t>{"tables.user.capacity",
+                                       tables.user_capacity}}) {
+    if (capacity < shards) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": got ", capacity, ", expected at least ", shards,
+          ", the shard count (each shard holds its share of the table and "
+          "needs at least one bucket); raise the capacity or use fewer "
+          "shards"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The coarsest prefixes the per-IP buckets of `config` mask addresses to,
+// and never finer than the built-in network layer's.
+ClientPrefix ShardPrefixFor(const LimiterConfig& config) {
+  ClientPrefix p{std::min(config.tables.ipv4_prefix, 24),
+                 std::min(config.tables.ipv6_prefix, 48)};
+  for (const Policy& policy : config.policies) {
+    if (!policy.client_prefix.has_value()) continue;
+    p.ipv4 = std::min(p.ipv4, policy.client_prefix->ipv4);
+    p.ipv6 = std::min(p.ipv6, policy.client_prefix->ipv6);
+  }
+  return p;
+}
+
+void AddTable(TableStats& sum, const TableStats& t) {
+  sum.size += t.size;
+  sum.capacity += t.capacity;
+  sum.admissions += t.admissions;
+  sum.evictions += t.evictions;
+  sum.hits += t.hits;
+}
+
+void AddCounters(PolicyCounters& sum, const PolicyCounters& c) {
+  sum.allowed += c.allowed;
+  sum.denied += c.denied;
+  sum.never += c.never;
+  sum.shadow_denied += c.shadow_denied;
+  sum.denied_by_other += c.denied_by_other;
+}
+
+}  // namespace
+
+ShardSet::ShardSet(const TableOptions& tables, const ClientPrefix& shard_prefix,
+                   size_t shard_count)
+    : tables_(tables),
+      shard_prefix_(shard_prefix),
+      client_mask_(shard_prefix.ipv4, shard_prefix.ipv6),
+      shard_count_(shard_count),
+      shards_(std::make_unique<Shard[]>(shard_count)) {
+  std::array<SipKey, 4> keys;
+  RandomSipKeys(keys);
+  user_shard_seed_ = {keys[0].k0, keys[0].k1, keys[1].k0,
+                      keys[1].k1, keys[2].k0, keys[2].k1};
+  user_shard_secret_ = {keys[3].k0, keys[3].k1};
+}
+
+ShardSet::~ShardSet() = default;
+
+absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
+    const LimiterConfig& config, size_t shards, size_t max_shards) {
+  if (!std::has_single_bit(shards) || shards > max_shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards: got ", shards,
+                     ", expected a power of two from 1 to ", max_shards));
+  }
+  absl::Status tables_ok = ValidateTableOptions(config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  absl::Status capacities_ok = CheckShardCapacities(config.tables, shards);
+  if (!capacities_ok.ok()) return capacities_ok;
+
+  std::unique_ptr<ShardSet> set(
+      new ShardSet(config.tables, ShardPrefixFor(config), shards));
+  // One normalizer for all shards: it is read-only, and one copy stays in
+  // cache where sixteen would not. It also lets a request normalized by one
+  // shard be resolved by another.
+  absl::StatusOr<std::unique_ptr<RouteNormalizer>> normalizer =
+      RouteNormalizer::Create(config.routes);
+  if (!normalizer.ok()) return normalizer.status();
+  set->normalizer_ = *std::move(normalizer);
+  // Not shared with any other thread yet; the locks satisfy the analysis and
+  // cost nothing here.
+  for (size_t i = 0; i < shards; ++i) {
+    Shard& s = set->shards_[i];
+    MutexLock lock(s.mu);
+    s.engine = std::make_unique<Engine>(ShardTables(config.tables, shards, i),
+                                        set->normalizer_);
+  }
+  absl::Status installed = set->Reload(config);
+  if (!installed.ok()) return installed;
+  return set;
+}
+
+size_t ShardSet::IpShard(const IpAddress& client) const {
+  // At least as coarse as every per-IP bucket key's masking: every address
+  // that shares a bucket shares a shard.
+  const IpAddress masked = client_mask_.Apply(client);
+  const size_t h = absl::Hash<absl::string_view>{}(absl::string_view(
+      reinterpret_cast<const char*>(masked.bytes.data()), masked.bytes.size()));
+  return h & (shard_count_ - 1);
+}
+
+size_t ShardSet::UserShard(std::string_view user_id) const {
+  // The ID's bucket key, checked and loaded a word at a time as the engines
+  // build it (far cheaper than IsWellFormedUserId's byte-at-a-time pass),
+  // then hashed. Malformed IDs all share one overflow bucket per policy
+  // (bucket_keys.h); spreading them over shards would multiply that budget.
+  UserBucketKey key;
+  key.Assign(user_id, 0, 0,
+             SipKey{user_shard_secret_[0], user_shard_secret_[1]});
+  if (key.kind() == UserBucketKey::Kind::kOverflow) return 0;
+  return BucketKeyHash(user_shard_seed_)(key) & (shard_count_ - 1);
+}
+
+void ShardSet::PinNames(const Shard& ip, const Shard& user, Decision& d) {
+  // Branches rather than a reference to either shard, so the lock analysis
+  // sees which shard's fields are read.
+  if (d.denied_policy != kNoPolicy) {
+    if (d.limited_by == LimitScope::kIp) {
+      d.policy = ip.names[d.denied_policy];
+      d.layer = ip.layers[d.denied_policy];
+    } else {
+      d.policy = user.names[d.denied_policy];
+      d.layer = user.layers[d.denied_policy];
+    }
+  }
+  if (d.shadow_denied) {
+    // Names are unique within a set, so equal text means that policy.
+    const PolicyId id = d.shadow_policy_id;
+    if (ip.names[id] == d.shadow_policy) {
+      d.shadow_policy = ip.names[id];
+      d.shadow_layer = ip.layers[id];
+    } else {
+      d.shadow_policy = user.names[id];
+      d.shadow_layer = user.layers[id];
+    }
+  }
+}
+
+ShardSet::Matched ShardSet::Match(const Request& request) const {
+  Matched m;
+  size_t path_size = 0;
+  m.route.id = normalizer_->Match(request.target, &path_size);
+  m.route.key = normalizer_->key(m.route.id);
+  m.route.known = m.route.id != kFallbackRouteId;
+  m.path = request.target.substr(0, path_size);
+  return m;
+}
+
+void ShardSet::Charge(const Request& request, MonotonicTime now) {
+  const ShardSet::Owners o = OwnersOf(request);
+  // Each scope under its own shard's lock, one after the other: a charge
+  // has nothing to decide, so nothing needs both at once.
+  {
+    Shard& a = shard(o.ip);
+    MutexLock lock(a.mu);
+    a.engine->ChargeScopes(request, now,
+                           o.split() ? Engine::kIpScope : Engine::kBothScopes);
+  }
+  if (o.split()) {
+    Shard& b = shard(o.user);
+    MutexLock lock(b.mu);
+    b.engine->ChargeScopes(request, now, Engine::kUserScope);
+  }
+}
+
+std::vector<std::string_view> ShardSet::InternNames(const PolicySet& policies,
+                                                    bool layers) {
+  std::vector<std::string_view> out;
+  out.reserve(policies.size());
+  for (const Policy& p : policies.policies()) {
+    out.push_back(*names_.insert(layers ? p.layer : p.name).first);
+  }
+  return out;
+}
+
+absl::Status ShardSet::Reload(const LimiterConfig& config) {
+  MutexLock reload(reload_mu_);
+  absl::Status tables_ok = Engine::CheckTablesUnchanged(tables_, config.tables);
+  if (!tables_ok.ok()) return tables_ok;
+  absl::Status routes_ok =
+      Engine::CheckRoutesUnchanged(*normalizer_, config.routes);
+  if (!routes_ok.ok()) return routes_ok;
+  for (const Policy& p : config.policies) {
+    if (!p.client_prefix.has_value()) continue;
+    if (p.client_prefix->ipv4 < shard_prefix_.ipv4 ||
+        p.client_prefix->ipv6 < shard_prefix_.ipv6) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "policy \"", p.name, "\": client_prefix {ipv4: ",
+          p.client_prefix->ipv4, ", ipv6: ", p.client_prefix->ipv6,
+          "} is coarser than the shard prefix (/", shard_prefix_.ipv4, ", /",
+          shard_prefix_.ipv6,
+          ") fixed when this limiter started; restart to use it (the old "
+          "policies stay in force)"));
+    }
+  }
+  // Compiled once for all shards: every shard's normalizer is built from the
+  // same route table, so route ids agree.
+  absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
+      Engine::CompilePolicies(config, *normalizer_);
+  if (!compiled.ok()) return compiled.status();
+  // Everything that can fail is done: from here on every shard installs.
+  const std::vector<std::string_view> names = InternNames(**compiled, false);
+  const std::vector<std::string_view> layers = InternNames(**compiled, true);
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
+    MutexLock lock(s.mu);
+    s.engine->Install(*compiled, config.exempt);
+    s.names = names;
+    s.layers = layers;
+  }
+  return absl::OkStatus();
+}
+
+LimiterStats ShardSet::Stats() const {
+  MutexLock reload(reload_mu_);
+  LimiterStats sum;
+  // Route denials summed by route id; the route table bounds the array.
+  std::vector<uint64_t> route_denials(normalizer_->keys().size(), 0);
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& s = shards_[i];
+    LimiterStats one;
+    {
+      MutexLock lock(s.mu);
+      one = s.engine->Stats();
+    }
+    AddTable(sum.ip_table, one.ip_table);
+    AddTable(sum.user_table, one.user_table);
+    sum.exempt += one.exempt;
+    sum.fallback_allowed += one.fallback_allowed;
+    sum.fallback_denied += one.fallback_denied;
+    for (const RouteDenials& r : one.route_denials) {
+      route_denials[r.route_id] += r.denied;
+    }
+    if (i == 0) {
+      sum.policies = std::move(one.policies);
+      continue;
+    }
+    // Every shard holds the same policy set: Reload cannot run meanwhile.
+    for (size_t p = 0; p < sum.policies.size(); ++p) {
+      AddCounters(sum.policies[p].counters, one.policies[p].counters);
+    }
+  }
+  for (size_t id = 0; id < route_denials.size(); ++id) {
+    if (route_denials[id] == 0) continue;
+    sum.route_denials.push_back(
+        RouteDenials{static_cast<RouteId>(id),
+                     std::string(normalizer_->key(static_cast<RouteId>(id))),
+                     route_denials[id]});
+  }
+  return sum;
+}
+
+}  // namespace mxlimit::internal
