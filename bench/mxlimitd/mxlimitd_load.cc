@@ -3,9 +3,11 @@
 // keepalive socket on its own thread, sending the subrequest a proxy would
 // send, with a fresh message target each time and a token and client address
 // drawn from fixed pools (so the pool sizes decide how many distinct users
-// and addresses the daemon sees).
+// and addresses the daemon sees). `--endpoint matrix` sends the client's
+// own request instead (a message send, the client address as
+// X-Forwarded-For), to a proxy in front of the daemon.
 //
-//   mxlimitd_load --port P [--endpoint forward_auth|auth_request]
+//   mxlimitd_load --port P [--endpoint forward_auth|auth_request|matrix]
 //                 [--connections 4] [--seconds 5] [--rate 0 (unpaced)]
 //                 [--tokens 1000] [--clients 1000] [--sequential]
 //
@@ -24,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -67,7 +70,9 @@ int Connect(int port) {
 }
 
 // Reads one response; returns its status (0 on a closed connection).
-int ReadResponse(int fd, std::string& buf) {
+// `closes`: the response says the server closes the connection after it
+// (nginx does after `keepalive_requests`).
+int ReadResponse(int fd, std::string& buf, bool& closes) {
   char chunk[8192];
   while (true) {
     const size_t end = buf.find("\r\n\r\n");
@@ -78,6 +83,8 @@ int ReadResponse(int fd, std::string& buf) {
         length = std::strtoul(buf.c_str() + cl + 16, nullptr, 10);
       }
       if (buf.size() >= end + 4 + length) {
+        closes = std::string_view(buf.data(), end).find("Connection: close") !=
+                 std::string_view::npos;
         const int status = std::atoi(buf.c_str() + 9);
         buf.erase(0, end + 4 + length);
         return status;
@@ -91,8 +98,9 @@ int ReadResponse(int fd, std::string& buf) {
 
 void Run(const Options& o, int index, Clock::time_point start,
          Clock::time_point stop, Result& out) {
-  const int fd = Connect(o.port);
+  int fd = Connect(o.port);
   const bool nginx = o.endpoint == "auth_request";
+  const bool matrix = o.endpoint == "matrix";
   std::string buf;
   std::string request;
   request.reserve(512);
@@ -117,13 +125,18 @@ void Run(const Options& o, int index, Clock::time_point start,
         (o.sequential ? n : seq >> 20) % static_cast<uint64_t>(o.tokens);
     const uint64_t client = (o.sequential ? n : (seq >> 40) ^ (seq >> 7)) %
                             static_cast<uint64_t>(o.clients);
-    request = "GET /_mxlimit/";
-    request += o.endpoint;
-    request += " HTTP/1.1\r\nHost: mxlimitd\r\n";
-    request += nginx ? "X-Original-Method: PUT\r\nX-Original-URI: "
-                     : "X-Forwarded-Method: PUT\r\nX-Forwarded-Uri: ";
+    if (matrix) {
+      request = "PUT ";
+    } else {
+      request = "GET /_mxlimit/";
+      request += o.endpoint;
+      request += " HTTP/1.1\r\nHost: mxlimitd\r\n";
+      request += nginx ? "X-Original-Method: PUT\r\nX-Original-URI: "
+                       : "X-Forwarded-Method: PUT\r\nX-Forwarded-Uri: ";
+    }
     request += "/_matrix/client/v3/rooms/!r" + std::to_string(token % 97) +
                ":example.org/send/m.room.message/t" + std::to_string(k);
+    if (matrix) request += " HTTP/1.1\r\nHost: matrix\r\nContent-Length: 0";
     request += "\r\nX-Forwarded-For: 10." + std::to_string(client >> 16 & 255) +
                "." + std::to_string(client >> 8 & 255) + "." +
                std::to_string(client & 255);
@@ -133,7 +146,8 @@ void Run(const Options& o, int index, Clock::time_point start,
         static_cast<ssize_t>(request.size())) {
       break;
     }
-    const int status = ReadResponse(fd, buf);
+    bool server_closes = false;
+    const int status = ReadResponse(fd, buf, server_closes);
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                         Clock::now() - sent)
                         .count();
@@ -145,6 +159,11 @@ void Run(const Options& o, int index, Clock::time_point start,
     } else {
       ++out.other;
       if (status == 0) break;
+    }
+    if (server_closes) {
+      close(fd);
+      buf.clear();
+      fd = Connect(o.port);
     }
   }
   close(fd);
