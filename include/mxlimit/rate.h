@@ -283,6 +283,31 @@ constexpr int64_t GcraLead(const Rate& rate, const GcraState& state,
   return static_cast<int64_t>(std::min(lead, tau));
 }
 
+// The GCRA rule, the one definition every bucket decision uses (the engine's
+// tables, the shared store's mirror and its fake store; the Redis script is
+// its documented mirror, docs/shared-state.md): a bucket `lead` ahead takes a
+// charge of `charge_ns` when lead + charge <= tau.
+constexpr bool GcraHasRoom(int64_t lead, int64_t charge_ns, int64_t tau) {
+  return lead + charge_ns <= tau;
+}
+
+// The verdict of that rule for a limited `rate`, `lead` as the caller holds
+// it (past tau when a shared store reported debt) and any charge (a scaled
+// one, too): the wait when there is no room, else the slack left.
+constexpr GcraVerdict GcraVerdictFor(const Rate& rate, int64_t lead,
+                                     int64_t charge_ns) {
+  GcraVerdict v;
+  v.lead = lead;
+  const int64_t tau = rate.tolerance_ns();
+  if (!GcraHasRoom(lead, charge_ns, tau)) {
+    v.retry_after = std::chrono::nanoseconds(lead + charge_ns - tau);
+    return v;
+  }
+  v.allowed = true;
+  v.slack = tau - (lead + charge_ns);
+  return v;
+}
+
 }  // namespace internal
 
 // GcraEvaluate()
@@ -307,16 +332,9 @@ constexpr GcraVerdict GcraEvaluate(const Rate& rate, const GcraState& state,
     v.never = true;
     return v;
   }
-  cost = std::max<int64_t>(cost, 0);
   // All terms are within [0, 2^62]: no overflow.
-  const int64_t wait = v.lead + cost * rate.interval_ns() - rate.tolerance_ns();
-  if (wait > 0) {
-    v.retry_after = std::chrono::nanoseconds(wait);
-    return v;
-  }
-  v.allowed = true;
-  v.slack = -wait;
-  return v;
+  return internal::GcraVerdictFor(
+      rate, v.lead, std::max<int64_t>(cost, 0) * rate.interval_ns());
 }
 
 // GcraRemaining()

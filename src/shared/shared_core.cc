@@ -36,23 +36,6 @@ GcraVerdict VerdictFromLead(const Engine::BucketCheck& c, int64_t lead,
   return GcraEvaluate(c.spec->rate, state, now, cost);
 }
 
-// A bucket with `lead` asked to take `charge_ns` more: GcraEvaluate's rule
-// (pass when lead + charge <= tau) for the charges and leads rate.h does not
-// produce itself, a scaled charge or a lead past tau.
-GcraVerdict VerdictForCharge(const Rate& rate, int64_t lead,
-                             int64_t charge_ns) {
-  GcraVerdict v;
-  v.lead = lead;
-  const int64_t wait = lead + charge_ns - rate.tolerance_ns();
-  if (wait > 0) {
-    v.retry_after = std::chrono::nanoseconds(wait);
-    return v;
-  }
-  v.allowed = true;
-  v.slack = -wait;
-  return v;
-}
-
 // The fallback's verdict for a shared bucket with its rate and burst both
 // scaled by `share`: the same tau, each request draining cost * T / share
 // (at most tau, so a burst scaled below one still lets one through).
@@ -62,7 +45,7 @@ GcraVerdict ScaledVerdict(const Rate& rate, const GcraVerdict& local,
                        static_cast<double>(rate.interval_ns()) / share;
   charge_ns = std::min<int64_t>(static_cast<int64_t>(std::ceil(exact)),
                                 rate.tolerance_ns());
-  return VerdictForCharge(rate, local.lead, charge_ns);
+  return GcraVerdictFor(rate, local.lead, charge_ns);
 }
 
 // Approximate sharing: decided here, from a mirror that may carry debt.
@@ -75,8 +58,8 @@ bool Approximate(const Engine::BucketCheck& c) {
 // the store reported debt: the wait then exceeds tau, and a denial keeps the
 // lead (GcraApply persists a positive lead as it is).
 GcraVerdict DebtVerdict(const Rate& rate, int64_t lead, int64_t cost) {
-  return VerdictForCharge(rate, lead,
-                          std::max<int64_t>(cost, 0) * rate.interval_ns());
+  return GcraVerdictFor(rate, lead,
+                        std::max<int64_t>(cost, 0) * rate.interval_ns());
 }
 
 int64_t SteadyNanoseconds() {

@@ -38,7 +38,7 @@ inline int64_t MaxStoreLead(const Rate& rate, Sharing sharing) {
 // has room for the op's cost.
 inline bool StoreBucketHasRoom(const StoreOp& op, size_t i, int64_t lead) {
   const StoreBucket& b = op.buckets[i];
-  return lead + op.cost * b.interval_ns <= b.burst * b.interval_ns;
+  return GcraHasRoom(lead, op.cost * b.interval_ns, b.burst * b.interval_ns);
 }
 
 // Whether the kCheck `op`, answered `r` (its leads before the op), charged
