@@ -39,7 +39,7 @@
 #include "src/daemon/http_server.h"
 #include "src/daemon/request_inputs.h"
 #include "src/daemon/whoami_cache.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
 

@@ -10,7 +10,7 @@
 #include "src/engine/bucket_keys.h"
 #include "src/engine/engine.h"
 #include "src/engine/shard.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit {
 
