@@ -1,4 +1,4 @@
-#include "src/daemon/http_server.h"
+#include "src/http/server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -707,4 +707,4 @@ ServerCounters HttpServer::Counters() const {
   return c;
 }
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http
