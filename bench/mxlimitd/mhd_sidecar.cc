@@ -33,18 +33,18 @@
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
 #include "src/daemon/flags.h"
-#include "src/daemon/http_head.h"
-#include "src/daemon/http_response.h"
-#include "src/daemon/http_server.h"
 #include "src/daemon/sidecar.h"
 #include "src/daemon/store_flags.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
+#include "src/http/request_head.h"
+#include "src/http/response.h"
+#include "src/http/server.h"
 
 namespace {
 
-using mxlimit::daemon::HttpRequestHead;
-using mxlimit::daemon::HttpResponse;
+using mxlimit::http::HttpRequestHead;
+using mxlimit::http::HttpResponse;
 
 // mxlimitd's ServerOptions defaults, in libmicrohttpd's terms. It has one
 // inactivity timeout where mxlimitd has two (10 s for a head under way,
@@ -115,7 +115,7 @@ void* UriLog(void*, const char* uri, MHD_Connection* connection) {
 MHD_Result AddField(void* cls, MHD_ValueKind, const char* key, size_t key_size,
                     const char* value, size_t value_size) {
   auto& head = *static_cast<HttpRequestHead*>(cls);
-  if (head.field_count == mxlimit::daemon::kMaxHeaderFields) return MHD_NO;
+  if (head.field_count == mxlimit::http::kMaxHeaderFields) return MHD_NO;
   head.fields[head.field_count++] = {std::string_view(key, key_size),
                                      std::string_view(value, value_size)};
   return MHD_YES;
@@ -165,7 +165,7 @@ MHD_Result Access(void* cls, MHD_Connection* connection, const char*,
   if (*upload_data_size != 0) {
     c->discarded += static_cast<int64_t>(*upload_data_size);
     *upload_data_size = 0;
-    if (c->discarded <= mxlimit::daemon::kMaxBodyBytes) return MHD_YES;
+    if (c->discarded <= mxlimit::http::kMaxBodyBytes) return MHD_YES;
     HttpResponse too_large;
     too_large.status = 413;
     too_large.content_type = "text/plain; charset=utf-8";

@@ -68,7 +68,7 @@ void DaemonMetrics::CountReload(bool ok) {
   (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
 }
 
-void DaemonMetrics::AppendPrometheus(const ServerCounters& server,
+void DaemonMetrics::AppendPrometheus(const http::ServerCounters& server,
                                      const WhoamiCache* whoami,
                                      std::string& out) const {
   auto sum = [this](auto field) {

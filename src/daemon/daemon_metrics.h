@@ -11,7 +11,7 @@
 //   mxlimit::daemon::DaemonMetrics metrics;
 //   metrics.CountRequest(mxlimit::daemon::Endpoint::kHealth);
 //   std::string text;
-//   metrics.AppendPrometheus(mxlimit::daemon::ServerCounters{}, nullptr, text);
+//   metrics.AppendPrometheus(mxlimit::http::ServerCounters{}, nullptr, text);
 
 #ifndef MXLIMIT_DAEMON_DAEMON_METRICS_H_
 #define MXLIMIT_DAEMON_DAEMON_METRICS_H_
@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <string>
 
-#include "src/daemon/http_server.h"
 #include "src/daemon/whoami_cache.h"
+#include "src/http/server.h"
 
 namespace mxlimit::daemon {
 
@@ -56,8 +56,8 @@ class DaemonMetrics {
   void CountReload(bool ok);
 
   // Appends every mxlimitd_* family, each whole (HELP, TYPE, samples).
-  void AppendPrometheus(const ServerCounters& server, const WhoamiCache* whoami,
-                        std::string& out) const;
+  void AppendPrometheus(const http::ServerCounters& server,
+                        const WhoamiCache* whoami, std::string& out) const;
 
  private:
   static constexpr size_t kStripes = 16;

@@ -19,13 +19,13 @@
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
 #include "src/daemon/flags.h"
-#include "src/daemon/http_server.h"
 #include "src/daemon/log.h"
 #include "src/daemon/sidecar.h"
 #include "src/daemon/store_flags.h"
 #include "src/daemon/store_watch.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
+#include "src/http/server.h"
 
 namespace {
 
@@ -148,13 +148,13 @@ int main(int argc, char** argv) {
   sidecar_options.trusted_proxies = flags.trusted_proxies;
   mxlimit::daemon::Sidecar sidecar(**limiter, sidecar_options, *secret,
                                    *appservices, whoami.get(), metrics);
-  mxlimit::daemon::ServerOptions server_options;
+  mxlimit::http::ServerOptions server_options;
   server_options.host = flags.listen_host;
   server_options.port = flags.listen_port;
   server_options.threads = flags.threads;
   server_options.max_connections = flags.max_connections;
-  absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
-      mxlimit::daemon::HttpServer::Start(server_options, sidecar);
+  absl::StatusOr<std::unique_ptr<mxlimit::http::HttpServer>> server =
+      mxlimit::http::HttpServer::Start(server_options, sidecar);
   if (!server.ok())
     return Fail("cannot serve",
                 mxlimit::internal::FromAbsl(server.status().message()));

@@ -28,13 +28,13 @@ bool IsMethodToken(std::string_view m) {
 // walk starts from what the later fields resolved to, and stops once that is
 // no longer a trusted proxy. Returns false when no such field exists.
 template <typename Resolve>
-bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
+bool WalkForwarded(const http::HttpRequestHead& head, std::string_view name,
                    const IpAddress& peer, std::span<const Cidr> trusted,
                    Resolve resolve, IpAddress& out) {
   bool any = false;
   IpAddress at = peer;
   for (size_t i = head.field_count; i-- > 0;) {
-    const HttpHeaderField& f = head.fields[i];
+    const http::HttpHeaderField& f = head.fields[i];
     if (!absl::EqualsIgnoreCase(ToAbsl(f.name), ToAbsl(name))) {
       continue;
     }
@@ -48,8 +48,8 @@ bool WalkForwarded(const HttpRequestHead& head, std::string_view name,
 
 }  // namespace
 
-bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
-                         const IpAddress& peer,
+bool ReadOriginalRequest(const http::HttpRequestHead& head,
+                         CheckProtocol protocol, const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
                          OriginalRequest& out, std::string_view& error,
                          std::string_view envoy_target) {

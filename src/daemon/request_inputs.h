@@ -11,7 +11,7 @@
 // Example:
 //   // nginx at 127.0.0.1 sent X-Original-Method, X-Original-URI and
 //   // X-Forwarded-For for a client at 203.0.113.9.
-//   bool Read(const mxlimit::daemon::HttpRequestHead& head,
+//   bool Read(const mxlimit::http::HttpRequestHead& head,
 //             const mxlimit::IpAddress& nginx,
 //             mxlimit::daemon::OriginalRequest& out) {
 //     const mxlimit::Cidr proxies[] = {*mxlimit::ParseCidr("127.0.0.1/32")};
@@ -31,7 +31,7 @@
 
 #include "mxlimit/ip.h"
 #include "mxlimit/request.h"
-#include "src/daemon/http_head.h"
+#include "src/http/request_head.h"
 #include "src/util/query.h"
 
 namespace mxlimit::daemon {
@@ -85,8 +85,8 @@ enum class CheckProtocol {
 //     cannot be percent-decoded, or is longer than kMaxTokenBytes decoded, is
 //     used as sent.
 // `envoy_target` is the target carried in the path (kEnvoy only).
-bool ReadOriginalRequest(const HttpRequestHead& head, CheckProtocol protocol,
-                         const IpAddress& peer,
+bool ReadOriginalRequest(const http::HttpRequestHead& head,
+                         CheckProtocol protocol, const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
                          OriginalRequest& out, std::string_view& error,
                          std::string_view envoy_target = {});

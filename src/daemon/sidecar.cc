@@ -18,7 +18,7 @@ constexpr std::string_view kForwardAuth = "/_mxlimit/forward_auth";
 constexpr std::string_view kMetricsPath = "/_mxlimit/metrics";
 constexpr std::string_view kHealth = "/_mxlimit/health";
 
-void PlainText(int status, std::string_view text, HttpResponse& out) {
+void PlainText(int status, std::string_view text, http::HttpResponse& out) {
   out.status = status;
   out.content_type = "text/plain; charset=utf-8";
   out.body = text;
@@ -37,8 +37,8 @@ Sidecar::Sidecar(SharedLimiter& limiter, SidecarOptions options,
       whoami_(whoami),
       metrics_(metrics) {}
 
-void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
-                     HttpResponse& out) {
+void Sidecar::Handle(const http::HttpRequestHead& head, const IpAddress& peer,
+                     http::HttpResponse& out) {
   // RFC 9112 section 3.2.2: a server accepts the absolute form too.
   const std::string_view target = OriginForm(head.target);
   const std::string_view path = target.substr(0, target.find('?'));
@@ -83,9 +83,9 @@ void Sidecar::Handle(const HttpRequestHead& head, const IpAddress& peer,
   }
 }
 
-void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
+void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
                      CheckProtocol protocol, std::string_view envoy_target,
-                     HttpResponse& out) {
+                     http::HttpResponse& out) {
   const auto started = std::chrono::steady_clock::now();
   const bool for_nginx = protocol == CheckProtocol::kAuthRequest;
   OriginalRequest original;
@@ -174,13 +174,13 @@ void Sidecar::Decide(const HttpRequestHead& head, const IpAddress& peer,
   metrics_.CountDecision(outcome, std::chrono::steady_clock::now() - started);
 }
 
-void Sidecar::Metrics(HttpResponse& out) {
+void Sidecar::Metrics(http::HttpResponse& out) {
   out.owned = FormatPrometheus(limiter_.Stats());
   if (limiter_.has_store())
     out.owned += FormatStorePrometheus(limiter_.StoreStats());
-  const HttpServer* server = server_.load(std::memory_order_acquire);
+  const http::HttpServer* server = server_.load(std::memory_order_acquire);
   metrics_.AppendPrometheus(
-      server != nullptr ? server->Counters() : ServerCounters{}, whoami_,
+      server != nullptr ? server->Counters() : http::ServerCounters{}, whoami_,
       out.owned);
   out.status = 200;
   out.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -23,8 +23,8 @@
 // Example:
 //   mxlimit::daemon::Sidecar sidecar(limiter, options, secret, registry,
 //                                    /*whoami=*/nullptr, metrics);
-//   absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
-//       mxlimit::daemon::HttpServer::Start(server_options, sidecar);
+//   absl::StatusOr<std::unique_ptr<mxlimit::http::HttpServer>> server =
+//       mxlimit::http::HttpServer::Start(server_options, sidecar);
 
 #ifndef MXLIMIT_DAEMON_SIDECAR_H_
 #define MXLIMIT_DAEMON_SIDECAR_H_
@@ -36,10 +36,10 @@
 #include "mxlimit/shared_limiter.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
-#include "src/daemon/http_server.h"
 #include "src/daemon/request_inputs.h"
 #include "src/daemon/whoami_cache.h"
-#include "src/engine/siphash.h"
+#include "src/http/server.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
 
@@ -49,7 +49,7 @@ struct SidecarOptions {
   std::vector<Cidr> trusted_proxies;
 };
 
-class Sidecar : public HttpHandler {
+class Sidecar : public http::HttpHandler {
  public:
   // Everything is borrowed and must outlive the Sidecar; `whoami` may be
   // null (token-hash user keys).
@@ -57,22 +57,22 @@ class Sidecar : public HttpHandler {
           const internal::SipKey& secret, const AppserviceRegistry& appservices,
           WhoamiCache* whoami, DaemonMetrics& metrics);
 
-  void Handle(const HttpRequestHead& head, const IpAddress& peer,
-              HttpResponse& out) override;
+  void Handle(const http::HttpRequestHead& head, const IpAddress& peer,
+              http::HttpResponse& out) override;
 
   // The server whose counters the metrics endpoint reports (set once it is
   // started).
-  void set_server(const HttpServer* server) {
+  void set_server(const http::HttpServer* server) {
     server_.store(server, std::memory_order_release);
   }
 
  private:
   // `envoy_target`: the original target the endpoint's path carries
   // (kEnvoy only).
-  void Decide(const HttpRequestHead& head, const IpAddress& peer,
+  void Decide(const http::HttpRequestHead& head, const IpAddress& peer,
               CheckProtocol protocol, std::string_view envoy_target,
-              HttpResponse& out);
-  void Metrics(HttpResponse& out);
+              http::HttpResponse& out);
+  void Metrics(http::HttpResponse& out);
 
   SharedLimiter& limiter_;
   const SidecarOptions options_;
@@ -80,7 +80,7 @@ class Sidecar : public HttpHandler {
   const AppserviceRegistry& appservices_;
   WhoamiCache* const whoami_;
   DaemonMetrics& metrics_;
-  std::atomic<const HttpServer*> server_{nullptr};
+  std::atomic<const http::HttpServer*> server_{nullptr};
 };
 
 }  // namespace mxlimit::daemon

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <utility>
 
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
 

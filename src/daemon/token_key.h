@@ -28,7 +28,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
 

@@ -50,7 +50,7 @@
 #include "mxlimit/time.h"
 #include "src/daemon/request_inputs.h"
 #include "src/daemon/token_digest.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
 

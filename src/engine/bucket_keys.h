@@ -65,8 +65,8 @@
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
 #include "mxlimit/user_id.h"
-#include "src/engine/siphash.h"
 #include "src/route/byte_scan.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 

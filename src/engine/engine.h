@@ -33,7 +33,7 @@
 #include "src/engine/bucket_keys.h"
 #include "src/engine/bucket_table.h"
 #include "src/engine/prepared_request.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 

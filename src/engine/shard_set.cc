@@ -8,7 +8,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "src/engine/bucket_keys.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 

@@ -24,8 +24,8 @@
 
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
-#include "src/engine/siphash.h"
 #include "src/shared/store.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 

@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
 #include "mxlimit/options.h"
-#include "src/engine/store_url.h"
+#include "src/options/store_url.h"
 #include "tests/testing/config_helpers.h"
 #include "tests/testing/store_url_shapes.h"
 #include "tests/testing/temp_dir.h"

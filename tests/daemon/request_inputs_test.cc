@@ -19,11 +19,12 @@ IpAddress Ip(const char* text) { return *ParseIpAddress(text); }
 class RequestInputsTest : public ::testing::Test {
  protected:
   // Parses `fields` (one "Name: value" each) after a fixed request line.
-  const HttpRequestHead& Head(std::vector<std::string> fields) {
+  const http::HttpRequestHead& Head(std::vector<std::string> fields) {
     text_ = "GET /_mxlimit/auth_request HTTP/1.1\r\n";
     for (const std::string& f : fields) text_ += f + "\r\n";
     text_ += "\r\n";
-    EXPECT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
+    EXPECT_EQ(http::ParseRequestHead(text_, head_).state,
+              http::HeadParse::kComplete);
     return head_;
   }
   bool Read(std::vector<std::string> fields, const char* peer,
@@ -35,7 +36,7 @@ class RequestInputsTest : public ::testing::Test {
   std::vector<Cidr> proxies_ = {*ParseCidr("127.0.0.1/32"),
                                 *ParseCidr("10.0.0.0/8")};
   std::string text_;
-  HttpRequestHead head_;
+  http::HttpRequestHead head_;
   OriginalRequest out_;
   std::string_view error_;
 };
@@ -193,7 +194,8 @@ TEST_F(RequestInputsTest, EnvoyPathTarget) {
   text_ =
       "DELETE /_mxlimit/forward_auth/_matrix/client/v3/devices/D?x=1 "
       "HTTP/1.1\r\nX-Forwarded-For: 203.0.113.4\r\n\r\n";
-  ASSERT_EQ(ParseRequestHead(text_, head_).state, HeadParse::kComplete);
+  ASSERT_EQ(http::ParseRequestHead(text_, head_).state,
+            http::HeadParse::kComplete);
   ASSERT_TRUE(ReadOriginalRequest(head_, CheckProtocol::kEnvoy, Ip("127.0.0.1"),
                                   proxies_, out_, error_,
                                   "/_matrix/client/v3/devices/D?x=1"));

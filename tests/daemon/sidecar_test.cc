@@ -63,9 +63,9 @@ class SidecarTest : public ::testing::Test {
                                *ParseCidr("127.0.0.9/32")};
     sidecar_ = std::make_unique<Sidecar>(*limiter_, options, secret_, registry_,
                                          nullptr, metrics_);
-    ServerOptions server_options;
+    http::ServerOptions server_options;
     server_options.threads = 2;
-    server_ = *HttpServer::Start(server_options, *sidecar_);
+    server_ = *http::HttpServer::Start(server_options, *sidecar_);
     sidecar_->set_server(server_.get());
   }
 
@@ -111,7 +111,7 @@ class SidecarTest : public ::testing::Test {
   AppserviceRegistry registry_;
   DaemonMetrics metrics_;
   std::unique_ptr<Sidecar> sidecar_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
 };
 
 TEST_F(SidecarTest, NginxAllowsThenDeniesWithTheMatrixBodyInAHeader) {

@@ -10,7 +10,7 @@
 #include "absl/hash/hash_testing.h"
 #include "gtest/gtest.h"
 #include "src/engine/bucket_table.h"
-#include "src/engine/siphash.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 namespace {

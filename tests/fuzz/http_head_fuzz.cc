@@ -1,5 +1,5 @@
 // Fuzz target: mxlimitd's request-head parser and what a decision reads from
-// a head (src/daemon/http_head.h, src/daemon/request_inputs.h).
+// a head (src/http/request_head.h, src/daemon/request_inputs.h).
 //
 // The input is a byte stream as a client would send it. Invariants:
 //   * FindHeadEnd gives the same answer whatever prefix was searched before
@@ -21,8 +21,8 @@
 #include <string_view>
 
 #include "mxlimit/ip.h"
-#include "src/daemon/http_head.h"
 #include "src/daemon/request_inputs.h"
+#include "src/http/request_head.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace mxlimit::fuzz {
@@ -35,12 +35,12 @@ bool Inside(std::string_view part, std::string_view whole) {
 }
 
 void CheckInputsOf(daemon::CheckProtocol protocol,
-                   const daemon::HttpRequestHead& head, std::string_view parsed,
+                   const http::HttpRequestHead& head, std::string_view parsed,
                    const IpAddress& peer, std::span<const Cidr> trusted,
                    bool peer_trusted);
 
 // Every proxy protocol, on the same head.
-void CheckInputs(const daemon::HttpRequestHead& head, std::string_view parsed,
+void CheckInputs(const http::HttpRequestHead& head, std::string_view parsed,
                  const IpAddress& peer, std::span<const Cidr> trusted,
                  bool peer_trusted) {
   for (daemon::CheckProtocol protocol :
@@ -51,7 +51,7 @@ void CheckInputs(const daemon::HttpRequestHead& head, std::string_view parsed,
 }
 
 void CheckInputsOf(daemon::CheckProtocol protocol,
-                   const daemon::HttpRequestHead& head, std::string_view parsed,
+                   const http::HttpRequestHead& head, std::string_view parsed,
                    const IpAddress& peer, std::span<const Cidr> trusted,
                    bool peer_trusted) {
   daemon::OriginalRequest out;
@@ -81,35 +81,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mxlimit;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
-  const size_t end = daemon::FindHeadEnd(input, 0);
+  const size_t end = http::FindHeadEnd(input, 0);
   for (size_t from : {size / 3, size / 2, size - (size > 0 ? 1 : 0)}) {
-    const size_t split = daemon::FindHeadEnd(input.substr(0, from), 0) != 0
+    const size_t split = http::FindHeadEnd(input.substr(0, from), 0) != 0
                              ? 0  // the end lies before the split: search all
                              : from;
-    MXLIMIT_FUZZ_CHECK(daemon::FindHeadEnd(input, split) == end);
+    MXLIMIT_FUZZ_CHECK(http::FindHeadEnd(input, split) == end);
   }
   if (end != 0) {
     MXLIMIT_FUZZ_CHECK(end <= size && input[end - 1] == '\n');
   }
 
-  static daemon::HttpRequestHead head;
-  const daemon::HeadParse p = daemon::ParseRequestHead(input, head);
-  if (p.state == daemon::HeadParse::kError) {
+  static http::HttpRequestHead head;
+  const http::HeadParse p = http::ParseRequestHead(input, head);
+  if (p.state == http::HeadParse::kError) {
     MXLIMIT_FUZZ_CHECK(!p.reason.empty());
     MXLIMIT_FUZZ_CHECK(p.status == 400 || p.status == 414 || p.status == 431 ||
                        p.status == 501 || p.status == 505);
     return 0;
   }
-  if (p.state == daemon::HeadParse::kIncomplete) return 0;
+  if (p.state == http::HeadParse::kIncomplete) return 0;
   MXLIMIT_FUZZ_CHECK(p.head_bytes <= size);
   const std::string_view parsed = input.substr(0, p.head_bytes);
   MXLIMIT_FUZZ_CHECK(fuzz::Inside(head.method, parsed) && !head.method.empty());
   MXLIMIT_FUZZ_CHECK(fuzz::Inside(head.target, parsed) && !head.target.empty());
-  MXLIMIT_FUZZ_CHECK(head.target.size() <= daemon::kMaxTargetBytes);
+  MXLIMIT_FUZZ_CHECK(head.target.size() <= http::kMaxTargetBytes);
   for (char c : head.target) MXLIMIT_FUZZ_CHECK(c > ' ' && c < 0x7F);
-  MXLIMIT_FUZZ_CHECK(head.field_count <= daemon::kMaxHeaderFields);
+  MXLIMIT_FUZZ_CHECK(head.field_count <= http::kMaxHeaderFields);
   for (size_t i = 0; i < head.field_count; ++i) {
-    const daemon::HttpHeaderField& f = head.fields[i];
+    const http::HttpHeaderField& f = head.fields[i];
     MXLIMIT_FUZZ_CHECK(fuzz::Inside(f.name, parsed) && !f.name.empty());
     MXLIMIT_FUZZ_CHECK(fuzz::Inside(f.value, parsed));
     for (char c : f.name) MXLIMIT_FUZZ_CHECK(c > ' ' && c != ':' && c < 0x7F);

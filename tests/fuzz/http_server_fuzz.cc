@@ -37,8 +37,8 @@
 #include "mxlimit/shared_limiter.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
-#include "src/daemon/http_server.h"
 #include "src/daemon/sidecar.h"
+#include "src/http/server.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -65,12 +65,12 @@ struct Daemon {
     options.trusted_proxies.push_back(*ParseCidr("127.0.0.0/8"));
     sidecar = std::make_unique<daemon::Sidecar>(*limiter, options, secret,
                                                 registry, nullptr, metrics);
-    daemon::ServerOptions server_options;
+    http::ServerOptions server_options;
     server_options.threads = 2;
     server_options.max_connections = kMaxConnections;
     server_options.max_header_bytes = 1024;
     server_options.request_timeout = milliseconds(5000);
-    server = *daemon::HttpServer::Start(server_options, *sidecar);
+    server = *http::HttpServer::Start(server_options, *sidecar);
     sidecar->set_server(server.get());
   }
 
@@ -79,7 +79,7 @@ struct Daemon {
   daemon::DaemonMetrics metrics;
   std::unique_ptr<SharedLimiter> limiter;
   std::unique_ptr<daemon::Sidecar> sidecar;
-  std::unique_ptr<daemon::HttpServer> server;
+  std::unique_ptr<http::HttpServer> server;
 };
 
 // Connections made to the server, over the whole run.
@@ -153,10 +153,10 @@ bool ReadUntilClosed(int fd, std::string& got) {
 
 // Waits until the server has taken every connection made so far (the kernel
 // completes a connect before the server accepts it) and `n` are open.
-void WaitSettled(const daemon::HttpServer& server, uint64_t n) {
+void WaitSettled(const http::HttpServer& server, uint64_t n) {
   const Clock::time_point until = Clock::now() + milliseconds(3000);
   while (true) {
-    const daemon::ServerCounters c = server.Counters();
+    const http::ServerCounters c = server.Counters();
     if (c.accepted + c.refused_over_limit == connects && c.open == n) return;
     if (Clock::now() >= until) {
       std::fprintf(

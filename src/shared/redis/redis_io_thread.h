@@ -36,7 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "mxlimit/internal/mutex.h"
-#include "src/engine/store_url.h"
+#include "src/options/store_url.h"
 #include "src/shared/redis/slot_queue.h"
 #include "src/shared/store.h"
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "src/engine/store_url.h"
+#include "src/options/store_url.h"
 
 namespace mxlimit::internal {
 

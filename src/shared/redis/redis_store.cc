@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "src/engine/store_url.h"
+#include "src/options/store_url.h"
 #include "src/shared/redis/mxl1_call.h"
 #include "src/shared/redis/mxl1_script.h"
 

@@ -161,7 +161,7 @@ int Main(int argc, char** argv) {
   store.in_flight = 5;
   served += FormatStorePrometheus(store);
   daemon::DaemonMetrics metrics;
-  metrics.AppendPrometheus(daemon::ServerCounters{}, nullptr, served);
+  metrics.AppendPrometheus(http::ServerCounters{}, nullptr, served);
   ok = ok && Write(dir, "daemon.prom", served);
 #endif
   if (!ok) {

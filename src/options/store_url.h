@@ -12,8 +12,8 @@
 //
 // Internal: not installed.
 
-#ifndef MXLIMIT_ENGINE_STORE_URL_H_
-#define MXLIMIT_ENGINE_STORE_URL_H_
+#ifndef MXLIMIT_OPTIONS_STORE_URL_H_
+#define MXLIMIT_OPTIONS_STORE_URL_H_
 
 #include <string>
 #include <string_view>
@@ -45,4 +45,4 @@ absl::StatusOr<StoreEndpoint> ParseStoreUrl(std::string_view url);
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_ENGINE_STORE_URL_H_
+#endif  // MXLIMIT_OPTIONS_STORE_URL_H_

@@ -1,10 +1,10 @@
-#include "src/daemon/http_response.h"
+#include "src/http/response.h"
 
 #include <charconv>
 #include <cstdint>
 #include <cstring>
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 std::string_view ReasonPhrase(int status) {
@@ -101,4 +101,4 @@ std::string_view HttpResponse::Keep(std::string_view text) {
   return {at, text.size()};
 }
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

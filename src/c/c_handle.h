@@ -1,8 +1,8 @@
 // What the C ABI's opaque handle holds, and the struct-size rules shared by
 // the files of src/c/.
 
-#ifndef MXLIMIT_SRC_C_HANDLE_H_
-#define MXLIMIT_SRC_C_HANDLE_H_
+#ifndef MXLIMIT_SRC_C_C_HANDLE_H_
+#define MXLIMIT_SRC_C_C_HANDLE_H_
 
 #include <cstddef>
 #include <memory>
@@ -32,4 +32,4 @@ static_assert(sizeof(mxlimit_decision) == kFirstDecisionSize);
 
 }  // namespace mxlimit::c_api
 
-#endif  // MXLIMIT_SRC_C_HANDLE_H_
+#endif  // MXLIMIT_SRC_C_C_HANDLE_H_

@@ -1,4 +1,4 @@
-#include "src/c/status.h"
+#include "src/c/c_status.h"
 
 #include <cstdlib>
 #include <cstring>

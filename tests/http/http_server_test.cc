@@ -1,5 +1,3 @@
-#include "src/daemon/http_server.h"
-
 #include <chrono>
 #include <memory>
 #include <string>
@@ -7,9 +5,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/http/server.h"
 #include "tests/testing/raw_http.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 using std::chrono::milliseconds;
@@ -267,4 +266,4 @@ TEST_F(HttpServerTest, StartErrors) {
 }
 
 }  // namespace
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "src/daemon/http_server.h"
+#include "src/http/server.h"
 #include "tests/testing/counting_new.h"
 #include "tests/testing/raw_http.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 class Fixed : public HttpHandler {
@@ -59,4 +59,4 @@ TEST(HttpServerAllocTest, KeepAliveRequestsAllocateNothing) {
 }
 
 }  // namespace
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: daemon/http_head.h
+// File: http/request_head.h
 // -----------------------------------------------------------------------------
 //
 // The head of one HTTP/1.x request (request line and header fields), parsed
@@ -14,21 +14,21 @@
 // read as CRLF, as RFC 9112 §2.2 lets a recipient do.
 //
 // Example:
-//   mxlimit::daemon::HttpRequestHead head;
-//   const mxlimit::daemon::HeadParse parsed =
-//   mxlimit::daemon::ParseRequestHead(
+//   mxlimit::http::HttpRequestHead head;
+//   const mxlimit::http::HeadParse parsed =
+//   mxlimit::http::ParseRequestHead(
 //       "GET /_mxlimit/health HTTP/1.1\r\nHost: x\r\n\r\n", head);
 //   // parsed.state == HeadParse::kComplete, head.target == "/_mxlimit/health"
 
-#ifndef MXLIMIT_DAEMON_HTTP_HEAD_H_
-#define MXLIMIT_DAEMON_HTTP_HEAD_H_
+#ifndef MXLIMIT_HTTP_REQUEST_HEAD_H_
+#define MXLIMIT_HTTP_REQUEST_HEAD_H_
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 
 // Most header fields one request may carry. nginx sends the few its snippet
 // sets; Caddy forwards all of the client's, which browsers keep well below.
@@ -80,6 +80,6 @@ HeadParse ParseRequestHead(std::string_view buffer, HttpRequestHead& head);
 // when it has not arrived.
 size_t FindHeadEnd(std::string_view buffer, size_t from);
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http
 
-#endif  // MXLIMIT_DAEMON_HTTP_HEAD_H_
+#endif  // MXLIMIT_HTTP_REQUEST_HEAD_H_

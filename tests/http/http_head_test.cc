@@ -1,10 +1,9 @@
-#include "src/daemon/http_head.h"
-
 #include <string>
 
 #include "gtest/gtest.h"
+#include "src/http/request_head.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 HeadParse Parse(const std::string& text, HttpRequestHead& head) {
@@ -128,4 +127,4 @@ TEST(HttpHeadTest, BoundsFieldCountAndTargetLength) {
 }
 
 }  // namespace
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

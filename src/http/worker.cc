@@ -1,6 +1,5 @@
-#include "src/daemon/http_server.h"
+#include "src/http/worker.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,23 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr uint32_t kNone = 0xFFFFFFFF;
 constexpr uint64_t kListenTag = 0xFFFFFFFFFFFF0001;
 constexpr uint64_t kWakeTag = 0xFFFFFFFFFFFF0002;
 // Output held for a connection before it stops reading further requests.
@@ -41,12 +35,6 @@ void ErrorResponse(int status, std::string_view reason, HttpResponse& r) {
   r.owned.assign(reason);
   r.owned.push_back('\n');
   r.body = r.owned;
-}
-
-// A slot's input buffer: the longest target, the header fields and slack
-// for the request line around them.
-size_t InputCapacity(const ServerOptions& options) {
-  return kMaxTargetBytes + options.max_header_bytes + 1024;
 }
 
 IpAddress PeerAddress(const sockaddr_storage& ss) {
@@ -65,202 +53,38 @@ IpAddress PeerAddress(const sockaddr_storage& ss) {
 
 }  // namespace
 
-// The process-wide connection bound and the input buffers, shared by the
-// workers. The kernel hands a new connection to whichever worker epoll wakes
-// (often the same one), so a bound split per worker would refuse connections
-// at a fraction of `max_connections`; and buffers move between workers so
-// that at most `max_connections` of them ever exist.
-class HttpServer::ConnectionPool {
- public:
-  ConnectionPool(size_t max_connections, size_t buffer_bytes)
-      : max_(max_connections), buffer_bytes_(buffer_bytes) {}
+size_t InputCapacity(const ServerOptions& options) {
+  return kMaxTargetBytes + options.max_header_bytes + 1024;
+}
 
-  // An input buffer for one more open connection, or null when
-  // `max_connections` are open. Allocates only past the previous peak.
-  std::unique_ptr<char[]> Acquire() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (open_ == max_) return nullptr;
-    ++open_;
-    if (free_.empty()) {
-      // Not zeroed: pages are touched only as far as requests fill them.
-      return std::unique_ptr<char[]>(new char[buffer_bytes_]);
-    }
-    std::unique_ptr<char[]> buffer = std::move(free_.back());
-    free_.pop_back();
-    return buffer;
+HttpServer::Worker::~Worker() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+absl::Status HttpServer::Worker::Init() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
   }
-
-  void Release(std::unique_ptr<char[]> buffer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    assert(open_ > 0);
-    --open_;
-    free_.push_back(std::move(buffer));
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.u64 = kListenTag;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", strerror(errno)));
   }
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  return absl::OkStatus();
+}
 
- private:
-  const size_t max_;
-  const size_t buffer_bytes_;
-  std::mutex mu_;
-  size_t open_ = 0;
-  std::vector<std::unique_ptr<char[]>> free_;
-};
-
-// One worker: an epoll loop over its own slots.
-class HttpServer::Worker {
- public:
-  Worker(const ServerOptions& options, HttpHandler& handler, int listen_fd,
-         ConnectionPool& pool)
-      : options_(options),
-        handler_(handler),
-        listen_fd_(listen_fd),
-        in_capacity_(InputCapacity(options)),
-        pool_(pool) {}
-  ~Worker() {
-    if (epoll_fd_ >= 0) close(epoll_fd_);
-    if (wake_fd_ >= 0) close(wake_fd_);
-  }
-
-  absl::Status Init() {
-    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) {
-      return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-    ev.data.u64 = kListenTag;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
-      return absl::InternalError(absl::StrCat("epoll_ctl: ", strerror(errno)));
-    }
-    ev.events = EPOLLIN;
-    ev.data.u64 = kWakeTag;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-    return absl::OkStatus();
-  }
-
-  void Run();
-
-  void RequestDrain() {
-    draining_.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
-  }
-
-  void AddCounters(ServerCounters& c) const {
-    c.accepted += accepted_.load(std::memory_order_relaxed);
-    c.refused_over_limit += refused_.load(std::memory_order_relaxed);
-    c.open += open_.load(std::memory_order_relaxed);
-    c.timed_out += timed_out_.load(std::memory_order_relaxed);
-    c.malformed += malformed_.load(std::memory_order_relaxed);
-  }
-
- private:
-  // A connection slot. A slot is open exactly while it holds a socket
-  // (`fd >= 0`) and its pool buffer; only `Open` and `Close` change that, and
-  // `Close` of a closed slot is a no-op, so a slot index can never be on the
-  // free list twice. The deadline lists are intrusive, linked by slot index:
-  // `reading_` holds connections with a request (or a response) under way,
-  // or that have not sent their first byte yet; `idle_` those waiting between
-  // requests. Each list has one timeout, so appending keeps it ordered by
-  // deadline.
-  struct Slot {
-    int fd = -1;
-    IpAddress peer;
-    std::unique_ptr<char[]> in;
-    size_t in_len = 0;
-    size_t searched = 0;  // bytes FindHeadEnd already looked at
-    int64_t discard = 0;  // body bytes still to skip
-    std::string out;
-    size_t out_sent = 0;
-    bool close_after_write = false;
-    bool stopped_reading = false;
-    bool reading = false;         // which list it is on
-    uint32_t interest = EPOLLIN;  // the epoll events registered
-    Clock::time_point since;
-    uint32_t prev = kNone;
-    uint32_t next = kNone;
-  };
-  struct List {
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
-
-  void Unlink(uint32_t i) {
-    Slot& s = slots_[i];
-    List& l = s.reading ? reading_ : idle_;
-    (s.prev == kNone ? l.head : slots_[s.prev].next) = s.next;
-    (s.next == kNone ? l.tail : slots_[s.next].prev) = s.prev;
-    s.prev = s.next = kNone;
-  }
-  void Append(uint32_t i, bool reading, Clock::time_point now) {
-    Slot& s = slots_[i];
-    s.reading = reading;
-    s.since = now;
-    List& l = reading ? reading_ : idle_;
-    s.prev = l.tail;
-    s.next = kNone;
-    (l.tail == kNone ? l.head : slots_[l.tail].next) = i;
-    l.tail = i;
-  }
-  void MoveTo(uint32_t i, bool reading, Clock::time_point now) {
-    Unlink(i);
-    Append(i, reading, now);
-  }
-
-  void StopAccepting(Clock::time_point now);
-  void Dispatch(const epoll_event& event);
-  void AcceptAll();
-  void OnReadable(uint32_t i);
-  void OnWritable(uint32_t i);
-  // Parses and answers every complete request in the slot's buffer.
-  void Process(uint32_t i);
-  // Queues an error answer and marks the connection to close once it is
-  // sent; the caller flushes.
-  void Fail(uint32_t i, int status, std::string_view reason);
-  // Sends pending output; closes the slot when done and asked to.
-  void Flush(uint32_t i);
-  void SetInterest(uint32_t i, uint32_t events);
-  // Takes a free slot (made on first need) for `fd`.
-  void Open(int fd, const sockaddr_storage& peer, std::unique_ptr<char[]> in);
-  void Close(uint32_t i);
-  // Whether slot `i` has nothing under way: no input, output or body.
-  bool Quiet(uint32_t i) const {
-    const Slot& s = slots_[i];
-    return s.in_len == 0 && s.discard == 0 && s.out.size() == s.out_sent;
-  }
-  // Aborts when the slot bookkeeping is inconsistent (debug builds only):
-  // every slot is either open or on the free list, once, and the open ones
-  // are each on one deadline list and counted.
-  void VerifySlots();
-  void ExpireDeadlines(Clock::time_point now);
-  int NextTimeoutMs(Clock::time_point now) const;
-
-  const ServerOptions options_;
-  HttpHandler& handler_;
-  const int listen_fd_;
-  const size_t in_capacity_;
-  ConnectionPool& pool_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_;
-  // VerifySlots' marks, kept so that the check allocates only as the slots
-  // grow: the allocation tests run debug builds too.
-  std::vector<char> verify_seen_;
-  List reading_;
-  List idle_;
-  bool accepting_ = true;
-  std::atomic<bool> draining_{false};
-  Clock::time_point drain_deadline_{};
-  HttpRequestHead head_;
-  HttpResponse response_;
-
-  std::atomic<uint64_t> accepted_{0};
-  std::atomic<uint64_t> refused_{0};
-  std::atomic<uint64_t> open_{0};
-  std::atomic<uint64_t> timed_out_{0};
-  std::atomic<uint64_t> malformed_{0};
-};
+void HttpServer::Worker::RequestDrain() {
+  draining_.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+}
 
 void HttpServer::Worker::Run() {
   std::array<epoll_event, 64> events;
@@ -633,78 +457,4 @@ void HttpServer::Worker::VerifySlots() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const ServerOptions& options, HttpHandler& handler) {
-  if (options.threads < 1 || options.threads > 256) {
-    return absl::InvalidArgumentError("threads must be 1 to 256");
-  }
-  if (options.max_connections < static_cast<size_t>(options.threads)) {
-    return absl::InvalidArgumentError(
-        "max connections must be at least the thread count");
-  }
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  auto* in4 = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (inet_pton(AF_INET, options.host.c_str(), &in4->sin_addr) == 1) {
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons(options.port);
-    len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, options.host.c_str(), &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(options.port);
-    len = sizeof(sockaddr_in6);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a numeric address: '", options.host, "'"));
-  }
-  const int fd =
-      socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(strerror(errno));
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 ||
-      listen(fd, 1024) != 0) {
-    const int err = errno;
-    close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot listen on ",
-                                               options.host, ":", options.port,
-                                               ": ", strerror(err)));
-  }
-  socklen_t got = sizeof(ss);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &got);
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  server->listen_fd_ = fd;
-  server->port_ =
-      ntohs(ss.ss_family == AF_INET ? in4->sin_port : in6->sin6_port);
-  server->pool_ = std::make_unique<ConnectionPool>(options.max_connections,
-                                                   InputCapacity(options));
-  for (int t = 0; t < options.threads; ++t) {
-    auto worker =
-        std::make_unique<Worker>(options, handler, fd, *server->pool_);
-    if (absl::Status s = worker->Init(); !s.ok()) return s;
-    server->workers_.push_back(std::move(worker));
-  }
-  for (auto& worker : server->workers_) {
-    server->threads_.emplace_back([w = worker.get()] { w->Run(); });
-  }
-  return server;
-}
-
-void HttpServer::Drain() {
-  if (drained_) return;
-  drained_ = true;
-  for (auto& worker : workers_) worker->RequestDrain();
-  for (std::thread& t : threads_) t.join();
-  close(listen_fd_);
-}
-
-HttpServer::~HttpServer() { Drain(); }
-
-ServerCounters HttpServer::Counters() const {
-  ServerCounters c;
-  for (const auto& worker : workers_) worker->AddCounters(c);
-  return c;
-}
-
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

@@ -3,8 +3,6 @@
 // here allocates, and the work beyond ShardedLimiter's is a few compares and
 // one copy of the decision.
 
-#include "mxlimit/request.h"
-
 #include <cstring>
 #include <string_view>
 
@@ -12,10 +10,11 @@
 #include "mxlimit/c.h"
 #include "mxlimit/decision.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/request.h"
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/time.h"
-#include "src/c/handle.h"
-#include "src/c/status.h"
+#include "src/c/c_handle.h"
+#include "src/c/c_status.h"
 
 namespace mxlimit::c_api {
 namespace {

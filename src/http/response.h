@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: daemon/http_response.h
+// File: http/response.h
 // -----------------------------------------------------------------------------
 //
 // One HTTP/1.1 response as mxlimitd's handlers fill it and its server writes
@@ -7,21 +7,21 @@
 // response's own scratch space so that answering allocates nothing.
 //
 // Example:
-//   mxlimit::daemon::HttpResponse r;
+//   mxlimit::http::HttpResponse r;
 //   r.status = 429;
 //   r.AddHeader("Retry-After", r.Keep("7"));
 //   std::string wire;
-//   mxlimit::daemon::SerializeResponse(r, /*close=*/false, wire);
+//   mxlimit::http::SerializeResponse(r, /*close=*/false, wire);
 
-#ifndef MXLIMIT_DAEMON_HTTP_RESPONSE_H_
-#define MXLIMIT_DAEMON_HTTP_RESPONSE_H_
+#ifndef MXLIMIT_HTTP_RESPONSE_H_
+#define MXLIMIT_HTTP_RESPONSE_H_
 
 #include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 
 // The answer to one request. The handler fills it; header values and the
 // body must point into `scratch`, into `owned`, or into storage that
@@ -56,6 +56,6 @@ struct HttpResponse {
 // `out`'s capacity this does not allocate.
 void SerializeResponse(const HttpResponse& r, bool close, std::string& out);
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http
 
-#endif  // MXLIMIT_DAEMON_HTTP_RESPONSE_H_
+#endif  // MXLIMIT_HTTP_RESPONSE_H_

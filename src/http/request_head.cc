@@ -1,11 +1,11 @@
-#include "src/daemon/http_head.h"
+#include "src/http/request_head.h"
 
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "mxlimit/internal/absl_compat.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 namespace {
 
 // RFC 9110 §5.6.2 tchar.
@@ -225,4 +225,4 @@ HeadParse ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
   return done;
 }
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http

@@ -2,8 +2,8 @@
 // absl::Status to an `int`, a message to a malloc'd string, and the one
 // wrapper that keeps C++ exceptions from crossing into a C caller.
 
-#ifndef MXLIMIT_SRC_C_STATUS_H_
-#define MXLIMIT_SRC_C_STATUS_H_
+#ifndef MXLIMIT_SRC_C_C_STATUS_H_
+#define MXLIMIT_SRC_C_C_STATUS_H_
 
 #include <exception>
 #include <new>
@@ -50,4 +50,4 @@ int Guarded(char** errmsg, Body&& body) noexcept {
 
 }  // namespace mxlimit::c_api
 
-#endif  // MXLIMIT_SRC_C_STATUS_H_
+#endif  // MXLIMIT_SRC_C_C_STATUS_H_

@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: daemon/http_server.h
+// File: http/server.h
 // -----------------------------------------------------------------------------
 //
 // mxlimitd's HTTP/1.1 server: a fixed number of worker threads, each with its
@@ -22,25 +22,25 @@
 // by later connections.
 //
 // Example:
-//   class Hello : public mxlimit::daemon::HttpHandler {
+//   class Hello : public mxlimit::http::HttpHandler {
 //    public:
-//     void Handle(const mxlimit::daemon::HttpRequestHead&,
+//     void Handle(const mxlimit::http::HttpRequestHead&,
 //                 const mxlimit::IpAddress&,
-//                 mxlimit::daemon::HttpResponse& out) override {
+//                 mxlimit::http::HttpResponse& out) override {
 //       out.status = 204;
 //     }
 //   };
 //   absl::Status Serve(Hello& hello) {
-//     mxlimit::daemon::ServerOptions options;  // 127.0.0.1, an ephemeral port
-//     absl::StatusOr<std::unique_ptr<mxlimit::daemon::HttpServer>> server =
-//         mxlimit::daemon::HttpServer::Start(options, hello);
+//     mxlimit::http::ServerOptions options;  // 127.0.0.1, an ephemeral port
+//     absl::StatusOr<std::unique_ptr<mxlimit::http::HttpServer>> server =
+//         mxlimit::http::HttpServer::Start(options, hello);
 //     if (!server.ok()) return server.status();
 //     (*server)->Drain();  // stop accepting, finish what is in flight
 //     return absl::OkStatus();
 //   }
 
-#ifndef MXLIMIT_DAEMON_HTTP_SERVER_H_
-#define MXLIMIT_DAEMON_HTTP_SERVER_H_
+#ifndef MXLIMIT_HTTP_SERVER_H_
+#define MXLIMIT_HTTP_SERVER_H_
 
 #include <array>
 #include <atomic>
@@ -55,10 +55,10 @@
 
 #include "absl/status/statusor.h"
 #include "mxlimit/ip.h"
-#include "src/daemon/http_head.h"
-#include "src/daemon/http_response.h"
+#include "src/http/request_head.h"
+#include "src/http/response.h"
 
-namespace mxlimit::daemon {
+namespace mxlimit::http {
 
 // Largest request body read (and discarded); authorization subrequests carry
 // none.
@@ -134,6 +134,6 @@ class HttpServer {
   bool drained_ = false;
 };
 
-}  // namespace mxlimit::daemon
+}  // namespace mxlimit::http
 
-#endif  // MXLIMIT_DAEMON_HTTP_SERVER_H_
+#endif  // MXLIMIT_HTTP_SERVER_H_

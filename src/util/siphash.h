@@ -1,5 +1,5 @@
 // -----------------------------------------------------------------------------
-// File: engine/siphash.h
+// File: util/siphash.h
 // -----------------------------------------------------------------------------
 //
 // SipHash-2-4 with a 128-bit output (Aumasson & Bernstein, "SipHash: a fast
@@ -13,8 +13,8 @@
 //   SipKey key = RandomSipKey();
 //   SipDigest d = SipHash128(key, "some bytes");
 
-#ifndef MXLIMIT_ENGINE_SIPHASH_H_
-#define MXLIMIT_ENGINE_SIPHASH_H_
+#ifndef MXLIMIT_UTIL_SIPHASH_H_
+#define MXLIMIT_UTIL_SIPHASH_H_
 
 #include <array>
 #include <bit>
@@ -149,4 +149,4 @@ inline char* AppendBase64Url(const SipDigest& d, char* out) {
 
 }  // namespace mxlimit::internal
 
-#endif  // MXLIMIT_ENGINE_SIPHASH_H_
+#endif  // MXLIMIT_UTIL_SIPHASH_H_

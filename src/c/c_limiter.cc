@@ -14,8 +14,8 @@
 #include "mxlimit/options.h"
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/stats.h"
-#include "src/c/handle.h"
-#include "src/c/status.h"
+#include "src/c/c_handle.h"
+#include "src/c/c_status.h"
 
 namespace mxlimit::c_api {
 namespace {

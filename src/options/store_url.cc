@@ -1,8 +1,8 @@
-// mxlimit/options.h and src/engine/store_url.h: the grammar of `store.url`.
+// mxlimit/options.h and src/options/store_url.h: the grammar of `store.url`.
 // Only the shape: whether the host resolves or the server answers is the
 // store's business, at run time.
 
-#include "src/engine/store_url.h"
+#include "src/options/store_url.h"
 
 #include <charconv>
 #include <cstdint>

@@ -9,7 +9,7 @@
 
 #include "mxlimit/c.h"
 #include "mxlimit/matrix_response.h"
-#include "src/c/handle.h"
+#include "src/c/c_handle.h"
 
 namespace mxlimit::c_api {
 namespace {
