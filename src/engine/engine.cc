@@ -85,12 +85,13 @@ void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
   const bool has_user = !request.user_id.empty();
   if (prepared != nullptr) {
     e.route = prepared->route;
-    if (prepared->resolved_on != policies_.get()) {
-      prepared->resolution = policies_->Resolve(
-          request.method, prepared->route.id, prepared->path, has_user);
-      prepared->resolved_on = policies_.get();
+    if (prepared->resolved_on == policies_.get()) {
+      AddChecks(request, mask, *prepared->resolution, e, prepared);
+      return;
     }
-    AddChecks(request, mask, prepared->resolution, e, prepared);
+    const PolicySet::Resolution r = policies_->Resolve(
+        request.method, prepared->route.id, prepared->path, has_user);
+    AddChecks(request, mask, r, e, prepared);
     return;
   }
   // RouteNormalizer::Normalize, plus the path end found by the same pass;
@@ -112,9 +113,12 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
                        const PreparedRequest* prepared) const {
   e.ip_policy = r.ip;
   e.user_policy = r.user;
-  // The user part of every user key is built (and checked) once.
+  // The user part of every user key is built (and checked) once: by the
+  // driver that prepared the request, else here.
   internal::UserBucketKey user_key;
-  bool user_key_built = false;
+  const internal::UserBucketKey* user_base =
+      prepared != nullptr && prepared->has_user_key ? &prepared->user_key
+                                                    : nullptr;
   const IpAddress& client = request.client;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
@@ -134,15 +138,11 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
           internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
                                       bucket_token_[a.policy], a.bucket_route);
     } else {
-      if (!user_key_built) {
-        if (prepared != nullptr && prepared->has_user_key) {
-          user_key = prepared->user_key;
-        } else {
-          user_key.Assign(request.user_id, 0, 0, user_key_secret_);
-        }
-        user_key_built = true;
+      if (user_base == nullptr) {
+        user_key.Assign(request.user_id, 0, 0, user_key_secret_);
+        user_base = &user_key;
       }
-      c.key.user = user_key;
+      c.key.user = *user_base;
       c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
     }
   }
@@ -432,7 +432,13 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
                                            PreparedRequest& prepared) {
   // Resolved once for both scopes when both engines hold the same policy
   // set (always, except while a ShardedLimiter installs a reload shard by
-  // shard): the first engine stores the resolution in `prepared`.
+  // shard).
+  const PolicySet& policies = *ip.policies_;
+  const PolicySet::Resolution r =
+      policies.Resolve(request.method, prepared.route.id, prepared.path,
+                       !request.user_id.empty());
+  prepared.resolved_on = &policies;
+  prepared.resolution = &r;
   Evaluation ip_part;
   Evaluation user_part;
   if (!EvaluateSplit(ip, user, request, now, ip_part, user_part, prepared)) {

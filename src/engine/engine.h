@@ -154,8 +154,8 @@ class Engine {
 
   // Normalizes and resolves `request`, or, with `prepared` (filled by the
   // caller from the normalizer and user key secret this engine shares), takes
-  // the route and user key from it and resolves only if no engine holding
-  // this engine's PolicySet has (storing the resolution there): fills in
+  // the route and user key from it, and the resolution too when the caller
+  // resolved on this engine's PolicySet: fills in
   // `e.route` and one check, with its bucket key, per resolved policy of the
   // scopes in `mask`. Touches no table.
   void Resolve(const Request& request, ScopeMask mask, Evaluation& e,

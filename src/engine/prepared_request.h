@@ -26,11 +26,12 @@ struct PreparedRequest {
   // request without a user.
   bool has_user_key = false;
   UserBucketKey user_key;
-  // The request's policies as `resolved_on` resolves them; null until an
-  // engine holding that set has resolved them. An engine holding another
-  // set (a reload under way) resolves afresh.
+  // The request's policies as `resolved_on` resolves them, when the driver
+  // resolved them once for several engines (CheckPair: both hold the same
+  // set); null otherwise. Points into the driver's frame. An engine holding
+  // another set (a reload under way) resolves afresh.
   const PolicySet* resolved_on = nullptr;
-  PolicySet::Resolution resolution;
+  const PolicySet::Resolution* resolution = nullptr;
 };
 
 }  // namespace mxlimit::internal

@@ -197,6 +197,8 @@ void SharedCore::QueueCharges(const Shard& a, const Shard& b, const Owners& o,
 void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
                           PreparedRequest& prepared, MonotonicTime now,
                           bool inspect, Pass& pass) const {
+  // Resolved afresh by each engine in each pass: a reload may come between
+  // passes.
   prepared.resolved_on = nullptr;
   pass.split = &a != &b;
   const Engine::ScopeMask first =
