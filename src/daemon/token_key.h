@@ -15,7 +15,7 @@
 // Example:
 //   absl::StatusOr<mxlimit::internal::SipKey> secret =
 //       mxlimit::daemon::LoadOrCreateSecret("/var/lib/mxlimitd/secret");
-//   // @tXXXXXXXXXXXXXXXXXXXXXX:mxlimit
+//   // "@t", 22 base64url characters of the hash, ":mxlimit".
 //   const mxlimit::daemon::TokenUserId user =
 //       mxlimit::daemon::TokenHashUserId(*secret, "syt_YWxpY2U_abc");
 

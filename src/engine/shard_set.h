@@ -7,7 +7,9 @@
 // `ShardedLimiter` runs the engine protocol (engine.h) over a set with no
 // store; the library's `SharedLimiter` runs it with a store round trip
 // between its steps (src/shared/shared_core.h). Both reach a shard's engine
-// only under a `LockedPair`, so clang's -Wthread-safety checks every access.
+// only under its lock (a `LockedPair` for a request's one or two shards, a
+// `MutexLock` for one shard's charge, reload or stats), so clang's
+// -Wthread-safety checks every access.
 //
 // Internal: not installed, not part of the public API.
 
