@@ -21,7 +21,7 @@ using ::testing::IsEmpty;
 using testing_config::Errors;
 using testing_config::Parse;
 
-std::vector<std::string> Warnings(std::string_view yaml) {
+std::vector<std::string> RouteWarnings(std::string_view yaml) {
   absl::StatusOr<CheckedConfig> checked =
       ParseConfigWithWarnings(yaml, "test.yaml");
   EXPECT_TRUE(checked.ok()) << checked.status().message();
@@ -201,8 +201,8 @@ TEST(ConfigRoutesTest, EveryTemplateErrorAtOnceWithItsPosition) {
 }
 
 TEST(ConfigRoutesTest, ExtraIdenticalToABuiltinIsAWarning) {
-  EXPECT_THAT(Warnings("routes:\n  extra:\n    - template: "
-                       "/_matrix/client/v3/sync\n"),
+  EXPECT_THAT(RouteWarnings("routes:\n  extra:\n    - template: "
+                            "/_matrix/client/v3/sync\n"),
               ElementsAre("test.yaml:3:17: warning: routes.extra[0].template: "
                           "\"/_matrix/client/v3/sync\" is already a template "
                           "of pack spec; the built-in key serves it (remove "
@@ -210,8 +210,8 @@ TEST(ConfigRoutesTest, ExtraIdenticalToABuiltinIsAWarning) {
 }
 
 TEST(ConfigRoutesTest, ExtraUnderR0IsReadAsV3AndAPairIsRefused) {
-  EXPECT_THAT(Warnings("routes:\n  extra:\n    - template: "
-                       "/_matrix/client/r0/org.example/x\n"),
+  EXPECT_THAT(RouteWarnings("routes:\n  extra:\n    - template: "
+                            "/_matrix/client/r0/org.example/x\n"),
               ElementsAre("test.yaml:3:17: warning: routes.extra[0].template: "
                           "\"/_matrix/client/r0/org.example/x\" is read as "
                           "\"/_matrix/client/v3/org.example/x\": a version "
@@ -234,21 +234,21 @@ TEST(ConfigRoutesTest, PolicyNamingATemplateTheTableLacksIsAWarning) {
   const std::string policy =
       "policies:\n  - name: things\n    match: "
       "/_example/rooms/{roomId}/things\n    unlimited: true\n";
-  EXPECT_THAT(Warnings(policy),
+  EXPECT_THAT(RouteWarnings(policy),
               ElementsAre("test.yaml:3:12: warning: policies[0].match: "
                           "\"/_example/rooms/{roomId}/things\" is not a route "
                           "template of the active table (routes.packs: spec, "
                           "msc, synapse), so no request is keyed by it; add "
                           "its pack or an extra template"));
   // With the template as an extra it is a key: no warning.
-  EXPECT_THAT(Warnings("routes:\n  extra:\n    - template: "
-                       "/_example/rooms/{roomId}/things\n" +
-                       policy),
+  EXPECT_THAT(RouteWarnings("routes:\n  extra:\n    - template: "
+                            "/_example/rooms/{roomId}/things\n" +
+                            policy),
               IsEmpty());
   // Keys are compared in canonical form, as policies match them.
-  EXPECT_THAT(Warnings("policies:\n  - name: s\n    match: "
-                       "/_matrix/client/v3/rooms/{roomId}/state\n"
-                       "    unlimited: true\n"),
+  EXPECT_THAT(RouteWarnings("policies:\n  - name: s\n    match: "
+                            "/_matrix/client/v3/rooms/{roomId}/state\n"
+                            "    unlimited: true\n"),
               IsEmpty());
 }
 

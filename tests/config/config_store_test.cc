@@ -39,7 +39,7 @@ std::string Store(std::string_view body) {
          std::string(kSecret) + "\n" + std::string(body);
 }
 
-std::vector<std::string> Warnings(std::string_view yaml) {
+std::vector<std::string> StoreWarnings(std::string_view yaml) {
   absl::StatusOr<CheckedConfig> checked =
       ParseConfigWithWarnings(yaml, "test.yaml", ConfigCheckOptions{1});
   EXPECT_TRUE(checked.ok()) << checked.status().message();
@@ -435,21 +435,21 @@ TEST(ConfigStoreTest, SharingErrors) {
 }
 
 TEST(ConfigStoreTest, Warnings) {
-  EXPECT_THAT(Warnings(Store("")), IsEmpty());
-  EXPECT_THAT(Warnings(Store("  clock: caller\n")),
+  EXPECT_THAT(StoreWarnings(Store("")), IsEmpty());
+  EXPECT_THAT(StoreWarnings(Store("  clock: caller\n")),
               ElementsAre(HasSubstr("test.yaml:4:10: warning: store.clock: "
                                     "caller: every process times")));
   const std::string approximate =
       "policies:\n  - name: a\n    match: /a\n    sharing: approximate\n"
       "    rate_limit: {unit: second, requests_per_unit: 1, burst: ";
   EXPECT_THAT(
-      Warnings(approximate + "9}\n"),
+      StoreWarnings(approximate + "9}\n"),
       ElementsAre(HasSubstr(
           "test.yaml:4:14: warning: policies[0].sharing: approximate on a "
           "policy with burst 9:")));
-  EXPECT_THAT(Warnings(approximate + "9}\n")[0],
+  EXPECT_THAT(StoreWarnings(approximate + "9}\n")[0],
               HasSubstr("see docs/shared-state.md"));
-  EXPECT_THAT(Warnings(approximate + "10}\n"), IsEmpty());
+  EXPECT_THAT(StoreWarnings(approximate + "10}\n"), IsEmpty());
 }
 
 TEST(ConfigStoreTest, ExampleFilesStillLoad) {

@@ -17,10 +17,8 @@
 namespace mxlimit {
 namespace {
 
-constexpr int64_t kSec = 1'000'000'000;
-
-MonotonicTime At(int64_t ns) { return MonotonicTime::FromNanoseconds(ns); }
-
+using ::mxlimit::testing_rate::AtNs;
+using ::mxlimit::testing_rate::kSec;
 using ::mxlimit::testing_rate::MakeRate;
 
 // The single-step GCRA of rate.h before it was split (GcraPeek, then the
@@ -71,7 +69,7 @@ GcraResult ReferenceCheck(const Rate& rate, GcraState& state, MonotonicTime at,
 
 TEST(GcraEvaluateTest, FreshBucketHasNoLeadAndTheWholeBurstAsSlack) {
   const Rate rate = MakeRate(10, TimeUnit::kSecond, 4);
-  const GcraVerdict v = GcraEvaluate(rate, GcraState{}, At(5 * kSec), 1);
+  const GcraVerdict v = GcraEvaluate(rate, GcraState{}, AtNs(5 * kSec), 1);
   EXPECT_TRUE(v.allowed);
   EXPECT_FALSE(v.never);
   EXPECT_EQ(v.retry_after.count(), 0);
@@ -83,11 +81,11 @@ TEST(GcraEvaluateTest, FreshBucketHasNoLeadAndTheWholeBurstAsSlack) {
 TEST(GcraEvaluateTest, LeadIsHowFarTheTatIsAheadOfNowCappedAtTau) {
   const Rate rate = MakeRate(10, TimeUnit::kSecond, 4);  // T 100 ms, tau 400
   const int64_t now = 100 * kSec;
-  EXPECT_EQ(GcraEvaluate(rate, GcraState{now - 1}, At(now)).lead, 0);
-  EXPECT_EQ(GcraEvaluate(rate, GcraState{now}, At(now)).lead, 0);
-  EXPECT_EQ(GcraEvaluate(rate, GcraState{now + 250}, At(now)).lead, 250);
+  EXPECT_EQ(GcraEvaluate(rate, GcraState{now - 1}, AtNs(now)).lead, 0);
+  EXPECT_EQ(GcraEvaluate(rate, GcraState{now}, AtNs(now)).lead, 0);
+  EXPECT_EQ(GcraEvaluate(rate, GcraState{now + 250}, AtNs(now)).lead, 250);
   // Only a clock that stepped back leaves a TAT beyond now + tau.
-  EXPECT_EQ(GcraEvaluate(rate, GcraState{now + 3600 * kSec}, At(now)).lead,
+  EXPECT_EQ(GcraEvaluate(rate, GcraState{now + 3600 * kSec}, AtNs(now)).lead,
             rate.tolerance_ns());
 }
 
@@ -96,18 +94,18 @@ TEST(GcraEvaluateTest, DeniedVerdictCarriesTheExactWaitAndNoSlack) {
   const int64_t now = 7 * kSec;
   // One interval short of empty plus 30 ns: the next request waits 30 ns.
   const GcraState state{now + rate.tolerance_ns() - rate.interval_ns() + 30};
-  const GcraVerdict v = GcraEvaluate(rate, state, At(now));
+  const GcraVerdict v = GcraEvaluate(rate, state, AtNs(now));
   EXPECT_FALSE(v.allowed);
   EXPECT_FALSE(v.never);
   EXPECT_EQ(v.retry_after.count(), 30);
   EXPECT_EQ(v.slack, 0);
   EXPECT_EQ(GcraRemaining(rate, v), 0);
-  EXPECT_TRUE(GcraEvaluate(rate, state, At(now + 30)).allowed);
+  EXPECT_TRUE(GcraEvaluate(rate, state, AtNs(now + 30)).allowed);
 }
 
 TEST(GcraEvaluateTest, CostAboveBurstIsNeverButStillReportsTheLead) {
   const Rate rate = MakeRate(10, TimeUnit::kSecond, 3);
-  const GcraVerdict v = GcraEvaluate(rate, GcraState{kSec + 77}, At(kSec), 4);
+  const GcraVerdict v = GcraEvaluate(rate, GcraState{kSec + 77}, AtNs(kSec), 4);
   EXPECT_TRUE(v.never);
   EXPECT_FALSE(v.allowed);
   EXPECT_EQ(v.lead, 77);
@@ -115,11 +113,11 @@ TEST(GcraEvaluateTest, CostAboveBurstIsNeverButStillReportsTheLead) {
 
 TEST(GcraEvaluateTest, UnlimitedAndBlockedHaveNoLead) {
   const GcraState far{std::numeric_limits<int64_t>::max()};
-  const GcraVerdict open = GcraEvaluate(Rate::Unlimited(), far, At(0), 1000);
+  const GcraVerdict open = GcraEvaluate(Rate::Unlimited(), far, AtNs(0), 1000);
   EXPECT_TRUE(open.allowed);
   EXPECT_EQ(open.lead, 0);
   EXPECT_EQ(GcraRemaining(Rate::Unlimited(), open), kUnlimitedRemaining);
-  const GcraVerdict shut = GcraEvaluate(Rate::Blocked(), far, At(0));
+  const GcraVerdict shut = GcraEvaluate(Rate::Blocked(), far, AtNs(0));
   EXPECT_TRUE(shut.never);
   EXPECT_EQ(shut.lead, 0);
 }
@@ -128,9 +126,9 @@ TEST(GcraApplyTest, ChargeMovesTatToNowPlusLeadPlusCost) {
   const Rate rate = MakeRate(10, TimeUnit::kSecond, 5);
   const int64_t now = 9 * kSec;
   GcraState state{now + 120};
-  const GcraVerdict v = GcraEvaluate(rate, state, At(now), 2);
+  const GcraVerdict v = GcraEvaluate(rate, state, AtNs(now), 2);
   ASSERT_TRUE(v.allowed);
-  GcraApply(rate, state, At(now), 2, v, /*charge=*/true);
+  GcraApply(rate, state, AtNs(now), 2, v, /*charge=*/true);
   EXPECT_EQ(state.tat, now + 120 + 2 * rate.interval_ns());
 }
 
@@ -139,13 +137,16 @@ TEST(GcraApplyTest, AllowedButNotChargedLeavesTheBucketAlone) {
   const Rate rate = MakeRate(10, TimeUnit::kSecond, 5);
   const int64_t now = 9 * kSec;
   GcraState fresh;
-  GcraApply(rate, fresh, At(now), 1, GcraEvaluate(rate, fresh, At(now)), false);
+  GcraApply(rate, fresh, AtNs(now), 1, GcraEvaluate(rate, fresh, AtNs(now)),
+            false);
   EXPECT_EQ(fresh.tat, GcraState::kFresh);
   GcraState idle{now - kSec};
-  GcraApply(rate, idle, At(now), 1, GcraEvaluate(rate, idle, At(now)), false);
+  GcraApply(rate, idle, AtNs(now), 1, GcraEvaluate(rate, idle, AtNs(now)),
+            false);
   EXPECT_EQ(idle.tat, now - kSec);
   GcraState busy{now + 40};
-  GcraApply(rate, busy, At(now), 1, GcraEvaluate(rate, busy, At(now)), false);
+  GcraApply(rate, busy, AtNs(now), 1, GcraEvaluate(rate, busy, AtNs(now)),
+            false);
   EXPECT_EQ(busy.tat, now + 40);
 }
 
@@ -153,19 +154,19 @@ TEST(GcraApplyTest, UnchargedApplyPersistsAPullBackFromABackwardsClock) {
   const Rate rate = MakeRate(1, TimeUnit::kMinute, 2);
   const int64_t now = 50 * kSec;
   GcraState state{now + 86400 * kSec};  // the clock stepped back a day
-  const GcraVerdict v = GcraEvaluate(rate, state, At(now));
+  const GcraVerdict v = GcraEvaluate(rate, state, AtNs(now));
   ASSERT_FALSE(v.allowed);
   EXPECT_EQ(v.retry_after.count(), rate.interval_ns());
-  GcraApply(rate, state, At(now), 1, v, false);
+  GcraApply(rate, state, AtNs(now), 1, v, false);
   EXPECT_EQ(state.tat, now + rate.tolerance_ns());
 }
 
 TEST(GcraApplyTest, UnlimitedAndBlockedRatesKeepNoState) {
   GcraState state{123};
-  GcraApply(Rate::Unlimited(), state, At(0), 1,
-            GcraEvaluate(Rate::Unlimited(), state, At(0)), true);
-  GcraApply(Rate::Blocked(), state, At(0), 1,
-            GcraEvaluate(Rate::Blocked(), state, At(0)), false);
+  GcraApply(Rate::Unlimited(), state, AtNs(0), 1,
+            GcraEvaluate(Rate::Unlimited(), state, AtNs(0)), true);
+  GcraApply(Rate::Blocked(), state, AtNs(0), 1,
+            GcraEvaluate(Rate::Blocked(), state, AtNs(0)), false);
   EXPECT_EQ(state.tat, 123);
 }
 
@@ -175,7 +176,7 @@ TEST(GcraRemainingTest, AgreesWithSlackOverInterval) {
                        rate.interval_ns(), 3 * rate.interval_ns() + 5}) {
     for (int64_t cost : {0, 1, 3}) {
       const GcraVerdict v =
-          GcraEvaluate(rate, GcraState{kSec + lead}, At(kSec), cost);
+          GcraEvaluate(rate, GcraState{kSec + lead}, AtNs(kSec), cost);
       ASSERT_TRUE(v.allowed) << lead << " " << cost;
       EXPECT_EQ(GcraRemaining(rate, v, cost), v.slack / rate.interval_ns())
           << lead << " " << cost;
@@ -221,10 +222,10 @@ TEST(GcraStepsPropertyTest, EvaluateThenApplyMatchesTheOneStepReference) {
         }
       }
       const int64_t cost = static_cast<int64_t>(rng() % 6) - 1;
-      const GcraResult want = ReferenceCheck(rate, reference, At(now), cost);
-      const GcraResult got = GcraCheck(rate, check, At(now), cost);
-      const GcraVerdict v = GcraEvaluate(rate, steps, At(now), cost);
-      GcraApply(rate, steps, At(now), cost, v, v.allowed);
+      const GcraResult want = ReferenceCheck(rate, reference, AtNs(now), cost);
+      const GcraResult got = GcraCheck(rate, check, AtNs(now), cost);
+      const GcraVerdict v = GcraEvaluate(rate, steps, AtNs(now), cost);
+      GcraApply(rate, steps, AtNs(now), cost, v, v.allowed);
       ASSERT_EQ(got.allowed, want.allowed) << i;
       ASSERT_EQ(got.never, want.never) << i;
       ASSERT_EQ(got.retry_after, want.retry_after) << i;

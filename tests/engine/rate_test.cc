@@ -17,10 +17,8 @@ namespace {
 using std::chrono::nanoseconds;
 using ::testing::HasSubstr;
 
-constexpr int64_t kSec = 1'000'000'000;
-
-MonotonicTime At(int64_t ns) { return MonotonicTime::FromNanoseconds(ns); }
-
+using ::mxlimit::testing_rate::AtNs;
+using ::mxlimit::testing_rate::kSec;
 using ::mxlimit::testing_rate::MakeRate;
 
 TEST(RateTest, IntervalIsUnitDividedByRequests) {
@@ -69,71 +67,72 @@ TEST(GcraTest, FreshBucketAllowsBurstThenOnePerInterval) {
   Rate rate = MakeRate(1, TimeUnit::kSecond, 3);
   GcraState s;
   for (int i = 0; i < 3; ++i) {
-    GcraResult r = GcraCheck(rate, s, At(0));
+    GcraResult r = GcraCheck(rate, s, AtNs(0));
     EXPECT_TRUE(r.allowed) << i;
     EXPECT_EQ(r.remaining, 2 - i);
   }
-  GcraResult denied = GcraCheck(rate, s, At(0));
+  GcraResult denied = GcraCheck(rate, s, AtNs(0));
   EXPECT_FALSE(denied.allowed);
   EXPECT_FALSE(denied.never);
   EXPECT_EQ(denied.retry_after, nanoseconds(kSec));
   // Steady state: exactly one more per second.
   for (int sec = 1; sec <= 5; ++sec) {
-    EXPECT_TRUE(GcraCheck(rate, s, At(sec * kSec)).allowed) << sec;
-    EXPECT_FALSE(GcraCheck(rate, s, At(sec * kSec)).allowed) << sec;
+    EXPECT_TRUE(GcraCheck(rate, s, AtNs(sec * kSec)).allowed) << sec;
+    EXPECT_FALSE(GcraCheck(rate, s, AtNs(sec * kSec)).allowed) << sec;
   }
 }
 
 TEST(GcraTest, RetryAfterIsExactToTheNanosecond) {
   Rate rate = MakeRate(10, TimeUnit::kMinute, 2);  // T = 6 s
   GcraState s;
-  ASSERT_TRUE(GcraCheck(rate, s, At(0)).allowed);
-  ASSERT_TRUE(GcraCheck(rate, s, At(0)).allowed);
-  GcraResult denied = GcraCheck(rate, s, At(1 * kSec));
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0)).allowed);
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0)).allowed);
+  GcraResult denied = GcraCheck(rate, s, AtNs(1 * kSec));
   ASSERT_FALSE(denied.allowed);
   EXPECT_EQ(denied.retry_after, nanoseconds(5 * kSec));
   const int64_t retry_at = 1 * kSec + denied.retry_after.count();
-  GcraResult early = GcraCheck(rate, s, At(retry_at - 1));
+  GcraResult early = GcraCheck(rate, s, AtNs(retry_at - 1));
   EXPECT_FALSE(early.allowed);
   EXPECT_EQ(early.retry_after, nanoseconds(1));
-  EXPECT_TRUE(GcraCheck(rate, s, At(retry_at)).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(retry_at)).allowed);
 }
 
 TEST(GcraTest, DenialChangesNoState) {
   Rate rate = MakeRate(1, TimeUnit::kSecond, 1);
   GcraState s;
-  ASSERT_TRUE(GcraCheck(rate, s, At(0)).allowed);
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0)).allowed);
   const GcraState before = s;
-  for (int i = 0; i < 100; ++i) EXPECT_FALSE(GcraCheck(rate, s, At(i)).allowed);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_FALSE(GcraCheck(rate, s, AtNs(i)).allowed);
   EXPECT_EQ(s.tat, before.tat);
-  EXPECT_TRUE(GcraCheck(rate, s, At(kSec)).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(kSec)).allowed);
 }
 
 TEST(GcraTest, CostIsAllOrNothing) {
   Rate rate = MakeRate(1, TimeUnit::kSecond, 5);
   GcraState s;
-  ASSERT_TRUE(GcraCheck(rate, s, At(0), 3).allowed);
-  GcraResult r = GcraCheck(rate, s, At(0), 3);  // only 2 left
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0), 3).allowed);
+  GcraResult r = GcraCheck(rate, s, AtNs(0), 3);  // only 2 left
   EXPECT_FALSE(r.allowed);
   EXPECT_EQ(r.retry_after, nanoseconds(kSec));
-  EXPECT_TRUE(GcraCheck(rate, s, At(0), 2).allowed);
-  EXPECT_FALSE(GcraCheck(rate, s, At(0), 1).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(0), 2).allowed);
+  EXPECT_FALSE(GcraCheck(rate, s, AtNs(0), 1).allowed);
 }
 
 TEST(GcraTest, CostAboveBurstIsNeverRatherThanAWait) {
   Rate rate = MakeRate(100, TimeUnit::kSecond, 5);
   GcraState s;
-  GcraResult r = GcraCheck(rate, s, At(0), 6);
+  GcraResult r = GcraCheck(rate, s, AtNs(0), 6);
   EXPECT_FALSE(r.allowed);
   EXPECT_TRUE(r.never);
   EXPECT_EQ(r.retry_after, nanoseconds(0));
   EXPECT_EQ(s.tat, GcraState::kFresh);
-  EXPECT_TRUE(GcraCheck(rate, s, At(0), 5).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(0), 5).allowed);
 }
 
 TEST(GcraTest, BlockedDeniesEverythingAndUnlimitedAllowsEverything) {
   GcraState s;
-  GcraResult blocked = GcraCheck(Rate::Blocked(), s, At(0));
+  GcraResult blocked = GcraCheck(Rate::Blocked(), s, AtNs(0));
   EXPECT_FALSE(blocked.allowed);
   EXPECT_TRUE(blocked.never);
   ASSERT_TRUE(Rate::Create(0, TimeUnit::kMinute).ok());
@@ -146,7 +145,7 @@ TEST(GcraTest, BlockedDeniesEverythingAndUnlimitedAllowsEverything) {
             "burst: got 5, but requests_per_unit is 0, which blocks every "
             "request: a blocked policy has no burst; remove it");
   for (int i = 0; i < 1000; ++i) {
-    GcraResult r = GcraCheck(Rate::Unlimited(), s, At(0), 1000);
+    GcraResult r = GcraCheck(Rate::Unlimited(), s, AtNs(0), 1000);
     ASSERT_TRUE(r.allowed);
     EXPECT_EQ(r.remaining, kUnlimitedRemaining);
   }
@@ -156,19 +155,19 @@ TEST(GcraTest, ClockGoingBackwardsGrantsNothing) {
   Rate rate = MakeRate(1, TimeUnit::kSecond, 2);
   GcraState s;
   const int64_t t0 = 1000 * kSec;
-  ASSERT_TRUE(GcraCheck(rate, s, At(t0)).allowed);
-  ASSERT_TRUE(GcraCheck(rate, s, At(t0)).allowed);
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(t0)).allowed);
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(t0)).allowed);
   // Back by a second, by a day: still empty.
-  EXPECT_FALSE(GcraCheck(rate, s, At(t0 - kSec)).allowed);
-  GcraResult day_back = GcraCheck(rate, s, At(t0 - 86400 * kSec));
+  EXPECT_FALSE(GcraCheck(rate, s, AtNs(t0 - kSec)).allowed);
+  GcraResult day_back = GcraCheck(rate, s, AtNs(t0 - 86400 * kSec));
   EXPECT_FALSE(day_back.allowed);
   // The wait never exceeds tau (burst * T), whatever the jump.
   EXPECT_GT(day_back.retry_after, nanoseconds(0));
   EXPECT_LE(day_back.retry_after, nanoseconds(rate.tolerance_ns()));
   // And the reported wait is honoured on the new timeline.
   const int64_t retry_at = t0 - 86400 * kSec + day_back.retry_after.count();
-  EXPECT_FALSE(GcraCheck(rate, s, At(retry_at - 1)).allowed);
-  EXPECT_TRUE(GcraCheck(rate, s, At(retry_at)).allowed);
+  EXPECT_FALSE(GcraCheck(rate, s, AtNs(retry_at - 1)).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(retry_at)).allowed);
 }
 
 TEST(GcraTest, GapsOfYearsAndInt64ExtremesDoNotOverflow) {
@@ -176,35 +175,36 @@ TEST(GcraTest, GapsOfYearsAndInt64ExtremesDoNotOverflow) {
   GcraState s;
   const int64_t kMin = std::numeric_limits<int64_t>::min();
   const int64_t kMax = std::numeric_limits<int64_t>::max();
-  EXPECT_TRUE(GcraCheck(rate, s, At(kMin)).allowed);
+  EXPECT_TRUE(GcraCheck(rate, s, AtNs(kMin)).allowed);
   // Years later: a full bucket, not more.
   int allowed = 0;
   for (int i = 0; i < 10; ++i) {
     allowed +=
-        GcraCheck(rate, s, At(kMin + 200LL * 365 * 86400 * kSec)).allowed;
+        GcraCheck(rate, s, AtNs(kMin + 200LL * 365 * 86400 * kSec)).allowed;
   }
   EXPECT_EQ(allowed, 5);
   GcraState t;
   allowed = 0;
-  for (int i = 0; i < 10; ++i) allowed += GcraCheck(rate, t, At(kMax)).allowed;
+  for (int i = 0; i < 10; ++i)
+    allowed += GcraCheck(rate, t, AtNs(kMax)).allowed;
   EXPECT_EQ(allowed, 5);
-  GcraResult r = GcraCheck(rate, t, At(kMax));
+  GcraResult r = GcraCheck(rate, t, AtNs(kMax));
   EXPECT_FALSE(r.allowed);
   EXPECT_GE(r.retry_after, nanoseconds(0));
   EXPECT_LE(r.retry_after, nanoseconds(rate.tolerance_ns()));
   // From the far future straight back to the far past: still nothing free.
-  EXPECT_FALSE(GcraCheck(rate, t, At(kMin)).allowed);
+  EXPECT_FALSE(GcraCheck(rate, t, AtNs(kMin)).allowed);
 }
 
 TEST(GcraTest, PeekNeverChargesAndAgreesWithCheck) {
   Rate rate = MakeRate(2, TimeUnit::kSecond, 2);
   GcraState s;
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(GcraPeek(rate, s, At(0)).allowed);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(GcraPeek(rate, s, AtNs(0)).allowed);
   EXPECT_EQ(s.tat, GcraState::kFresh);
-  ASSERT_TRUE(GcraCheck(rate, s, At(0)).allowed);
-  ASSERT_TRUE(GcraCheck(rate, s, At(0)).allowed);
-  GcraResult peek = GcraPeek(rate, s, At(1));
-  GcraResult check = GcraCheck(rate, s, At(1));
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0)).allowed);
+  ASSERT_TRUE(GcraCheck(rate, s, AtNs(0)).allowed);
+  GcraResult peek = GcraPeek(rate, s, AtNs(1));
+  GcraResult check = GcraCheck(rate, s, AtNs(1));
   EXPECT_EQ(peek.allowed, check.allowed);
   EXPECT_EQ(peek.retry_after, check.retry_after);
 }
@@ -212,17 +212,17 @@ TEST(GcraTest, PeekNeverChargesAndAgreesWithCheck) {
 TEST(GcraTest, ChargeDrainsToEmptyAndNegativeChargeRefundsToFull) {
   Rate rate = MakeRate(1, TimeUnit::kSecond, 3);
   GcraState s;
-  GcraCharge(rate, s, At(0), 2);
-  EXPECT_EQ(GcraPeek(rate, s, At(0)).remaining, 0);  // one left, 0 after it
-  GcraCharge(rate, s, At(0), 100);                   // saturates at empty
-  GcraResult denied = GcraPeek(rate, s, At(0));
+  GcraCharge(rate, s, AtNs(0), 2);
+  EXPECT_EQ(GcraPeek(rate, s, AtNs(0)).remaining, 0);  // one left, 0 after it
+  GcraCharge(rate, s, AtNs(0), 100);                   // saturates at empty
+  GcraResult denied = GcraPeek(rate, s, AtNs(0));
   EXPECT_FALSE(denied.allowed);
   EXPECT_EQ(denied.retry_after, nanoseconds(kSec));
-  GcraCharge(rate, s, At(0), -1);  // refund one
-  EXPECT_TRUE(GcraPeek(rate, s, At(0)).allowed);
-  GcraCharge(rate, s, At(0), -100);  // refund saturates at full
-  EXPECT_TRUE(GcraIsDrained(rate, s, At(0)));
-  EXPECT_EQ(GcraPeek(rate, s, At(0)).remaining, 2);
+  GcraCharge(rate, s, AtNs(0), -1);  // refund one
+  EXPECT_TRUE(GcraPeek(rate, s, AtNs(0)).allowed);
+  GcraCharge(rate, s, AtNs(0), -100);  // refund saturates at full
+  EXPECT_TRUE(GcraIsDrained(rate, s, AtNs(0)));
+  EXPECT_EQ(GcraPeek(rate, s, AtNs(0)).remaining, 2);
 }
 
 // Property: for any arrival sequence, the requests allowed within any window
@@ -240,7 +240,7 @@ TEST(GcraPropertyTest, AllowedInAnyWindowIsBoundedByBurstPlusRate) {
     for (int i = 0; i < 3000; ++i) {
       now += static_cast<int64_t>(rng() %
                                   (2 * t / std::max<int64_t>(1, burst) + 1));
-      if (GcraCheck(rate, s, At(now)).allowed) allowed_at.push_back(now);
+      if (GcraCheck(rate, s, AtNs(now)).allowed) allowed_at.push_back(now);
     }
     ASSERT_FALSE(allowed_at.empty());
     for (int64_t window : {t / 2, t, 3 * t, 10 * t, 50 * t}) {

@@ -12,7 +12,7 @@ namespace {
 
 // 2026-11-30 00:00:00 UTC in ms since the epoch (date -u -d ... +%s).
 constexpr int64_t kNov30 = 1795996800000;
-constexpr int64_t kTenAm = kNov30 + 10 * 3600 * 1000;
+constexpr int64_t kNov30TenAm = kNov30 + 10 * 3600 * 1000;
 
 constexpr std::string_view kSynapseDocLine =
     "2026-11-30 10:00:00,250 - synapse.access.http.8008 - 473 - INFO - "
@@ -147,7 +147,7 @@ TEST(SynapseParserTest, ParsesTheDocumentedLine) {
   LogRecord r;
   ASSERT_EQ(Synapse(kSynapseDocLine, &r), ParseResult::kOk);
   // Finished at 10:00:00.250 after 0.250 s of processing: arrived at 10:00.
-  EXPECT_EQ(r.time_ms, kTenAm);
+  EXPECT_EQ(r.time_ms, kNov30TenAm);
   EXPECT_EQ(r.method, "PUT");
   EXPECT_EQ(
       r.target,
@@ -167,13 +167,13 @@ TEST(SynapseParserTest, ArrivalIsFinishMinusProcessingTime) {
               &r),
       ParseResult::kOk);
   // 10:00:00.250 - 30.002 s (30.0016 rounds to 30.002).
-  EXPECT_EQ(r.time_ms, kTenAm + 250 - 30002);
+  EXPECT_EQ(r.time_ms, kNov30TenAm + 250 - 30002);
   ASSERT_EQ(Synapse(SynapseLine("None", "GET / HTTP/1.1", "200",
                                 "2sec/0.001sec (0.010sec, 0.000sec) "
                                 "(0.001sec/0.004sec/2)"),
                     &r),
             ParseResult::kOk);
-  EXPECT_EQ(r.time_ms, kTenAm + 250 - 2000);
+  EXPECT_EQ(r.time_ms, kNov30TenAm + 250 - 2000);
 }
 
 TEST(SynapseParserTest, AcceptsBothRequestIdSpacings) {
@@ -201,7 +201,7 @@ TEST(SynapseParserTest, AcceptsBothTimingLayouts) {
                                 "db=(0.001sec/0.004sec/2)"),
                     &r),
             ParseResult::kOk);
-  EXPECT_EQ(r.time_ms, kTenAm + 150);
+  EXPECT_EQ(r.time_ms, kNov30TenAm + 150);
   // A mixed layout is not one Synapse ever wrote.
   EXPECT_EQ(Synapse(SynapseLine("@a:s", "GET / HTTP/1.1", "200",
                                 "0.100sec/0.000sec ru=(0.010sec, 0.000sec) "
@@ -349,7 +349,7 @@ TEST(NginxParserTest, ParsesCombinedLine) {
                            "200 512 \"-\" \"Element/1.11.80\"",
                            &r),
             ParseResult::kOk);
-  EXPECT_EQ(r.time_ms, kTenAm);
+  EXPECT_EQ(r.time_ms, kNov30TenAm);
   EXPECT_EQ(r.method, "GET");
   EXPECT_EQ(r.target, "/_matrix/client/v3/sync?timeout=30000");
   EXPECT_EQ(r.client_ip, "203.0.113.9");
@@ -364,12 +364,12 @@ TEST(NginxParserTest, HonoursZoneOffset) {
                      "\"x\"",
                      &r),
       ParseResult::kOk);
-  EXPECT_EQ(r.time_ms, kTenAm);
+  EXPECT_EQ(r.time_ms, kNov30TenAm);
   ASSERT_EQ(ParseNginxLine("2001:db8::5 - - [30/Nov/2026:05:00:00 -0500] \"GET "
                            "/ HTTP/1.0\" 200 0 \"-\" \"x\"",
                            &r),
             ParseResult::kOk);
-  EXPECT_EQ(r.time_ms, kTenAm);
+  EXPECT_EQ(r.time_ms, kNov30TenAm);
   // Crossing midnight backwards into the previous month.
   ASSERT_EQ(
       ParseNginxLine("198.51.100.1 - - [01/Dec/2026:01:00:00 +0200] \"GET "

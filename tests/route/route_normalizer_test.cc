@@ -23,13 +23,7 @@ namespace {
 using ::mxlimit::testing::IdentifierShapes;
 using ::mxlimit::testing::Instantiate;
 using ::mxlimit::testing::ReadTsv;
-
-// One normalizer for the whole file: building is cheap, but sharing one also
-// exercises the read-only contract.
-const RouteNormalizer& Normalizer() {
-  static const auto* normalizer = new RouteNormalizer();
-  return *normalizer;
-}
+using ::mxlimit::testing::SharedNormalizer;
 
 // The key a limiter with the default packs (spec, msc, synapse) gives
 // `target`; the method never matters. NOTE: the examples below use the tests'
@@ -99,8 +93,8 @@ TEST(RouteNormalizerTest, SpecListIsLoaded) {
 }
 
 TEST(RouteNormalizerTest, EverySpecRouteIsAKey) {
-  std::set<std::string_view> keys(Normalizer().keys().begin(),
-                                  Normalizer().keys().end());
+  std::set<std::string_view> keys(SharedNormalizer().keys().begin(),
+                                  SharedNormalizer().keys().end());
   for (const SpecRoute& route : SpecRoutes()) {
     EXPECT_TRUE(keys.contains(route.path)) << route.path;
   }
@@ -111,10 +105,10 @@ TEST(RouteNormalizerTest,
   for (const SpecRoute& route : SpecRoutes()) {
     for (const std::string& value : IdentifierShapes()) {
       std::string target = Instantiate(route.path, value);
-      Route r = Normalizer().Normalize(route.method, target);
+      Route r = SharedNormalizer().Normalize(route.method, target);
       EXPECT_EQ(r.key, route.path) << route.method << " " << target;
       EXPECT_TRUE(r.known) << target;
-      EXPECT_EQ(Normalizer().key(r.id), r.key);
+      EXPECT_EQ(SharedNormalizer().key(r.id), r.key);
     }
   }
 }
@@ -137,22 +131,24 @@ TEST(RouteNormalizerTest, MatchAgreesWithNormalizeAndFindsThePathEnd) {
     for (std::string suffix : {"", "?", "?a=/b#c", "#frag?x"}) {
       const std::string target = path + suffix;
       size_t path_size = 0;
-      const RouteId id = Normalizer().Match(target, &path_size);
-      EXPECT_EQ(id, Normalizer().Normalize(route.method, target).id) << target;
+      const RouteId id = SharedNormalizer().Match(target, &path_size);
+      EXPECT_EQ(id, SharedNormalizer().Normalize(route.method, target).id)
+          << target;
       EXPECT_EQ(path_size, path.size()) << target;
     }
   }
   size_t path_size = 99;
-  EXPECT_EQ(Normalizer().Match("/nope/x?y", &path_size), kFallbackRouteId);
+  EXPECT_EQ(SharedNormalizer().Match("/nope/x?y", &path_size),
+            kFallbackRouteId);
   EXPECT_EQ(path_size, 7u);
-  EXPECT_EQ(Normalizer().Match("", &path_size), kFallbackRouteId);
+  EXPECT_EQ(SharedNormalizer().Match("", &path_size), kFallbackRouteId);
   EXPECT_EQ(path_size, 0u);
 }
 
 TEST(RouteNormalizerTest, DifferentIdentifiersGiveOneKey) {
-  Route a = Normalizer().Normalize(
+  Route a = SharedNormalizer().Normalize(
       "PUT", "/_matrix/client/v3/rooms/%21a%3Ahs/send/m.room.message/txn1");
-  Route b = Normalizer().Normalize(
+  Route b = SharedNormalizer().Normalize(
       "PUT", "/_matrix/client/v3/rooms/!zzz:other/send/m.reaction/987654321");
   EXPECT_TRUE(a.known);
   EXPECT_EQ(a.id, b.id);
@@ -164,17 +160,17 @@ TEST(RouteNormalizerTest, DifferentIdentifiersGiveOneKey) {
 TEST(RouteNormalizerTest, DifferentEndpointsGiveDifferentKeys) {
   std::map<RouteId, std::string> seen;
   for (const SpecRoute& route : SpecRoutes()) {
-    Route r =
-        Normalizer().Normalize(route.method, Instantiate(route.path, "x1"));
+    Route r = SharedNormalizer().Normalize(route.method,
+                                           Instantiate(route.path, "x1"));
     auto [it, inserted] = seen.emplace(r.id, route.path);
     if (!inserted) {
       // Rows differing only by method are one path, hence one key.
       EXPECT_EQ(it->second, route.path) << "two endpoints share id " << r.id;
     }
   }
-  std::set<std::string_view> distinct(Normalizer().keys().begin(),
-                                      Normalizer().keys().end());
-  EXPECT_EQ(distinct.size(), Normalizer().size());
+  std::set<std::string_view> distinct(SharedNormalizer().keys().begin(),
+                                      SharedNormalizer().keys().end());
+  EXPECT_EQ(distinct.size(), SharedNormalizer().size());
 }
 
 TEST(RouteNormalizerTest, VersionAliasesGiveTheStableKey) {
@@ -386,7 +382,7 @@ TEST(RouteNormalizerTest, RandomUnknownPathsAllGetTheFallback) {
     size_t extra = rng() % 6;
     for (size_t j = 0; j < extra; ++j) target += "/" + random_segment(20);
     if (rng() % 4 == 0) target += "?" + random_segment(10);
-    Route r = Normalizer().Normalize("GET", target);
+    Route r = SharedNormalizer().Normalize("GET", target);
     ASSERT_FALSE(r.known) << target << " -> " << r.key;
     ASSERT_EQ(r.id, kFallbackRouteId);
     ASSERT_EQ(r.key, kFallbackRouteKey);
@@ -404,29 +400,32 @@ TEST(RouteNormalizerTest, MethodDoesNotChangeTheKey) {
 }
 
 TEST(RouteNormalizerTest, FallbackIsIdZero) {
-  EXPECT_EQ(Normalizer().key(kFallbackRouteId), kFallbackRouteKey);
-  EXPECT_EQ(Normalizer().keys()[0], kFallbackRouteKey);
-  EXPECT_EQ(Normalizer().keys().size(), Normalizer().size());
-  EXPECT_EQ(Normalizer().key(static_cast<RouteId>(Normalizer().size())),
-            kFallbackRouteKey);
-  Route unknown = Normalizer().Normalize("GET", "/nope");
+  EXPECT_EQ(SharedNormalizer().key(kFallbackRouteId), kFallbackRouteKey);
+  EXPECT_EQ(SharedNormalizer().keys()[0], kFallbackRouteKey);
+  EXPECT_EQ(SharedNormalizer().keys().size(), SharedNormalizer().size());
+  EXPECT_EQ(
+      SharedNormalizer().key(static_cast<RouteId>(SharedNormalizer().size())),
+      kFallbackRouteKey);
+  Route unknown = SharedNormalizer().Normalize("GET", "/nope");
   EXPECT_EQ(unknown.id, kFallbackRouteId);
   EXPECT_FALSE(unknown.known);
   // A known static route does not share the fallback.
-  Route versions = Normalizer().Normalize("GET", "/_matrix/client/versions");
+  Route versions =
+      SharedNormalizer().Normalize("GET", "/_matrix/client/versions");
   EXPECT_TRUE(versions.known);
   EXPECT_NE(versions.id, kFallbackRouteId);
-  EXPECT_TRUE(
-      Normalizer().Normalize("GET", "/_matrix/static/client/login/").known);
+  EXPECT_TRUE(SharedNormalizer()
+                  .Normalize("GET", "/_matrix/static/client/login/")
+                  .known);
 }
 
 TEST(RouteNormalizerTest, IdsIndexKeys) {
-  for (size_t id = 1; id < Normalizer().size(); ++id) {
+  for (size_t id = 1; id < SharedNormalizer().size(); ++id) {
     std::string target =
-        Instantiate(Normalizer().key(static_cast<RouteId>(id)), "v");
-    Route r = Normalizer().Normalize("GET", target);
+        Instantiate(SharedNormalizer().key(static_cast<RouteId>(id)), "v");
+    Route r = SharedNormalizer().Normalize("GET", target);
     EXPECT_EQ(r.id, id) << target;
-    EXPECT_EQ(r.key, Normalizer().keys()[id]);
+    EXPECT_EQ(r.key, SharedNormalizer().keys()[id]);
   }
 }
 
@@ -435,9 +434,9 @@ TEST(RouteNormalizerTest, IsNeitherCopyableNorMovable) {
   static_assert(!std::is_move_constructible_v<RouteNormalizer>);
   // Two normalizers agree on every id: keys are stable for a build.
   RouteNormalizer other;
-  ASSERT_EQ(other.size(), Normalizer().size());
+  ASSERT_EQ(other.size(), SharedNormalizer().size());
   for (size_t id = 0; id < other.size(); ++id) {
-    EXPECT_EQ(other.keys()[id], Normalizer().keys()[id]);
+    EXPECT_EQ(other.keys()[id], SharedNormalizer().keys()[id]);
   }
 }
 
@@ -450,7 +449,7 @@ TEST(RouteNormalizerTest, SharedAcrossThreadsGivesTheSameAnswers) {
   }
   std::vector<RouteId> expected;
   for (const std::string& t : targets) {
-    expected.push_back(Normalizer().Normalize("GET", t).id);
+    expected.push_back(SharedNormalizer().Normalize("GET", t).id);
   }
   std::vector<int> mismatches(4, 0);
   std::vector<std::thread> threads;
@@ -458,7 +457,8 @@ TEST(RouteNormalizerTest, SharedAcrossThreadsGivesTheSameAnswers) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 5; ++round) {
         for (size_t i = 0; i < targets.size(); ++i) {
-          if (Normalizer().Normalize("GET", targets[i]).id != expected[i]) {
+          if (SharedNormalizer().Normalize("GET", targets[i]).id !=
+              expected[i]) {
             ++mismatches[t];
           }
         }

@@ -12,6 +12,13 @@
 
 namespace mxlimit::testing_rate {
 
+inline constexpr int64_t kSec = 1'000'000'000;
+
+// A monotonic instant `ns` nanoseconds after the clock's origin.
+inline MonotonicTime AtNs(int64_t ns) {
+  return MonotonicTime::FromNanoseconds(ns);
+}
+
 inline Rate MakeRate(int64_t n, TimeUnit unit,
                      std::optional<int64_t> burst = {}) {
   absl::StatusOr<Rate> r = Rate::Create(n, unit, burst);

@@ -18,6 +18,13 @@
 
 namespace mxlimit::testing {
 
+// One default normalizer per test binary: building one is cheap, but sharing
+// it also exercises the read-only contract.
+inline const RouteNormalizer& SharedNormalizer() {
+  static const auto* normalizer = new RouteNormalizer();
+  return *normalizer;
+}
+
 // One row of a TSV file with a header line, by column name.
 using TsvRow = std::map<std::string, std::string>;
 
