@@ -235,8 +235,11 @@ void HttpServer::Worker::Open(int fd, const sockaddr_storage& peer,
   ev.events = EPOLLIN;
   ev.data.u64 = i;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  accepted_.fetch_add(1, std::memory_order_relaxed);
+  // Open before accepted, paired with AddCounters' reads: a snapshot that
+  // counts this connection as taken also counts it as open, so "every
+  // connection taken, none open" is never seen while one still holds a slot.
   open_.fetch_add(1, std::memory_order_relaxed);
+  accepted_.fetch_add(1, std::memory_order_release);
 }
 
 void HttpServer::Worker::OnReadable(uint32_t i) {

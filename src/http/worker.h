@@ -95,7 +95,8 @@ class HttpServer::Worker {
   void RequestDrain();
 
   void AddCounters(ServerCounters& c) const {
-    c.accepted += accepted_.load(std::memory_order_relaxed);
+    // Taken first, open after: see the write order in Open.
+    c.accepted += accepted_.load(std::memory_order_acquire);
     c.refused_over_limit += refused_.load(std::memory_order_relaxed);
     c.open += open_.load(std::memory_order_relaxed);
     c.timed_out += timed_out_.load(std::memory_order_relaxed);
