@@ -49,13 +49,14 @@ void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
 }
 
 Engine::Engine(const TableOptions& tables,
-               std::shared_ptr<const RouteNormalizer> normalizer)
+               std::shared_ptr<const RouteNormalizer> normalizer,
+               const SipKey& user_key_secret)
     : tables_(tables),
       client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       normalizer_(std::move(normalizer)),
       route_keys_(normalizer_->keys()),
       route_denials_(std::make_unique<uint64_t[]>(route_keys_.size())),
-      user_key_secret_(internal::RandomSipKey()),
+      user_key_secret_(user_key_secret),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity) {}
 
@@ -80,40 +81,44 @@ bool Engine::IsExempt(const Request& request) const {
 }
 
 void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-                     const Route* route,
-                     const PolicySet::Resolution* resolution) const {
-  std::string_view path;
-  if (route != nullptr) {
-    e.route = *route;
-    if (resolution != nullptr) {
-      AddChecks(request, mask, *resolution, e);
+                     PreparedRequest* prepared) const {
+  const bool has_user = !request.user_id.empty();
+  if (prepared != nullptr) {
+    e.route = prepared->route;
+    if (prepared->resolved_on == policies_.get()) {
+      AddChecks(request, mask, *prepared->resolution, e, prepared);
       return;
     }
-    path = QueryFreePath(request.target);
-  } else {
-    // RouteNormalizer::Normalize, plus the path end found by the same pass;
-    // fields are stored one by one (a returned Route copied whole stalled
-    // store-to-load forwarding on every request).
-    size_t path_size = 0;
-    const RouteId id = normalizer_->Match(request.target, &path_size);
-    e.route.id = id;
-    e.route.key = route_keys_[id];
-    e.route.known = id != kFallbackRouteId;
-    path = request.target.substr(0, path_size);
+    const PolicySet::Resolution r = policies_->Resolve(
+        request.method, prepared->route.id, prepared->path, has_user);
+    AddChecks(request, mask, r, e, prepared);
+    return;
   }
-  const bool has_user = !request.user_id.empty();
+  // RouteNormalizer::Normalize, plus the path end found by the same pass;
+  // fields are stored one by one (a returned Route copied whole stalled
+  // store-to-load forwarding on every request).
+  size_t path_size = 0;
+  const RouteId id = normalizer_->Match(request.target, &path_size);
+  e.route.id = id;
+  e.route.key = route_keys_[id];
+  e.route.known = id != kFallbackRouteId;
+  const std::string_view path = request.target.substr(0, path_size);
   const PolicySet::Resolution r =
       policies_->Resolve(request.method, e.route.id, path, has_user);
-  AddChecks(request, mask, r, e);
+  AddChecks(request, mask, r, e, nullptr);
 }
 
 void Engine::AddChecks(const Request& request, ScopeMask mask,
-                       const PolicySet::Resolution& r, Evaluation& e) const {
+                       const PolicySet::Resolution& r, Evaluation& e,
+                       const PreparedRequest* prepared) const {
   e.ip_policy = r.ip;
   e.user_policy = r.user;
-  // The user part of every user key is built (and checked) once.
+  // The user part of every user key is built (and checked) once: by the
+  // driver that prepared the request, else here.
   internal::UserBucketKey user_key;
-  bool user_key_built = false;
+  const internal::UserBucketKey* user_base =
+      prepared != nullptr && prepared->has_user_key ? &prepared->user_key
+                                                    : nullptr;
   const IpAddress& client = request.client;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
@@ -133,43 +138,41 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
           internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
                                       bucket_token_[a.policy], a.bucket_route);
     } else {
-      if (!user_key_built) {
+      if (user_base == nullptr) {
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
-        user_key_built = true;
+        user_base = &user_key;
       }
-      c.key.user = user_key;
+      c.key.user = *user_base;
       c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
     }
   }
 }
 
-bool Engine::MarkExempt(const Request& request, const Route* route,
+bool Engine::MarkExempt(const Request& request, const PreparedRequest* prepared,
                         Evaluation& e) const {
   if (!MaybeExempt(request) || !IsExempt(request)) return false;
   e.exempt = true;
   // Still normalized, so the decision and reports name the route.
-  e.route = route != nullptr
-                ? *route
+  e.route = prepared != nullptr
+                ? prepared->route
                 : normalizer_->Normalize(request.method, request.target);
   return true;
 }
 
 void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
-                      Evaluation& e, const Route* route,
-                      const PolicySet::Resolution* resolution) {
-  if (BeginEvaluate(request, mask, e, route, resolution)) {
+                      Evaluation& e, PreparedRequest* prepared) {
+  if (BeginEvaluate(request, mask, e, prepared)) {
     FinishEvaluate(request, now, e);
   }
 }
 
 bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
-                           Evaluation& e, const Route* route,
-                           const PolicySet::Resolution* resolution) {
-  if (MarkExempt(request, route, e)) {
+                           Evaluation& e, PreparedRequest* prepared) {
+  if (MarkExempt(request, prepared, e)) {
     ++exempt_requests_;
     return false;
   }
-  Resolve(request, mask, e, route, resolution);
+  Resolve(request, mask, e, prepared);
   // Hash each key once and start every table load before waiting on any.
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
@@ -208,25 +211,23 @@ void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
 
 bool Engine::EvaluateSplit(Engine& ip, Engine& user, const Request& request,
                            MonotonicTime now, Evaluation& ip_part,
-                           Evaluation& user_part, const Route* route,
-                           const PolicySet::Resolution* ip_resolution,
-                           const PolicySet::Resolution* user_resolution) {
+                           Evaluation& user_part, PreparedRequest& prepared) {
   // Both engines start their table loads before either waits on one, as a
   // lone engine does for its two tables.
-  if (!ip.BeginEvaluate(request, kIpScope, ip_part, route, ip_resolution)) {
+  if (!ip.BeginEvaluate(request, kIpScope, ip_part, &prepared)) {
     return false;
   }
-  const bool user_begun = user.BeginEvaluate(request, kUserScope, user_part,
-                                             &ip_part.route, user_resolution);
+  const bool user_begun =
+      user.BeginEvaluate(request, kUserScope, user_part, &prepared);
   ip.FinishEvaluate(request, now, ip_part);
   if (user_begun) user.FinishEvaluate(request, now, user_part);
   return true;
 }
 
 void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
-                     Evaluation& e, const Route* route) const {
-  if (MarkExempt(request, route, e)) return;
-  Resolve(request, mask, e, route);
+                     Evaluation& e, PreparedRequest* prepared) const {
+  if (MarkExempt(request, prepared, e)) return;
+  Resolve(request, mask, e, prepared);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
@@ -410,9 +411,10 @@ void Engine::RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
 }
 
 MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
-                                       MonotonicTime now, const Route* route) {
+                                       MonotonicTime now,
+                                       PreparedRequest* prepared) {
   Evaluation e;
-  Evaluate(request, now, kBothScopes, e, route);
+  Evaluate(request, now, kBothScopes, e, prepared);
   // One named result, built in place: returning one of two objects (or a
   // copy of one) made the compiler copy a Decision written field by field
   // with wide loads, which stalls store-to-load forwarding.
@@ -427,18 +429,19 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
 MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
                                            const Request& request,
                                            MonotonicTime now,
-                                           const Route& route,
-                                           std::string_view path) {
+                                           PreparedRequest& prepared) {
   // Resolved once for both scopes when both engines hold the same policy
   // set (always, except while a ShardedLimiter installs a reload shard by
   // shard).
   const PolicySet& policies = *ip.policies_;
-  const PolicySet::Resolution r = policies.Resolve(
-      request.method, route.id, path, !request.user_id.empty());
+  const PolicySet::Resolution r =
+      policies.Resolve(request.method, prepared.route.id, prepared.path,
+                       !request.user_id.empty());
+  prepared.resolved_on = &policies;
+  prepared.resolution = &r;
   Evaluation ip_part;
   Evaluation user_part;
-  if (!EvaluateSplit(ip, user, request, now, ip_part, user_part, &route, &r,
-                     user.policies_.get() == &policies ? &r : nullptr)) {
+  if (!EvaluateSplit(ip, user, request, now, ip_part, user_part, prepared)) {
     return ExemptDecision(ip_part.route);
   }
   // Nothing is charged until every policy has answered.

@@ -32,6 +32,8 @@
 #include "mxlimit/time.h"
 #include "src/engine/bucket_keys.h"
 #include "src/engine/bucket_table.h"
+#include "src/engine/prepared_request.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit::internal {
 
@@ -102,20 +104,23 @@ class Engine {
       const LimiterConfig& config);
 
   // `normalizer` is read-only, so engines may share one (ShardedLimiter's
-  // shards do). No policies until `Install`.
+  // shards do). `user_key_secret` keys the digest of long user IDs in bucket
+  // keys: random, and shared by engines whose driver builds a request's user
+  // key once for all of them (PreparedRequest). No policies until `Install`.
   Engine(const TableOptions& tables,
-         std::shared_ptr<const RouteNormalizer> normalizer);
+         std::shared_ptr<const RouteNormalizer> normalizer,
+         const SipKey& user_key_secret);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
   // --- Whole requests: what `Limiter`'s methods of the same names do. ------
 
-  // `route`, when given, is as for `Resolve`: a caller driving several
-  // engines (a ShardedLimiter) matches the route once, before taking any
+  // `prepared`, when given, is as for `Resolve`: a caller driving several
+  // engines (a ShardedLimiter) prepares the request once, before taking any
   // lock.
   Decision Check(const Request& request, MonotonicTime now,
-                 const Route* route = nullptr);
+                 PreparedRequest* prepared = nullptr);
   Decision Peek(const Request& request, MonotonicTime now) const;
   void Charge(const Request& request, MonotonicTime now) {
     ChargeScopes(request, now, kBothScopes);
@@ -147,43 +152,36 @@ class Engine {
   // state), Settle (write it back, admit it) and ChargeScopes: a store other
   // than the in-process tables stands behind exactly those calls.
 
-  // Normalizes (unless `route` is given: a route the same normalizer already
-  // produced for this request) and resolves `request` (unless `route` and
-  // `resolution` are given: what `policies().Resolve` answers for it,
-  // computed by the caller on the very PolicySet this engine holds, while
-  // holding its lock): fills in `e.route` and
-  // one check, with its bucket key, per resolved policy of the scopes in
-  // `mask`. Touches no table.
+  // Normalizes and resolves `request`, or, with `prepared` (filled by the
+  // caller from the normalizer and user key secret this engine shares), takes
+  // the route and user key from it, and the resolution too when the caller
+  // resolved on this engine's PolicySet: fills in
+  // `e.route` and one check, with its bucket key, per resolved policy of the
+  // scopes in `mask`. Touches no table.
   void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-               const Route* route = nullptr,
-               const PolicySet::Resolution* resolution = nullptr) const;
+               PreparedRequest* prepared = nullptr) const;
   // Locates the buckets of the scopes in `mask` and evaluates them; changes
   // no table (Settle does). Counts and stops at exempt requests.
   // REQUIRES: the engine's tables do not change until `e` is settled.
   void Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
-                Evaluation& e, const Route* route = nullptr,
-                const PolicySet::Resolution* resolution = nullptr);
+                Evaluation& e, PreparedRequest* prepared = nullptr);
   // Evaluate in two halves, for a caller driving two engines (CheckPair):
   // begin on both, so that every table load is under way before either
   // waits on one, then finish each. `BeginEvaluate` counts and marks an
   // exempt request and returns false (there is nothing to finish); else it
   // resolves and starts the loads. `FinishEvaluate` locates and evaluates.
   bool BeginEvaluate(const Request& request, ScopeMask mask, Evaluation& e,
-                     const Route* route = nullptr,
-                     const PolicySet::Resolution* resolution = nullptr);
+                     PreparedRequest* prepared = nullptr);
   void FinishEvaluate(const Request& request, MonotonicTime now, Evaluation& e);
   // Evaluate with the per-IP scope on `ip` and the per-user scope on `user`:
-  // both begin, then both finish. The user engine is given the route the IP
-  // engine produced. False when the request is exempt (`ip_part.exempt`):
-  // there is nothing to combine.
-  static bool EvaluateSplit(
-      Engine& ip, Engine& user, const Request& request, MonotonicTime now,
-      Evaluation& ip_part, Evaluation& user_part, const Route* route = nullptr,
-      const PolicySet::Resolution* ip_resolution = nullptr,
-      const PolicySet::Resolution* user_resolution = nullptr);
+  // both begin, then both finish. False when the request is exempt
+  // (`ip_part.exempt`): there is nothing to combine.
+  static bool EvaluateSplit(Engine& ip, Engine& user, const Request& request,
+                            MonotonicTime now, Evaluation& ip_part,
+                            Evaluation& user_part, PreparedRequest& prepared);
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
-               Evaluation& e, const Route* route = nullptr) const;
+               Evaluation& e, PreparedRequest* prepared = nullptr) const;
   // Fills in `c.verdict` from its bucket (null: a fresh one). Changes
   // nothing.
   static void EvaluateCheck(BucketCheck& c, const GcraState* state,
@@ -194,13 +192,11 @@ class Engine {
                    const Evaluation& user_part) const;
   // The whole protocol for a request whose per-IP scope lives in `ip` and
   // per-user scope in `user` (two different engines, both locked by the
-  // caller): `Check` over two engines. `route` and `path` are the request's
-  // route and query-free path from the engines' shared normalizer; the
-  // policies are resolved once when both engines hold the same set. The
-  // decision is counted by `ip`.
+  // caller): `Check` over two engines, with the request `prepared` by the
+  // caller; the policies are resolved once when both engines hold the same
+  // set. The decision is counted by `ip`.
   static Decision CheckPair(Engine& ip, Engine& user, const Request& request,
-                            MonotonicTime now, const Route& route,
-                            std::string_view path);
+                            MonotonicTime now, PreparedRequest& prepared);
   // Counts a decided, non-exempt request in the per-route and fallback
   // counters. `Check` calls it; a ShardedLimiter calls it on the engine that
   // evaluated the per-IP scope, so each request is counted once. Fixed
@@ -273,13 +269,15 @@ class Engine {
 
   // Resolve's second half: `e.ip_policy`, `e.user_policy` and a check, with
   // its bucket key, for each policy of `r` in the scopes of `mask`.
+  // The user key comes from `prepared` when it has one.
   void AddChecks(const Request& request, ScopeMask mask,
-                 const PolicySet::Resolution& r, Evaluation& e) const;
+                 const PolicySet::Resolution& r, Evaluation& e,
+                 const PreparedRequest* prepared) const;
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
   bool IsExempt(const Request& request) const;
   // When `request` is exempt: marks `e` so, with its route, and returns true.
-  bool MarkExempt(const Request& request, const Route* route,
+  bool MarkExempt(const Request& request, const PreparedRequest* prepared,
                   Evaluation& e) const;
 
   // IsExempt for a request without the flag needs no work when no address

@@ -26,7 +26,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
   if (!normalizer.ok()) return normalizer.status();
   auto engine = std::make_unique<Engine>(
       config.tables,
-      std::shared_ptr<const RouteNormalizer>(*std::move(normalizer)));
+      std::shared_ptr<const RouteNormalizer>(*std::move(normalizer)),
+      RandomSipKey());
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       CompilePolicies(config, *engine->normalizer_);
   if (!compiled.ok()) return compiled.status();

@@ -122,8 +122,11 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
   for (size_t i = 0; i < shards; ++i) {
     Shard& s = set->shards_[i];
     MutexLock lock(s.mu);
-    s.engine = std::make_unique<Engine>(ShardTables(config.tables, shards, i),
-                                        set->normalizer_);
+    // One user key secret for every shard's engine and the router, so a
+    // request's user key is built once (Prepare) for all of them.
+    s.engine =
+        std::make_unique<Engine>(ShardTables(config.tables, shards, i),
+                                 set->normalizer_, set->user_key_secret());
   }
   absl::Status installed = set->Reload(config);
   if (!installed.ok()) return installed;
@@ -142,11 +145,15 @@ size_t ShardSet::IpShard(const IpAddress& client) const {
 size_t ShardSet::UserShard(std::string_view user_id) const {
   // The ID's bucket key, checked and loaded a word at a time as the engines
   // build it (far cheaper than IsWellFormedUserId's byte-at-a-time pass),
-  // then hashed. Malformed IDs all share one overflow bucket per policy
-  // (bucket_keys.h); spreading them over shards would multiply that budget.
+  // then hashed.
   UserBucketKey key;
-  key.Assign(user_id, 0, 0,
-             SipKey{user_shard_secret_[0], user_shard_secret_[1]});
+  key.Assign(user_id, 0, 0, user_key_secret());
+  return UserShardOf(key);
+}
+
+size_t ShardSet::UserShardOf(const UserBucketKey& key) const {
+  // Malformed IDs all share one overflow bucket per policy (bucket_keys.h);
+  // spreading them over shards would multiply that budget.
   if (key.kind() == UserBucketKey::Kind::kOverflow) return 0;
   return BucketKeyHash(user_shard_seed_)(key) & (shard_count_ - 1);
 }
@@ -176,14 +183,22 @@ void ShardSet::PinNames(const Shard& ip, const Shard& user, Decision& d) {
   }
 }
 
-ShardSet::Matched ShardSet::Match(const Request& request) const {
-  Matched m;
+ShardSet::Owners ShardSet::Prepare(const Request& request,
+                                   PreparedRequest& prepared) const {
   size_t path_size = 0;
-  m.route.id = normalizer_->Match(request.target, &path_size);
-  m.route.key = normalizer_->key(m.route.id);
-  m.route.known = m.route.id != kFallbackRouteId;
-  m.path = request.target.substr(0, path_size);
-  return m;
+  prepared.route.id = normalizer_->Match(request.target, &path_size);
+  prepared.route.key = normalizer_->key(prepared.route.id);
+  prepared.route.known = prepared.route.id != kFallbackRouteId;
+  prepared.path = request.target.substr(0, path_size);
+  Owners o;
+  o.ip = IpShard(request.client);
+  o.user = o.ip;
+  if (!request.user_id.empty()) {
+    prepared.user_key.Assign(request.user_id, 0, 0, user_key_secret());
+    prepared.has_user_key = true;
+    o.user = UserShardOf(prepared.user_key);
+  }
+  return o;
 }
 
 void ShardSet::Charge(const Request& request, MonotonicTime now) {

@@ -36,6 +36,7 @@
 #include "mxlimit/route.h"
 #include "mxlimit/stats.h"
 #include "src/engine/engine.h"
+#include "src/engine/prepared_request.h"
 
 namespace mxlimit::internal {
 
@@ -109,13 +110,11 @@ class ShardSet {
     return {ip, request.user_id.empty() ? ip : UserShard(request.user_id)};
   }
 
-  // The request's route and query-free path, matched once without a lock:
-  // the normalizer is shared and read-only.
-  struct Matched {
-    Route route;
-    std::string_view path;
-  };
-  Matched Match(const Request& request) const;
+  // Everything about `request` that needs no lock, derived once: the
+  // shards that own its scopes, its route and query-free path (the
+  // normalizer is shared and read-only), and its user's bucket key, which
+  // both routes it and keys its buckets in every shard's engine.
+  Owners Prepare(const Request& request, PreparedRequest& prepared) const;
 
   // `ShardedLimiter::Charge`: each scope under its own shard's lock.
   void Charge(const Request& request, MonotonicTime now);
@@ -147,6 +146,13 @@ class ShardSet {
   // this prefix: the coarsest any ip-scope policy keys by (the built-in
   // network layer's /24 and /48, or a coarser `client_prefix` of the config
   // the set was created with). A reload that needs a coarser one is refused.
+  // The user key secret, as the engines need it.
+  SipKey user_key_secret() const {
+    return SipKey{user_shard_secret_[0], user_shard_secret_[1]};
+  }
+  // The shard of a user key built with policy and route 0.
+  size_t UserShardOf(const UserBucketKey& key) const;
+
   const ClientPrefix shard_prefix_;
   const AddressMasker client_mask_;
   const size_t shard_count_;

@@ -50,26 +50,26 @@ size_t ShardedLimiter::UserShard(std::string_view user_id) const {
 }
 
 Decision ShardedLimiter::Check(const Request& request, MonotonicTime now) {
-  const ShardSet::Owners o = set_->OwnersOf(request);
-  // Matched before any lock is taken: every nanosecond under a shard's lock
-  // is one another thread may spend waiting for it.
-  const ShardSet::Matched m = set_->Match(request);
+  // Prepared before any lock is taken: every nanosecond under a shard's
+  // lock is one another thread may spend waiting for it.
+  internal::PreparedRequest p;
+  const ShardSet::Owners o = set_->Prepare(request, p);
   Shard& a = set_->shard(o.ip);
   Shard& b = set_->shard(o.user);
   LockedPair lock(a, b, o.ip_first());
   if (!o.split()) {
-    Decision d = a.engine->Check(request, now, &m.route);
+    Decision d = a.engine->Check(request, now, &p);
     ShardSet::PinNames(a, a, d);
     return d;
   }
-  Decision d =
-      Engine::CheckPair(*a.engine, *b.engine, request, now, m.route, m.path);
+  Decision d = Engine::CheckPair(*a.engine, *b.engine, request, now, p);
   if (!d.exempt) ShardSet::PinNames(a, b, d);
   return d;
 }
 
 Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
-  const ShardSet::Owners o = set_->OwnersOf(request);
+  internal::PreparedRequest p;
+  const ShardSet::Owners o = set_->Prepare(request, p);
   Shard& a = set_->shard(o.ip);
   Shard& b = set_->shard(o.user);
   LockedPair lock(a, b, o.ip_first());
@@ -79,11 +79,10 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
     return d;
   }
   Engine::Evaluation ip_part;
-  a.engine->Inspect(request, now, Engine::kIpScope, ip_part);
+  a.engine->Inspect(request, now, Engine::kIpScope, ip_part, &p);
   if (ip_part.exempt) return Engine::ExemptDecision(ip_part.route);
   Engine::Evaluation user_part;
-  b.engine->Inspect(request, now, Engine::kUserScope, user_part,
-                    &ip_part.route);
+  b.engine->Inspect(request, now, Engine::kUserScope, user_part, &p);
   Decision d = a.engine->Combine(ip_part, user_part);
   ShardSet::PinNames(a, b, d);
   return d;

@@ -195,22 +195,26 @@ void SharedCore::QueueCharges(const Shard& a, const Shard& b, const Owners& o,
 }
 
 void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
-                          MonotonicTime now, bool inspect, Pass& pass) const {
+                          PreparedRequest& prepared, MonotonicTime now,
+                          bool inspect, Pass& pass) const {
+  // Resolved afresh by each engine in each pass: a reload may come between
+  // passes.
+  prepared.resolved_on = nullptr;
   pass.split = &a != &b;
   const Engine::ScopeMask first =
       pass.split ? Engine::kIpScope : Engine::kBothScopes;
   if (inspect) {
-    a.engine->Inspect(request, now, first, pass.ip_part);
+    a.engine->Inspect(request, now, first, pass.ip_part, &prepared);
     if (pass.ip_part.exempt) return;
     if (pass.split) {
       b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
-                        &pass.ip_part.route);
+                        &prepared);
     }
   } else if (!pass.split) {
-    a.engine->Evaluate(request, now, first, pass.ip_part);
+    a.engine->Evaluate(request, now, first, pass.ip_part, &prepared);
     if (pass.ip_part.exempt) return;
   } else if (!Engine::EvaluateSplit(*a.engine, *b.engine, request, now,
-                                    pass.ip_part, pass.user_part)) {
+                                    pass.ip_part, pass.user_part, prepared)) {
     return;
   }
   ApplyDebt(a, b, pass, now, std::max<int64_t>(request.cost, 0));
@@ -330,7 +334,8 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
       Sync(now);
     }
   }
-  const Owners o = set_.OwnersOf(request);
+  PreparedRequest p;
+  const Owners o = set_.Prepare(request, p);
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -338,7 +343,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
   {
     LockedPair lock(a, b, o.ip_first());
     Pass pass;
-    Evaluate(a, b, request, now, /*inspect=*/false, pass);
+    Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     bool shared = false;
@@ -371,7 +376,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     }
   }
   if (plan.op.count == 0) {
-    return DecideLocally(o, request, now, Fallback::kBreaker);
+    return DecideLocally(o, request, p, now, Fallback::kBreaker);
   }
   const auto start = std::chrono::steady_clock::now();
   const StoreResult result = store_->Execute(
@@ -383,19 +388,19 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     case StoreStatus::kOk:
       break;
     case StoreStatus::kTimeout:
-      return DecideLocally(o, request, now, Fallback::kTimeout);
+      return DecideLocally(o, request, p, now, Fallback::kTimeout);
     case StoreStatus::kError:
-      return DecideLocally(o, request, now, Fallback::kError);
+      return DecideLocally(o, request, p, now, Fallback::kError);
     case StoreStatus::kUnavailable:
-      return DecideLocally(o, request, now, Fallback::kUnavailable);
+      return DecideLocally(o, request, p, now, Fallback::kUnavailable);
   }
   SyncGeneration();
-  return Install(o, request, now, plan, result);
+  return Install(o, request, p, now, plan, result);
 }
 
 Decision SharedCore::Install(const Owners& o, const Request& request,
-                             MonotonicTime now, const Plan& plan,
-                             const StoreResult& result) {
+                             PreparedRequest& p, MonotonicTime now,
+                             const Plan& plan, const StoreResult& result) {
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -407,14 +412,14 @@ Decision SharedCore::Install(const Owners& o, const Request& request,
     // decided by the new policies locally.
     Refund(plan.op, result);
     Pass pass;
-    Evaluate(a, b, request, now, /*inspect=*/false, pass);
+    Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
     return d;
   }
   Pass pass;
-  Evaluate(a, b, request, now, /*inspect=*/false, pass);
+  Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
   // The same policies resolve the same checks in the same order.
   for (uint8_t i = 0; i < plan.op.count; ++i) {
     const OpSource& from = plan.from[i];
@@ -438,7 +443,8 @@ Decision SharedCore::Install(const Owners& o, const Request& request,
 }
 
 Decision SharedCore::DecideLocally(const Owners& o, const Request& request,
-                                   MonotonicTime now, Fallback why) {
+                                   PreparedRequest& p, MonotonicTime now,
+                                   Fallback why) {
   if (why != Fallback::kBreaker) {
     fallbacks_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -447,7 +453,7 @@ Decision SharedCore::DecideLocally(const Owners& o, const Request& request,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   LockedPair lock(a, b, o.ip_first());
   Pass pass;
-  Evaluate(a, b, request, now, /*inspect=*/false, pass);
+  Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
   const double share = options_.fallback_share;
   // Charges beyond cost * T that the scaled rates ask for, per check.
@@ -480,7 +486,8 @@ Decision SharedCore::DecideLocally(const Owners& o, const Request& request,
 }
 
 Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
-  const Owners o = set_.OwnersOf(request);
+  PreparedRequest p;
+  const Owners o = set_.Prepare(request, p);
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
@@ -488,7 +495,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
   {
     LockedPair lock(a, b, o.ip_first());
     Pass pass;
-    Evaluate(a, b, request, now, /*inspect=*/true, pass);
+    Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     if (!d.allowed && DeniedLocally(pass)) {
@@ -508,7 +515,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
               options_.timeout));
   LockedPair lock(a, b, o.ip_first());
   Pass pass;
-  Evaluate(a, b, request, now, /*inspect=*/true, pass);
+  Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
   if (result.status == StoreStatus::kOk &&
       &a.engine->policies() == plan.ip_policies &&
@@ -531,14 +538,15 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
   // lower bound by what it lowers the store's).
   set_.Charge(request, now);
   if (request.cost == 0) return;
-  const Owners o = set_.OwnersOf(request);
+  PreparedRequest p;
+  const Owners o = set_.Prepare(request, p);
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
   Plan plan;
   {
     LockedPair lock(a, b, o.ip_first());
     Pass pass;
-    Evaluate(a, b, request, now, /*inspect=*/true, pass);
+    Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
     if (pass.ip_part.exempt) return;
     PlanOp(a, b, request, pass, StoreOpKind::kCharge, now, plan);
   }
@@ -602,12 +610,13 @@ SharedStoreStats SharedCore::Stats() const {
 std::vector<std::string> SharedCore::DescribeStoreKeys(
     const Request& request) const {
   std::vector<std::string> out;
-  const Owners o = set_.OwnersOf(request);
+  PreparedRequest p;
+  const Owners o = set_.Prepare(request, p);
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
   LockedPair lock(a, b, o.ip_first());
   Pass pass;
-  Evaluate(a, b, request, MonotonicTime(), /*inspect=*/true, pass);
+  Evaluate(a, b, request, p, MonotonicTime(), /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return out;
   // Read under the locks; a lambda is analysed on its own.
   const Engine& ip_engine = *a.engine;

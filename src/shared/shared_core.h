@@ -117,9 +117,11 @@ class SharedCore final : public LateReplyHandler {
   // and lists its exact-shared buckets in `plan`.
   // `a` and `b` are the request's per-IP and per-user shards, locked by
   // the caller (a LockedPair), here and below.
-  void Evaluate(Shard& a, Shard& b, const Request& request, MonotonicTime now,
-                bool inspect, Pass& pass) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
+  // `prepared` is the request as ShardSet::Prepare gave it; each pass
+  // resolves its policies afresh (a reload may come between passes).
+  void Evaluate(Shard& a, Shard& b, const Request& request,
+                PreparedRequest& prepared, MonotonicTime now, bool inspect,
+                Pass& pass) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   void PlanOp(const Shard& a, const Shard& b, const Request& request,
               const Pass& pass, StoreOpKind kind, MonotonicTime now,
               Plan& plan) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
@@ -148,11 +150,13 @@ class SharedCore final : public LateReplyHandler {
   void Sync(MonotonicTime now);
   void SyncLoop();
   // Step 3 of a check the store answered.
-  Decision Install(const Owners& o, const Request& request, MonotonicTime now,
+  Decision Install(const Owners& o, const Request& request,
+                   PreparedRequest& prepared, MonotonicTime now,
                    const Plan& plan, const StoreResult& result);
   // A check the mirror decides alone.
   Decision DecideLocally(const Owners& o, const Request& request,
-                         MonotonicTime now, Fallback why);
+                         PreparedRequest& prepared, MonotonicTime now,
+                         Fallback why);
   // Gives back what a check op charged (StoreCheckCharged), or with
   // `shadow_only` what it charged to shadow buckets.
   void Refund(const StoreOp& op, const StoreResult& result,
