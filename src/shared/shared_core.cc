@@ -411,22 +411,11 @@ Decision SharedCore::Install(const Owners& o, const Request& request,
     // to policies that are gone. Give the charge back; this one request is
     // decided by the new policies locally.
     Refund(plan.op, result);
-    Pass pass;
-    Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
-    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
-    Decision d = a.engine->Combine(pass.ip_part, pass.user());
-    Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
-    return d;
+    return DecideHeld(a, b, o, request, p, now, /*share=*/1.0);
   }
   Pass pass;
   Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
-  // The same policies resolve the same checks in the same order.
-  for (uint8_t i = 0; i < plan.op.count; ++i) {
-    const OpSource& from = plan.from[i];
-    BucketCheck& c = (from.user_part ? pass.user_part : pass.ip_part)
-                         .checks.items[from.index];
-    c.verdict = VerdictFromLead(c, result.lead[i], now, cost);
-  }
+  ApplyStoreLeads(plan, result, pass, now, cost);
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
   // A local bucket of the same request may have run out meanwhile (another
   // thread, same shard): the store charged a request that is denied, or
@@ -450,12 +439,27 @@ Decision SharedCore::DecideLocally(const Owners& o, const Request& request,
   }
   Shard& a = set_.shard(o.ip);
   Shard& b = set_.shard(o.user);
-  const int64_t cost = std::max<int64_t>(request.cost, 0);
   LockedPair lock(a, b, o.ip_first());
+  return DecideHeld(a, b, o, request, p, now, options_.fallback_share);
+}
+
+void SharedCore::ApplyStoreLeads(const Plan& plan, const StoreResult& result,
+                                 Pass& pass, MonotonicTime now, int64_t cost) {
+  for (uint8_t i = 0; i < plan.op.count; ++i) {
+    const OpSource& from = plan.from[i];
+    BucketCheck& c = (from.user_part ? pass.user_part : pass.ip_part)
+                         .checks.items[from.index];
+    c.verdict = VerdictFromLead(c, result.lead[i], now, cost);
+  }
+}
+
+Decision SharedCore::DecideHeld(Shard& a, Shard& b, const Owners& o,
+                                const Request& request, PreparedRequest& p,
+                                MonotonicTime now, double share) {
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
   Pass pass;
   Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
-  const double share = options_.fallback_share;
   // Charges beyond cost * T that the scaled rates ask for, per check.
   std::array<int64_t, kMaxResolved> extra_ip{}, extra_user{};
   if (share < 1.0) {
@@ -520,12 +524,7 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
   if (result.status == StoreStatus::kOk &&
       &a.engine->policies() == plan.ip_policies &&
       &b.engine->policies() == plan.user_policies) {
-    for (uint8_t i = 0; i < plan.op.count; ++i) {
-      const OpSource& from = plan.from[i];
-      BucketCheck& c = (from.user_part ? pass.user_part : pass.ip_part)
-                           .checks.items[from.index];
-      c.verdict = VerdictFromLead(c, result.lead[i], now, cost);
-    }
+    ApplyStoreLeads(plan, result, pass, now, cost);
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
   ShardSet::PinNames(a, b, d);

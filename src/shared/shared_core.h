@@ -153,10 +153,22 @@ class SharedCore final : public LateReplyHandler {
   Decision Install(const Owners& o, const Request& request,
                    PreparedRequest& prepared, MonotonicTime now,
                    const Plan& plan, const StoreResult& result);
-  // A check the mirror decides alone.
+  // A check the mirror decides alone: counts `why` and takes the locks.
   Decision DecideLocally(const Owners& o, const Request& request,
                          PreparedRequest& prepared, MonotonicTime now,
                          Fallback why);
+  // The mirror's decision under the held locks, settled: every path that
+  // decides without the store's answer (a fallback, a reload between the
+  // store's answer and its install) ends here. `share` below 1 scales the
+  // store-decided buckets' rates (StoreOptions::fallback_share).
+  Decision DecideHeld(Shard& a, Shard& b, const Owners& o,
+                      const Request& request, PreparedRequest& prepared,
+                      MonotonicTime now, double share)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
+  // Replaces the verdicts of the buckets `plan` sent to the store by the
+  // store's answer (same policies, same checks, same order).
+  static void ApplyStoreLeads(const Plan& plan, const StoreResult& result,
+                              Pass& pass, MonotonicTime now, int64_t cost);
   // Gives back what a check op charged (StoreCheckCharged), or with
   // `shadow_only` what it charged to shadow buckets.
   void Refund(const StoreOp& op, const StoreResult& result,
