@@ -9,6 +9,13 @@
 //                          embedder would share it without ShardedLimiter.
 //   BM_PerThread_Check     one Limiter per thread, nothing shared: the
 //                          ceiling the machine allows.
+//   BM_ShardedPerThread_Check  one ShardedLimiter per thread: the sharded
+//                          code with nothing shared, so the gap to
+//                          BM_Sharded_Check is what sharing costs.
+//   BM_ShardedPerThreadSharedLocks_Check  the same, and each check also
+//                          takes and releases two of 256 mutexes that every
+//                          thread uses, as the shards' locks are: what the
+//                          lock traffic alone costs.
 //
 // Workload: the built-in policies plus one per-IP and one per-user catch-all
 // (so every request touches two buckets), a realistic mix of targets, and
@@ -23,9 +30,11 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "mxlimit/internal/mutex.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/sharded_limiter.h"
 
@@ -194,6 +203,38 @@ void BM_PerThread_Check(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_PerThread_Check)->ThreadRange(1, 2)->UseRealTime();
+
+void BM_ShardedPerThread_Check(benchmark::State& state) {
+  std::unique_ptr<ShardedLimiter> own =
+      *ShardedLimiter::Create(BenchConfig(), 0);
+  RunWorkload(state, [&own](const Request& r, MonotonicTime now) {
+    return own->Check(r, now).allowed;
+  });
+}
+BENCHMARK(BM_ShardedPerThread_Check)->ThreadRange(1, 2)->UseRealTime();
+
+struct alignas(64) PaddedMutex {
+  internal::Mutex mu;
+};
+PaddedMutex g_locks[256];
+
+void BM_ShardedPerThreadSharedLocks_Check(benchmark::State& state) {
+  std::unique_ptr<ShardedLimiter> own =
+      *ShardedLimiter::Create(BenchConfig(), 0);
+  RunWorkload(state, [&own](const Request& r, MonotonicTime now) {
+    // Two different locks, lower index first, as a sharded check takes its
+    // two shards'.
+    size_t a = own->IpShard(r.client) % std::size(g_locks);
+    size_t b = own->UserShard(r.user_id) % std::size(g_locks);
+    if (a == b) b = (a + 1) % std::size(g_locks);
+    if (a > b) std::swap(a, b);
+    internal::MutexPairLock lock(g_locks[a].mu, g_locks[b].mu, true);
+    return own->Check(r, now).allowed;
+  });
+}
+BENCHMARK(BM_ShardedPerThreadSharedLocks_Check)
+    ->ThreadRange(1, 2)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace mxlimit
