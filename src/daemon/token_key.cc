@@ -7,13 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/hex.h"
+#include "src/util/secret_file.h"
 
 namespace mxlimit::daemon {
 namespace {
@@ -76,15 +77,14 @@ TokenUserId TokenHashUserId(const internal::SipKey& secret,
 
 absl::StatusOr<internal::SipKey> LoadOrCreateSecret(const std::string& path) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream text;
-      text << in.rdbuf();
-      if (text.str().size() > 4096) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": too large for a token-hash secret"));
-      }
-      return ParseSecret(path, text.str());
+    // Only a regular file, and at most a few KiB of it: a FIFO or a device
+    // named by --secret-file must not hang the start or fill the memory.
+    absl::StatusOr<std::string> existing = internal::ReadSecretFile(path);
+    if (existing.ok()) return ParseSecret(path, *std::move(existing));
+    if (!absl::IsNotFound(existing.status())) {
+      return absl::Status(existing.status().code(),
+                          absl::StrCat(path, ": the token-hash secret ",
+                                       existing.status().message()));
     }
     internal::SipKey key;
     uint8_t raw[16];

@@ -62,5 +62,32 @@ TEST(TokenKeyTest, MalformedOrUnwritableSecretIsAClearError) {
             std::string::npos);
 }
 
+TEST(TokenKeyTest, SecretThatIsNoRegularFileIsRefusedAtOnce) {
+  // A FIFO would block a plain read until a writer came; /dev/zero would
+  // never end. Both are refused at once, naming the path and what is wrong.
+  const std::string dir = TempDir();
+  const std::string fifo = dir + "/secret.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    absl::StatusOr<internal::SipKey> key = LoadOrCreateSecret(path);
+    ASSERT_FALSE(key.ok()) << path;
+    EXPECT_NE(key.status().message().find(path), std::string::npos);
+    EXPECT_NE(key.status().message().find("not a regular file"),
+              std::string::npos)
+        << key.status();
+  }
+  // A huge regular file is refused after its first few KiB.
+  const std::string huge = dir + "/huge.secret";
+  std::ofstream(huge) << std::string(1 << 20, 'a');
+  absl::StatusOr<internal::SipKey> key = LoadOrCreateSecret(huge);
+  ASSERT_FALSE(key.ok());
+  EXPECT_NE(key.status().message().find("4096 bytes"), std::string::npos)
+      << key.status();
+  // And a valid secret next to them still loads.
+  absl::StatusOr<internal::SipKey> good =
+      LoadOrCreateSecret(dir + "/good.secret");
+  EXPECT_TRUE(good.ok()) << good.status();
+}
+
 }  // namespace
 }  // namespace mxlimit::daemon
