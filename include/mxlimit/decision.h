@@ -36,7 +36,11 @@
 namespace mxlimit {
 
 // Which table a decision came from.
-enum class LimitScope : uint8_t { kNone, kIp, kUser };
+enum class LimitScope : uint8_t { kNone, kIp, kUser, kOrigin, kRoom, kTarget };
+
+constexpr LimitScope LimitScopeOf(Scope scope) {
+  return static_cast<LimitScope>(static_cast<uint8_t>(scope) + 1);
+}
 
 constexpr std::string_view LimitScopeName(LimitScope scope) {
   switch (scope) {
@@ -44,6 +48,12 @@ constexpr std::string_view LimitScopeName(LimitScope scope) {
       return "ip";
     case LimitScope::kUser:
       return "user";
+    case LimitScope::kOrigin:
+      return "origin";
+    case LimitScope::kRoom:
+      return "room";
+    case LimitScope::kTarget:
+      return "target";
     case LimitScope::kNone:
       break;
   }

@@ -34,6 +34,11 @@ struct TableOptions {
   int ipv6_prefix = 64;
   // Per-user table capacity.
   size_t user_capacity = 100'000;
+  // Per-origin (federation), per-room and per-target-account tables. A
+  // ShardedLimiter keeps one table of each for all its shards.
+  size_t origin_capacity = 10'000;
+  size_t room_capacity = 20'000;
+  size_t target_capacity = 20'000;
 
   // Capacities above this are rejected as absurd (memory is allocated up
   // front).

@@ -44,8 +44,25 @@
 
 namespace mxlimit {
 
-// Which bucket table a policy charges: per client address or per user.
-enum class Scope : uint8_t { kIp, kUser };
+// Which bucket table a policy charges, i.e. what one bucket belongs to:
+//   kIp      a client address, masked to the policy's prefix;
+//   kUser    the authenticated user (`Request::user_id`);
+//   kOrigin  the server a federation request comes from (`Request::origin`);
+//            unless the embedder verified it, bound to the sender's network
+//            (the policy's `client_prefix`, default /24 and /48), so a
+//            forged origin spends only the forger's own budget;
+//   kRoom    the room the request addresses: the matched route's `{roomId}`
+//            or `{roomIdOrAlias}` segment, percent-decoded;
+//   kTarget  the account a request is about (`Request::target_user`: the
+//            user a login names, the invitee of an invite).
+// A policy of a scope whose subject a request lacks does not apply to it.
+enum class Scope : uint8_t { kIp, kUser, kOrigin, kRoom, kTarget };
+
+inline constexpr size_t kScopeCount = 5;
+
+// "ip", "user", "origin", "room", "target": the YAML `scope:` spellings.
+std::string_view ScopeName(Scope scope);
+std::optional<Scope> ParseScope(std::string_view name);
 
 // Dense index of a policy inside one compiled policy set.
 using PolicyId = uint16_t;
@@ -79,6 +96,10 @@ struct ClientPrefix {
   int ipv6 = 64;
   friend bool operator==(const ClientPrefix&, const ClientPrefix&) = default;
 };
+
+// The network an unverified origin's buckets are bound to unless the policy
+// sets `client_prefix`: IPv4 /24 and IPv6 /48, one hosting allocation.
+inline constexpr ClientPrefix kOriginNetworkPrefix{24, 48};
 
 // How a `SharedLimiter` shares a policy's buckets among processes.
 enum class Sharing : uint8_t { kExact, kApproximate, kLocal };
@@ -116,8 +137,10 @@ struct Policy {
   // every layer applies. Same characters as `name`, 1 to
   // `kMaxLayerNameBytes`.
   std::string layer = std::string(kDefaultLayer);
-  // ip-scope only: the prefixes this policy's buckets mask client addresses
-  // to (e.g. {24, 48} for a per-network cap); unset = the tables' prefixes.
+  // ip and origin scope only: the prefixes this policy's buckets mask client
+  // addresses to (e.g. {24, 48} for a per-network cap); unset = the tables'
+  // prefixes for ip scope, `kOriginNetworkPrefix` for origin scope (an
+  // unverified origin is bound to the sender's network).
   std::optional<ClientPrefix> client_prefix;
   // Where a `SharedLimiter` keeps this policy's buckets (a `Limiter` keeps
   // every bucket in process): `kExact` in the store, decided there on every
@@ -167,8 +190,9 @@ std::string ShareThresholdProblem(std::span<const std::string> match);
 // `layer`: 1 to `kMaxLayerNameBytes` of the characters `name` allows.
 std::string LayerProblem(std::string_view layer);
 
-// `client_prefix`: IPv4 0-32, IPv6 0-128, and only on an ip-scope policy.
-// A user-scope policy with a prefix out of range gets both problems.
+// `client_prefix`: IPv4 0-32, IPv6 0-128, and only on an ip- or
+// origin-scope policy. Another scope with a prefix out of range gets both
+// problems.
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope);
 
 // The policy of an operator list that brings one layer too many into its set

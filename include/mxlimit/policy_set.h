@@ -81,7 +81,19 @@ enum class MatchVerdict : uint8_t {
   kChosen,          // The policy applied in its layer, scope and mode.
   kOutranked,       // Eligible, but the chosen policy ranks higher.
   kMethodExcluded,  // Pattern matched; its `methods` exclude the request's.
-  kNeedsUser        // User-scope policy, and the request has no user.
+  kNeedsUser,       // User-scope policy, and the request has no user.
+  kNeedsSubject     // Origin-, room- or target-scope policy, and the request
+                    // has no origin, room placeholder or target account.
+};
+
+// What a request carries besides its client address. A policy whose scope's
+// subject is absent does not apply. The room is not listed: a request has
+// one exactly when its route has a `{roomId}` or `{roomIdOrAlias}`
+// placeholder (`PolicySet::RouteHasRoom`).
+struct RequestSubjects {
+  bool user = false;
+  bool origin = false;
+  bool target = false;
 };
 
 // Why one policy beat another: the first rule that separates them.
@@ -101,7 +113,7 @@ std::string_view RankReasonName(RankReason reason);       // "exact", ...
 
 // Most policies one request resolves to: one enforcing and one shadow per
 // layer and scope.
-inline constexpr size_t kMaxResolved = kMaxLayers * 2 * 2;
+inline constexpr size_t kMaxResolved = 32;
 
 // One policy a request resolved to. Trivial on purpose (no member
 // initializers): a `Resolution` holds kMaxResolved of them and clearing the
@@ -270,7 +282,12 @@ class PolicySet {
   // inner-'*' pattern that could still outrank the best found so far in its
   // group.
   Resolution Resolve(std::string_view method, RouteId route,
-                     std::string_view query_free_path, bool has_user) const;
+                     std::string_view query_free_path,
+                     RequestSubjects subjects) const;
+  Resolution Resolve(std::string_view method, RouteId route,
+                     std::string_view query_free_path, bool has_user) const {
+    return Resolve(method, route, query_free_path, RequestSubjects{has_user});
+  }
 
   // Every policy with a pattern that matched, with the verdict and the
   // reason, grouped by layer, scope and mode (enforcing, then shadow), chosen
@@ -279,7 +296,23 @@ class PolicySet {
   // to each other).
   std::vector<PolicyMatch> Explain(std::string_view method, RouteId route,
                                    std::string_view query_free_path,
-                                   bool has_user) const;
+                                   RequestSubjects subjects) const;
+  std::vector<PolicyMatch> Explain(std::string_view method, RouteId route,
+                                   std::string_view query_free_path,
+                                   bool has_user) const {
+    return Explain(method, route, query_free_path, RequestSubjects{has_user});
+  }
+
+  // Whether requests served as `route` address a room: its key has a
+  // `{roomId}` or `{roomIdOrAlias}` placeholder. Room-scope policies apply
+  // only there.
+  bool RouteHasRoom(RouteId route) const {
+    return route < route_has_room_.size() && route_has_room_[route];
+  }
+  // Whether any policy of the set has `scope`.
+  bool HasScope(Scope scope) const {
+    return scope_slots_[static_cast<size_t>(scope)] != 0;
+  }
 
   // True when every request on `route` with `method` resolves from the
   // route alone (compiled with `route_forms`; see `Compile`).
@@ -372,7 +405,10 @@ class PolicySet {
       std::span<const char> matches_key, const HeadIndex& index) const;
   // The raw-path half of Resolve: folds every raw-path match into `best`.
   void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
-                      bool has_user, uint16_t* best) const;
+                      uint32_t dropped_slots, uint16_t* best) const;
+  // The slots of the scopes whose subject `subjects` (and the route, for
+  // rooms) lacks.
+  uint32_t DroppedSlots(RouteId rid, RequestSubjects subjects) const;
   RouteId ClampRoute(RouteId route) const;
   RouteId BucketRoute(PolicyId id, RouteId route) const;
   const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
@@ -406,9 +442,11 @@ class PolicySet {
   // inner-'*' patterns per slot by descending rank.
   internal::PrefixTrie trie_;
   std::vector<std::vector<InnerStar>> inner_;
-  // The slots with inner-'*' patterns, and the user-scope slots as bits.
+  // The slots with inner-'*' patterns, and each scope's slots as bits.
   std::vector<uint8_t> inner_slots_;
-  uint32_t user_slots_ = 0;
+  std::array<uint32_t, kScopeCount> scope_slots_{};
+  // Per RouteId: RouteHasRoom.
+  std::vector<bool> route_has_room_;
   // One bit per slot (lanes past slots_.size() are padding).
   uint32_t slot_bits_ = 0;
 };

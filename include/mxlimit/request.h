@@ -36,6 +36,21 @@ struct Request {
   IpAddress client;
   // The authenticated Matrix user ID; empty when anonymous.
   std::string_view user_id;
+  // The server a federation request comes from (`Authorization: X-Matrix
+  // origin=...`); empty for client requests. Origin-scope policies apply
+  // only when it is set.
+  std::string_view origin = {};
+  // True once the embedder has verified the request's signature against the
+  // origin's keys: its buckets are keyed by the name alone. Unverified (as
+  // mxlimitd, which sees only headers, always is), the name is bound to the
+  // client's network, so a forged origin cannot spend the real server's
+  // budget.
+  bool origin_verified = false;
+  // The account the request is about, which only the embedder can read from
+  // the body: the user a login names, the invitee of an invite. Empty:
+  // target-scope policies do not apply. (Named `target_user` because
+  // `target` is the request target above.)
+  std::string_view target_user = {};
   // Set for requests the embedder trusts (application services, admins):
   // neither checked nor charged.
   bool exempt = false;

@@ -88,6 +88,9 @@ struct RouteDenials {
 struct LimiterStats {
   TableStats ip_table;
   TableStats user_table;
+  TableStats origin_table;
+  TableStats room_table;
+  TableStats target_table;
   // Requests that were exempt (neither checked nor charged).
   uint64_t exempt = 0;
   std::vector<PolicyStats> policies;

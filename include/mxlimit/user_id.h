@@ -262,6 +262,18 @@ constexpr bool IsWellFormedUserId(std::string_view user_id) {
   return internal::CheckUserId(user_id).defect == internal::UserIdDefect::kNone;
 }
 
+// Longest server name accepted as a federation origin, in bytes.
+inline constexpr size_t kMaxServerNameBytes = 255;
+
+// A server name as the spec's grammar has it (a hostname, a dotted quad or a
+// bracketed IPv6 literal, optionally with ":port"), at most
+// kMaxServerNameBytes: the rule for `Request::origin`.
+constexpr bool IsWellFormedServerName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxServerNameBytes &&
+         internal::CheckServerName(name, 0).defect ==
+             internal::UserIdDefect::kNone;
+}
+
 }  // namespace mxlimit
 
 #endif  // MXLIMIT_USER_ID_H_

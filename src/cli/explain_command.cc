@@ -36,6 +36,8 @@ struct ExplainOptions {
   std::string config_path;
   std::string ip = "192.0.2.1";
   std::string user;
+  std::string origin;
+  std::string target_user;
   std::string method;
   std::string target;
 };
@@ -101,7 +103,7 @@ void AppendMatches(const PolicySet& set,
   if (matches.empty()) {
     out += "  (none)\n";
   } else {
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-6s %-7s %-28s %-22s  %s\n",
                                           "layer", "scope", "mode", "policy",
                                           "matched via", "verdict"));
   }
@@ -110,9 +112,9 @@ void AppendMatches(const PolicySet& set,
     const std::string verdict = Verdict(set, m);
     std::string via(MatchFormName(m.form));
     if (p.match.size() > 1) absl::StrAppend(&via, " #", m.pattern + 1);
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %-5s %-7s %-28s %-22s  %s\n",
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %-6s %-7s %-28s %-22s  %s\n",
                                           ToAbsl(set.layer_name(m.layer)),
-                                          m.scope == Scope::kIp ? "ip" : "user",
+                                          ToAbsl(ScopeName(m.scope)),
                                           m.shadow ? "shadow" : "enforce",
                                           ToAbsl(p.name), via, verdict));
   }
@@ -125,21 +127,24 @@ void AppendChosen(const PolicySet& set, const PolicySet::Resolution& r,
   out += "\nchosen:\n";
   for (size_t i = 0; i < set.layer_count(); ++i) {
     const auto layer = static_cast<uint8_t>(i);
-    for (Scope scope : {Scope::kIp, Scope::kUser}) {
+    for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
+                        Scope::kTarget}) {
       const ResolvedPolicy* enforcing = nullptr;
       const ResolvedPolicy* shadow = nullptr;
       for (const ResolvedPolicy& a : r.all()) {
         if (a.layer != layer || a.scope != scope) continue;
         (a.shadow ? shadow : enforcing) = &a;
       }
-      const std::string where =
-          absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
-                       scope == Scope::kIp ? "ip" : "user", ":");
+      const std::string where = absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
+                                             ToAbsl(ScopeName(scope)), ":");
       std::string what;
       if (enforcing != nullptr) {
         what = Describe(set.policy(enforcing->policy));
-      } else if (layer != 0 && shadow == nullptr) {
-        continue;  // Other layers: only where something applies.
+      } else if ((layer != 0 ||
+                  (scope != Scope::kIp && scope != Scope::kUser)) &&
+                 shadow == nullptr) {
+        // Other layers and subject scopes: only where something applies.
+        continue;
       } else {
         what = scope == Scope::kUser && anonymous ? "(none: anonymous request)"
                                                   : "(none)";
@@ -175,11 +180,33 @@ int RunExplain(const ExplainOptions& opts) {
   const std::unique_ptr<Limiter> limiter =
       LoadLimiter(kExplain, opts.config_path, &config);
   if (limiter == nullptr) return kExitFinding;
+  if (!opts.origin.empty() && !IsWellFormedServerName(opts.origin)) {
+    PrintError(kExplain, absl::StrCat("--origin: got ",
+                                      internal::QuoteForError(opts.origin),
+                                      ", expected a server name such as "
+                                      "matrix.org or example.org:8448"));
+    return kExitUsage;
+  }
+  if (!opts.target_user.empty()) {
+    if (std::string problem = UserIdProblem(opts.target_user);
+        !problem.empty()) {
+      PrintError(kExplain,
+                 absl::StrCat("--target-user: got ",
+                              internal::QuoteForError(opts.target_user),
+                              ", expected a Matrix user ID (", problem, ")"));
+      return kExitUsage;
+    }
+  }
   Request request;
   request.method = opts.method;
   request.target = OriginForm(opts.target);
   request.client = *ip;
   request.user_id = opts.user;
+  // As mxlimitd sees it: from the X-Matrix header, unverified.
+  request.origin = opts.origin;
+  request.target_user = opts.target_user;
+  const RequestSubjects subjects{!opts.user.empty(), !opts.origin.empty(),
+                                 !opts.target_user.empty()};
 
   const Limiter& l = *limiter;
   const Route route = l.normalizer().Normalize(opts.method, request.target);
@@ -189,7 +216,14 @@ int RunExplain(const ExplainOptions& opts) {
                   EscapeForOutput(opts.target), "\n");
   absl::StrAppend(
       &out, "client:   ", FormatIpAddress(*ip), ", user ",
-      opts.user.empty() ? "(anonymous)" : EscapeForOutput(opts.user), "\n");
+      opts.user.empty() ? "(anonymous)" : EscapeForOutput(opts.user),
+      opts.origin.empty()
+          ? ""
+          : absl::StrCat(", origin ", EscapeForOutput(opts.origin)),
+      opts.target_user.empty()
+          ? ""
+          : absl::StrCat(", target ", EscapeForOutput(opts.target_user)),
+      "\n");
   absl::StrAppend(&out, "route:    ", ToAbsl(route.key), "  (id ", route.id,
                   route.known ? ", known" : ", unknown: shared fallback",
                   ")\n");
@@ -207,11 +241,10 @@ int RunExplain(const ExplainOptions& opts) {
 
   const PolicySet& set = l.policies();
   const std::vector<PolicyMatch> matches =
-      set.Explain(opts.method, route.id, path, !opts.user.empty());
+      set.Explain(opts.method, route.id, path, subjects);
   AppendMatches(set, matches, out);
 
-  AppendChosen(set,
-               set.Resolve(opts.method, route.id, path, !opts.user.empty()),
+  AppendChosen(set, set.Resolve(opts.method, route.id, path, subjects),
                opts.user.empty(), out);
 
   out += "\nbuckets charged:\n";
@@ -257,6 +290,12 @@ void RegisterExplain(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--ip", opts->ip, "Client address")->capture_default_str();
   cmd->add_option("--user", opts->user, "Matrix user ID (empty: anonymous)");
+  cmd->add_option("--origin", opts->origin,
+                  "Federation origin server, as X-Matrix names it (empty: a "
+                  "client request)");
+  cmd->add_option("--target-user", opts->target_user,
+                  "The account the request is about (a login's user, an "
+                  "invitee), as an embedder sets it");
   cmd->add_option("method", opts->method, "HTTP method")->required();
   cmd->add_option("target", opts->target, "Request target (path and query)")
       ->required();

@@ -271,7 +271,7 @@ struct PolicyPanel {
 };
 
 std::string PolicyCaption(const PolicyStats& p) {
-  std::string s = absl::StrCat(p.scope == Scope::kIp ? "ip" : "user");
+  std::string s = absl::StrCat(internal::ToAbsl(ScopeName(p.scope)));
   if (p.layer != kDefaultLayer) absl::StrAppend(&s, ", layer ", p.layer);
   if (p.shadow) s += ", shadow mode";
   return s;

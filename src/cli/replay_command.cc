@@ -81,6 +81,7 @@
 #include "src/cli/output.h"
 #include "src/cli/replay_html.h"
 #include "src/cli/replay_report.h"
+#include "src/engine/room_locator.h"
 #include "src/replay/appservice.h"
 #include "src/replay/line_reader.h"
 #include "src/replay/log_parsers.h"
@@ -247,10 +248,27 @@ LogShape DetectShape(std::string_view format_name, replay::LineReader& reader,
 // "2001:db8:bad:cafe::/64", so a rotating attacker shows as one client (a
 // full-length prefix, IPv4 /32 by default, is just the address).
 std::string LimitedBy(PolicyId id, const Request& request,
-                      const Limiter& limiter) {
+                      const Limiter& limiter,
+                      const internal::RoomLocator& rooms) {
   if (id >= limiter.policies().size()) return {};
   const Policy& policy = limiter.policies().policy(id);
-  if (policy.scope == Scope::kUser) return std::string(request.user_id);
+  switch (policy.scope) {
+    case Scope::kUser:
+      return std::string(request.user_id);
+    case Scope::kOrigin:
+      return std::string(request.origin);
+    case Scope::kRoom: {
+      std::array<char, internal::kMaxRoomBytes> buf;
+      const Route route =
+          limiter.normalizer().Normalize(request.method, request.target);
+      return std::string(
+          rooms.Find(route.id, QueryFreePath(request.target), buf).value);
+    }
+    case Scope::kTarget:
+      return std::string(request.target_user);
+    case Scope::kIp:
+      break;
+  }
   // The prefix of the policy's bucket: its own, else the tables'.
   const TableOptions& tables = limiter.table_options();
   const ClientPrefix prefix = policy.client_prefix.value_or(
@@ -260,18 +278,19 @@ std::string LimitedBy(PolicyId id, const Request& request,
 
 // Who a denial limited (empty when allowed).
 std::string LimitedClient(const Decision& d, const Request& request,
-                          const Limiter& limiter) {
+                          const Limiter& limiter,
+                          const internal::RoomLocator& rooms) {
   if (d.allowed) return {};
-  if (d.limited_by == LimitScope::kUser) return std::string(request.user_id);
-  return LimitedBy(d.denied_policy, request, limiter);
+  return LimitedBy(d.denied_policy, request, limiter, rooms);
 }
 
 // Who the shadow-mode policy that would have denied an allowed request
 // would have limited (empty for other requests).
 std::string ShadowLimitedClient(const Decision& d, const Request& request,
-                                const Limiter& limiter) {
+                                const Limiter& limiter,
+                                const internal::RoomLocator& rooms) {
   if (!d.allowed || !d.shadow_denied) return {};
-  return LimitedBy(d.shadow_policy_id, request, limiter);
+  return LimitedBy(d.shadow_policy_id, request, limiter, rooms);
 }
 
 std::string RetryMillis(const Decision& d) {
@@ -322,6 +341,7 @@ class ReplayLoop {
              ReplayReport& report, Output& out)
       : decider_(decider),
         limiter_(lookup),
+        rooms_(lookup.normalizer()),
         setup_(setup),
         report_(report),
         out_(out) {}
@@ -349,15 +369,17 @@ class ReplayLoop {
     request.target = OriginForm(record.target);
     request.client = ResolveClient(*client, record.forwarded_for);
     request.user_id = record.user;
+    // From the log: unverified, as mxlimitd sees it; bound to the network.
+    request.origin = record.origin_server;
     if (setup_.appservices != nullptr) {
       setup_.appservices->Apply(record, &request);
     }
     clock_ms_ = std::max(clock_ms_, record.time_ms);
     const Decision d =
         decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
-    const std::string limited = LimitedClient(d, request, limiter_);
+    const std::string limited = LimitedClient(d, request, limiter_, rooms_);
     const std::string shadow_limited =
-        ShadowLimitedClient(d, request, limiter_);
+        ShadowLimitedClient(d, request, limiter_, rooms_);
     report_.Record(d, limited, shadow_limited);
     if (html_ != nullptr) {
       html_->Record(clock_ms_, d, limited, shadow_limited, PolicyCounts());
@@ -403,6 +425,8 @@ class ReplayLoop {
 
   Decider& decider_;
   const Limiter& limiter_;
+  // Names the room of a room-scope denial.
+  const internal::RoomLocator rooms_;
   const ReplaySetup setup_;
   ReplayReport& report_;
   Output& out_;

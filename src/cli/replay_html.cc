@@ -140,9 +140,9 @@ std::string PolicyTable(const LimiterStats& stats) {
     if (AppliedTo(c) == 0) continue;
     absl::StrAppend(&out, "<tr data-policy-row=\"", EscapeHtml(p.name),
                     "\"><td class=\"k\">", EscapeHtml(p.name), "</td><td>",
-                    p.scope == Scope::kIp ? "ip" : "user",
-                    "</td><td class=\"n\">", c.allowed, "</td><td class=\"n\">",
-                    c.denied, "</td><td class=\"n\">", c.shadow_denied,
+                    ToAbsl(ScopeName(p.scope)), "</td><td class=\"n\">",
+                    c.allowed, "</td><td class=\"n\">", c.denied,
+                    "</td><td class=\"n\">", c.shadow_denied,
                     "</td><td class=\"n\">", c.denied_by_other, "</td></tr>\n");
   }
   out += "</tbody></table>\n";

@@ -101,8 +101,8 @@ std::string ReplayReport::Text(const Run& run,
     absl::StrAppend(
         &out,
         absl::StrFormat("  %-30s %-5s %10d %10d %7d %16d\n", ToAbsl(p.name),
-                        p.scope == Scope::kIp ? "ip" : "user", c.allowed,
-                        c.denied, c.shadow_denied, c.denied_by_other));
+                        ToAbsl(ScopeName(p.scope)), c.allowed, c.denied,
+                        c.shadow_denied, c.denied_by_other));
   }
 
   auto top = [&](const char* title, const char* unit,
@@ -169,7 +169,7 @@ std::string ReplayReport::Json(const Run& run,
   w.Key("policies").BeginArray();
   for (const PolicyStats& p : stats.policies) {
     w.BeginObject().Key("name").String(p.name);
-    w.Key("scope").String(p.scope == Scope::kIp ? "ip" : "user");
+    w.Key("scope").String(ScopeName(p.scope));
     w.Key("builtin").Bool(p.builtin);
     w.Key("allowed").Uint(p.counters.allowed);
     w.Key("denied").Uint(p.counters.denied);

@@ -159,6 +159,21 @@ bool RouteFacts::IsKey(std::string_view canonical_pattern) {
   return facts(&Facts::BuildKeys).keys.contains(ToAbsl(canonical_pattern));
 }
 
+bool RouteFacts::ReachesRoomRoute(std::string_view canonical_pattern) {
+  if (canonical_pattern == kFallbackRouteKey) return false;
+  const internal::RouteTrie& trie = facts(nullptr).table.trie();
+  for (std::string_view key : trie.keys()) {
+    if (key.find("{roomId}") == std::string_view::npos &&
+        key.find("{roomIdOrAlias}") == std::string_view::npos) {
+      continue;
+    }
+    if (internal::GlobMatch(canonical_pattern, internal::CanonicalPath(key))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 const std::string& RouteFacts::table_name() {
   return facts(nullptr).table_name;
 }

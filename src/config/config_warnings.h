@@ -42,6 +42,10 @@ class RouteFacts {
   // True when `canonical_pattern` is a template or form of the active
   // table.
   bool IsKey(std::string_view canonical_pattern);
+  // True when `canonical_pattern` matches the key of a route with a
+  // `{roomId}` or `{roomIdOrAlias}` placeholder: a room-scope policy needs
+  // every pattern to (PolicySet::Compile applies the same rule).
+  bool ReachesRoomRoute(std::string_view canonical_pattern);
   // "spec, msc, synapse", plus the extra count: for messages.
   const std::string& table_name();
   // True when some route form may serve a path the canonical `pattern`

@@ -21,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/policy_match.h"
 #include "mxlimit/options.h"
 #include "mxlimit/policy.h"
@@ -43,7 +44,8 @@ constexpr std::string_view kPolicyKeys[] = {
     "layer",     "client_prefix", "sharing"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
-constexpr std::string_view kScopes[] = {"ip", "user"};
+constexpr std::string_view kScopes[] = {"ip", "user", "origin", "room",
+                                        "target"};
 constexpr std::string_view kUnits[] = {"second", "minute", "hour", "day"};
 constexpr std::string_view kSharings[] = {"exact", "approximate", "local"};
 
@@ -83,6 +85,7 @@ class PolicyReader {
     ReadClientPrefix(policy);
     ReadRate(policy);
     ReadSharing(policy);
+    CheckRoomPatterns(policy);
     return true;
   }
 
@@ -141,7 +144,28 @@ class PolicyReader {
       return;
     }
     WarnPattern(path, mark, pattern, routes_, warnings_);
+    pattern_at_.emplace_back(std::string(path), mark);
     policy.match.push_back(std::move(pattern));
+  }
+
+  // A room-scope policy keys by the route's room placeholder: each pattern
+  // must reach a route that has one.
+  void CheckRoomPatterns(const Policy& policy) {
+    if (policy.scope != Scope::kRoom) return;
+    for (size_t i = 0; i < policy.match.size() && i < pattern_at_.size(); ++i) {
+      if (routes_.ReachesRoomRoute(
+              policy.match[i] == kFallbackRouteKey
+                  ? std::string(kFallbackRouteKey)
+                  : internal::CanonicalPath(policy.match[i]))) {
+        continue;
+      }
+      const auto& [path, mark] = pattern_at_[i];
+      errors_.Add(mark,
+                  absl::StrCat(path, ": got ", QuoteForError(policy.match[i]),
+                               ", but a room-scope policy applies only to "
+                               "routes with a {roomId} or {roomIdOrAlias} "
+                               "placeholder, and this pattern matches none"));
+    }
   }
 
   void ReadLayer(Policy& policy) {
@@ -167,16 +191,19 @@ class PolicyReader {
     // The values are checked even on a user-scope policy, so that fixing
     // the scope does not reveal a second error.
     bool ok = true;
-    if (policy.scope != Scope::kIp) {
+    if (policy.scope != Scope::kIp && policy.scope != Scope::kOrigin) {
       errors_.Add(f->key.Mark(),
                   absl::StrCat(f->path,
-                               ": only an ip-scope policy masks client "
-                               "addresses; remove it or use scope: ip"));
+                               ": only ip- and origin-scope policies mask "
+                               "client addresses; remove it or use scope: "
+                               "ip"));
       ok = false;
     }
     MapFields prefix(*f, kPrefixKeys, /*null_is_empty=*/false, errors_);
     if (!f->value.IsMap()) return;
-    ClientPrefix out{table_ipv4_, table_ipv6_};
+    ClientPrefix out = policy.scope == Scope::kOrigin
+                           ? kOriginNetworkPrefix
+                           : ClientPrefix{table_ipv4_, table_ipv6_};
     if (const Field* v4 = prefix.Find("ipv4")) {
       std::optional<int64_t> v = ReadIntegerInRange(*v4, 0, 32, errors_);
       ok = ok && v.has_value();
@@ -227,15 +254,15 @@ class PolicyReader {
   void ReadScope(Policy& policy) {
     const Field* f = fields_.Find("scope");
     if (f == nullptr) return;  // Default: per client address.
-    std::optional<std::string> scope = ReadString(*f, "ip or user", errors_);
+    constexpr std::string_view kExpected = "ip, user, origin, room or target";
+    std::optional<std::string> scope = ReadString(*f, kExpected, errors_);
     if (!scope.has_value()) return;
-    if (*scope == "ip") {
-      policy.scope = Scope::kIp;
-    } else if (*scope == "user") {
-      policy.scope = Scope::kUser;
+    if (std::optional<Scope> parsed = ParseScope(*scope)) {
+      policy.scope = *parsed;
     } else {
-      std::string message = absl::StrCat(
-          f->path, ": got ", DescribeValue(f->value), ", expected ip or user");
+      std::string message =
+          absl::StrCat(f->path, ": got ", DescribeValue(f->value),
+                       ", expected ", ToAbsl(kExpected));
       if (auto near = NearestWord(*scope, kScopes)) {
         absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
       }
@@ -440,6 +467,8 @@ class PolicyReader {
   ConfigErrors& errors_;
   ConfigErrors& warnings_;
   MapFields fields_;
+  // Where each pattern of `match` was read.
+  std::vector<std::pair<std::string, YAML::Mark>> pattern_at_;
 };
 
 }  // namespace

@@ -48,6 +48,45 @@ bool WalkForwarded(const http::HttpRequestHead& head, std::string_view name,
 
 }  // namespace
 
+std::string_view XMatrixOrigin(std::string_view authorization) {
+  constexpr std::string_view kScheme = "x-matrix";
+  std::string_view rest = authorization;
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  if (rest.size() <= kScheme.size() ||
+      !absl::StartsWithIgnoreCase(ToAbsl(rest), ToAbsl(kScheme)) ||
+      (rest[kScheme.size()] != ' ' && rest[kScheme.size()] != '\t')) {
+    return {};
+  }
+  rest.remove_prefix(kScheme.size());
+  // Parameters: name=value or name="value", separated by commas.
+  while (!rest.empty()) {
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t' ||
+                             rest.front() == ',')) {
+      rest.remove_prefix(1);
+    }
+    const size_t eq = rest.find('=');
+    if (eq == std::string_view::npos) return {};
+    std::string_view name = rest.substr(0, eq);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    rest.remove_prefix(eq + 1);
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    std::string_view value;
+    if (!rest.empty() && rest.front() == '"') {
+      const size_t close = rest.find('"', 1);
+      if (close == std::string_view::npos) return {};
+      value = rest.substr(1, close - 1);
+      rest.remove_prefix(close + 1);
+    } else {
+      const size_t comma = rest.find(',');
+      value = rest.substr(0, comma);
+      while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+      rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma);
+    }
+    if (absl::EqualsIgnoreCase(ToAbsl(name), "origin")) return value;
+  }
+  return {};
+}
+
 bool ReadOriginalRequest(const http::HttpRequestHead& head,
                          CheckProtocol protocol, const IpAddress& peer,
                          std::span<const Cidr> trusted_proxies,
@@ -115,6 +154,7 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
 
   out.access_token = {};
   out.masquerade_user_id = {};
+  out.origin = {};
   // What the client controls never fails the decision: a proxy told to let
   // requests through when the sidecar errs would let such requests through
   // unlimited. A token or user ID that cannot be decoded (a bad escape, over
@@ -125,7 +165,9 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
     std::string_view token = auth.substr(7);
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
     out.access_token = token;
-  } else if (!found) {
+  } else if (found) {
+    out.origin = XMatrixOrigin(auth);
+  } else {
     QueryParameter(out.target, "access_token", out.token_buffer,
                    out.access_token, found);
   }

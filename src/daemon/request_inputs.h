@@ -50,6 +50,10 @@ struct OriginalRequest {
   // `?user_id=` as mxlimit::AppserviceUserId reads it: who an appservice
   // acts as. Empty if absent.
   std::string_view masquerade_user_id;
+  // The `origin` of `Authorization: X-Matrix ...` (a federation request), as
+  // sent: unverified, so the limiter binds it to the client's network.
+  // Empty without one.
+  std::string_view origin;
   // Backing store for decoded query values.
   std::array<char, kMaxTokenBytes> token_buffer{};
   std::array<char, kMaxTokenBytes> user_id_buffer{};
@@ -70,6 +74,13 @@ enum class CheckProtocol {
   // method, the target its path carries, X-Forwarded-For.
   kEnvoy,
 };
+
+// The `origin` parameter of an `Authorization` value of the X-Matrix scheme
+// (`X-Matrix origin="a.example",destination=...,key=...,sig=...`; the scheme
+// and parameter names in any case, the value quoted or not), or empty when
+// `authorization` is another scheme or names no origin. A view into
+// `authorization`; never fails, never allocates.
+std::string_view XMatrixOrigin(std::string_view authorization);
 
 // Fills `out` from the subrequest. False with `error` set (a fixed message
 // naming the header) when an input the proxy sets is missing or malformed:

@@ -111,6 +111,7 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   request.method = original.method;
   request.target = original.target;
   request.client = original.client;
+  request.origin = original.origin;
   TokenUserId hashed;
   char resolved[kMaxUserIdBytes];
   if (!original.access_token.empty()) {

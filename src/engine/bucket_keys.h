@@ -132,6 +132,7 @@ class UserBucketKey {
     kInline = 0,    // The ID itself is stored (`length()` bytes).
     kDigest = 1,    // The keyed 16-byte digest of the ID is stored.
     kOverflow = 2,  // Malformed or oversized ID; shared per policy+route.
+    kBound = 3,     // Digest of a value bound to a network (AssignValue).
   };
 
   // Longest user ID stored verbatim. Chosen so that a table record (key,
@@ -168,6 +169,44 @@ class UserBucketKey {
     }
     if (kind == Kind::kOverflow) {
       for (size_t i = 1; i < kWords; ++i) words_[i] = 0;
+    }
+    words_[0] =
+        static_cast<uint64_t>(policy) | static_cast<uint64_t>(route) << 16 |
+        static_cast<uint64_t>(kind) << 32 | static_cast<uint64_t>(length) << 40;
+  }
+
+  // The key of any other subject (an origin server, a room, a target
+  // account) under the same layout: `value` stored inline when at most
+  // kInlineCapacity bytes, else its keyed digest; `valid` false keys the
+  // shared overflow bucket instead. `bound`, when given (an unverified
+  // origin), is a masked network the value is bound to: the key is then the
+  // digest of both, so the same name sent from another network is another
+  // bucket. Never allocates; `value` longer than kMaxBoundValueBytes with a
+  // `bound` network is overflow (server names are at most 255 bytes).
+  static constexpr size_t kMaxBoundValueBytes = 255;
+  void AssignValue(std::string_view value, bool valid, const IpAddress* bound,
+                   PolicyId policy, RouteId route, const SipKey& secret) {
+    Kind kind = Kind::kOverflow;
+    size_t length = 0;
+    for (size_t i = 1; i < kWords; ++i) words_[i] = 0;
+    if (valid && bound != nullptr && value.size() <= kMaxBoundValueBytes) {
+      char buf[16 + kMaxBoundValueBytes];
+      std::memcpy(buf, bound->bytes.data(), 16);
+      std::memcpy(buf + 16, value.data(), value.size());
+      const SipDigest d =
+          SipHash128(secret, std::string_view(buf, 16 + value.size()));
+      std::memcpy(&words_[1], d.data(), 8);
+      std::memcpy(&words_[2], d.data() + 8, 8);
+      kind = Kind::kBound;
+    } else if (valid && bound == nullptr && value.size() <= kInlineCapacity) {
+      std::memcpy(&words_[1], value.data(), value.size());
+      kind = Kind::kInline;
+      length = value.size();
+    } else if (valid && bound == nullptr) {
+      const SipDigest d = SipHash128(secret, value);
+      std::memcpy(&words_[1], d.data(), 8);
+      std::memcpy(&words_[2], d.data() + 8, 8);
+      kind = Kind::kDigest;
     }
     words_[0] =
         static_cast<uint64_t>(policy) | static_cast<uint64_t>(route) << 16 |

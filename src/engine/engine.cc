@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/user_id.h"
 
 // `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
 // tables, Combine, Settle*), so the evaluation stays in registers rather than
@@ -36,6 +37,11 @@ bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 }  // namespace
 
+RequestSubjects SubjectsOf(const Request& request) {
+  return RequestSubjects{!request.user_id.empty(), !request.origin.empty(),
+                         !request.target_user.empty()};
+}
+
 // What one bucket (null: a fresh one) says about a request: its GCRA verdict,
 // which carries the bucket's lead (all that settling it needs, see
 // Engine::SettleOne). Changes nothing. The `remaining` of a limited rate is
@@ -50,7 +56,8 @@ void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
 
 Engine::Engine(const TableOptions& tables,
                std::shared_ptr<const RouteNormalizer> normalizer,
-               const SipKey& user_key_secret)
+               const SipKey& user_key_secret,
+               std::shared_ptr<ScopeTables> scope_tables)
     : tables_(tables),
       client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       normalizer_(std::move(normalizer)),
@@ -58,7 +65,11 @@ Engine::Engine(const TableOptions& tables,
       route_denials_(std::make_unique<uint64_t[]>(route_keys_.size())),
       user_key_secret_(user_key_secret),
       ip_table_(tables.ip_capacity),
-      user_table_(tables.user_capacity) {}
+      user_table_(tables.user_capacity),
+      scope_tables_(scope_tables != nullptr
+                        ? std::move(scope_tables)
+                        : std::make_shared<ScopeTables>(tables, *normalizer_)) {
+}
 
 Engine::~Engine() = default;
 
@@ -69,6 +80,14 @@ Decision Engine::ExemptDecision(const Route& route) {
   d.route_id = route.id;
   d.route_key = route.key;
   return d;
+}
+
+RoomValue Engine::FindRoom(const Request& request,
+                           std::array<char, kMaxRoomBytes>& buf) const {
+  size_t path_size = 0;
+  const RouteId id = normalizer_->Match(request.target, &path_size);
+  return scope_tables_->rooms.Find(id, request.target.substr(0, path_size),
+                                   buf);
 }
 
 bool Engine::IsExempt(const Request& request) const {
@@ -82,16 +101,17 @@ bool Engine::IsExempt(const Request& request) const {
 
 void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
                      PreparedRequest* prepared) const {
-  const bool has_user = !request.user_id.empty();
+  const RequestSubjects subjects = SubjectsOf(request);
   if (prepared != nullptr) {
     e.route = prepared->route;
     if (prepared->resolved_on == policies_.get()) {
-      AddChecks(request, mask, *prepared->resolution, e, prepared);
+      AddChecks(request, mask, *prepared->resolution, e, prepared,
+                prepared->path);
       return;
     }
     const PolicySet::Resolution r = policies_->Resolve(
-        request.method, prepared->route.id, prepared->path, has_user);
-    AddChecks(request, mask, r, e, prepared);
+        request.method, prepared->route.id, prepared->path, subjects);
+    AddChecks(request, mask, r, e, prepared, prepared->path);
     return;
   }
   // RouteNormalizer::Normalize, plus the path end found by the same pass;
@@ -104,13 +124,59 @@ void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
   e.route.known = id != kFallbackRouteId;
   const std::string_view path = request.target.substr(0, path_size);
   const PolicySet::Resolution r =
-      policies_->Resolve(request.method, e.route.id, path, has_user);
-  AddChecks(request, mask, r, e, nullptr);
+      policies_->Resolve(request.method, e.route.id, path, subjects);
+  AddChecks(request, mask, r, e, nullptr, path);
+}
+
+// A request's origin, room and target, each found once (on its first check)
+// however many policies of its scope apply.
+struct Engine::Subjects {
+  bool room_found = false;
+  RoomValue room;
+  std::array<char, kMaxRoomBytes> room_buf;
+};
+
+void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
+                              std::string_view path, RouteId route, Subjects& s,
+                              BucketCheck& c) const {
+  const PolicyId token = bucket_token_[a.policy];
+  switch (a.scope) {
+    case Scope::kOrigin: {
+      const bool valid = request.origin.size() <= kMaxServerNameBytes &&
+                         IsWellFormedServerName(request.origin);
+      if (request.origin_verified) {
+        c.key.user.AssignValue(request.origin, valid, nullptr, token,
+                               a.bucket_route, user_key_secret_);
+      } else {
+        const IpAddress network = ip_masks_[a.policy].Apply(request.client);
+        c.key.user.AssignValue(request.origin, valid, &network, token,
+                               a.bucket_route, user_key_secret_);
+      }
+      return;
+    }
+    case Scope::kRoom:
+      if (!s.room_found) {
+        s.room = scope_tables_->rooms.Find(route, path, s.room_buf);
+        s.room_found = true;
+      }
+      c.key.user.AssignValue(s.room.value, s.room.valid, nullptr, token,
+                             a.bucket_route, user_key_secret_);
+      return;
+    case Scope::kTarget:
+      c.key.user.AssignValue(request.target_user,
+                             IsWellFormedUserId(request.target_user), nullptr,
+                             token, a.bucket_route, user_key_secret_);
+      return;
+    case Scope::kIp:
+    case Scope::kUser:
+      break;
+  }
 }
 
 void Engine::AddChecks(const Request& request, ScopeMask mask,
                        const PolicySet::Resolution& r, Evaluation& e,
-                       const PreparedRequest* prepared) const {
+                       const PreparedRequest* prepared,
+                       std::string_view path) const {
   e.ip_policy = r.ip;
   e.user_policy = r.user;
   // The user part of every user key is built (and checked) once: by the
@@ -120,6 +186,7 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
       prepared != nullptr && prepared->has_user_key ? &prepared->user_key
                                                     : nullptr;
   const IpAddress& client = request.client;
+  Subjects subjects;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
@@ -137,13 +204,18 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
       c.key.ip =
           internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
                                       bucket_token_[a.policy], a.bucket_route);
-    } else {
+    } else if (a.scope == Scope::kUser) {
       if (user_base == nullptr) {
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
         user_base = &user_key;
       }
       c.key.user = *user_base;
       c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
+    } else {
+      // The shared tables are read and written under their lock from here
+      // to the end of the request.
+      e.scope_lock.Hold(scope_tables_->mu);
+      AssignSubjectKey(request, a, path, e.route.id, subjects, c);
     }
   }
 }
@@ -181,8 +253,9 @@ bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
       c.hash = ip_table_.Hashed(c.key.ip).hash;
       ip_table_.Prefetch({&c.key.ip, c.hash});
     } else {
-      c.hash = user_table_.Hashed(c.key.user).hash;
-      user_table_.Prefetch({&c.key.user, c.hash});
+      const UserTable& table = NamedTable(c.scope);
+      c.hash = table.Hashed(c.key.user).hash;
+      table.Prefetch({&c.key.user, c.hash});
     }
   }
   return true;
@@ -201,8 +274,9 @@ void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
         c.slot = ip_table_.Locate({&c.key.ip, c.hash});
         state = ip_table_.StateAt(c.slot);
       } else {
-        c.slot = user_table_.Locate({&c.key.user, c.hash});
-        state = user_table_.StateAt(c.slot);
+        const UserTable& table = NamedTable(c.scope);
+        c.slot = table.Locate({&c.key.user, c.hash});
+        state = table.StateAt(c.slot);
       }
     }
     EvaluateCheck(c, state, now, cost);
@@ -234,7 +308,7 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
     const GcraState* state = nullptr;
     if (c.has_bucket) {
       state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
-                                    : user_table_.Peek(c.key.user);
+                                    : NamedTable(c.scope).Peek(c.key.user);
     }
     EvaluateCheck(c, state, now, cost);
   }
@@ -281,8 +355,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
     if (worse) {
       d.never = r.never;
       d.retry_after = r.retry_after;
-      d.limited_by =
-          c.scope == Scope::kIp ? LimitScope::kIp : LimitScope::kUser;
+      d.limited_by = LimitScopeOf(c.scope);
       d.policy = c.spec->name;
       d.layer = policies_->layer_name(c.layer);
       d.denied_policy = c.policy;
@@ -293,7 +366,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
   }
   if (&ip_part != &user_part) {
     for (const BucketCheck& c : user_part.all()) {
-      if (c.scope == Scope::kUser) consider(c);
+      if (c.scope != Scope::kIp) consider(c);
     }
   }
   if (d.allowed && min_interval != 0) d.remaining = min_slack / min_interval;
@@ -316,7 +389,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
     if (c.has_bucket) {
       bucket = c.scope == Scope::kIp
                    ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
-                   : user_table_.Acquire({&c.key.user, c.hash}, c.slot);
+                   : NamedTable(c.scope).Acquire({&c.key.user, c.hash}, c.slot);
     }
     SettleOne(c, bucket, d, now, cost);
   }
@@ -327,9 +400,10 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
       SettleOne(c, nullptr, d, now, cost);
       continue;
     }
-    GcraState* bucket = c.scope == Scope::kIp
-                            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
-                            : user_table_.Acquire({&c.key.user, c.hash}, 0);
+    GcraState* bucket =
+        c.scope == Scope::kIp
+            ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
+            : NamedTable(c.scope).Acquire({&c.key.user, c.hash}, 0);
     SettleOne(c, bucket, d, now, cost);
   }
 }
@@ -367,16 +441,22 @@ void Engine::EraseSharedBuckets() {
   ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
     return shared[k.policy];
   });
-  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
+  auto erase = [&](const internal::UserBucketKey& k, const GcraState&) {
     return shared[k.policy()];
-  });
+  };
+  user_table_.EraseIf(erase);
+  MutexLock lock(scope_tables_->mu);
+  for (Scope scope : {Scope::kOrigin, Scope::kRoom, Scope::kTarget}) {
+    scope_tables_->of(scope).EraseIf(erase);
+  }
 }
 
 void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
                      MonotonicTime now) {
   if (!c.has_bucket || extra_ns <= 0) return;
-  GcraState* bucket = c.scope == Scope::kIp ? ip_table_.Find(c.key.ip)
-                                            : user_table_.Find(c.key.user);
+  GcraState* bucket = c.scope == Scope::kIp
+                          ? ip_table_.Find(c.key.ip)
+                          : NamedTable(c.scope).Find(c.key.user);
   if (bucket == nullptr) return;
   const Rate& rate = c.spec->rate;
   const int64_t at = internal::ClampNow(now);
@@ -389,10 +469,10 @@ int64_t Engine::UnclampedLead(const BucketCheck& c, MonotonicTime now) const {
   const GcraState* state = nullptr;
   if (c.slot != 0) {
     state = c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
-                                  : user_table_.StateAt(c.slot);
+                                  : NamedTable(c.scope).StateAt(c.slot);
   } else {
     state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
-                                  : user_table_.Peek(c.key.user);
+                                  : NamedTable(c.scope).Peek(c.key.user);
   }
   const int64_t at = internal::ClampNow(now);
   if (state == nullptr || state->tat <= at) return 0;
@@ -404,9 +484,15 @@ int64_t Engine::UnclampedLead(const BucketCheck& c, MonotonicTime now) const {
 
 void Engine::RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
                        MonotonicTime now) {
-  GcraState* bucket = scope == Scope::kIp ? ip_table_.FindOrAdmit(key.ip)
-                                          : user_table_.FindOrAdmit(key.user);
   const int64_t tat = internal::ClampNow(now) + lead;
+  if (scope == Scope::kIp || scope == Scope::kUser) {
+    GcraState* bucket = scope == Scope::kIp ? ip_table_.FindOrAdmit(key.ip)
+                                            : user_table_.FindOrAdmit(key.user);
+    if (bucket->tat < tat) bucket->tat = tat;
+    return;
+  }
+  MutexLock lock(scope_tables_->mu);
+  GcraState* bucket = scope_tables_->of(scope).FindOrAdmit(key.user);
   if (bucket->tat < tat) bucket->tat = tat;
 }
 
@@ -434,9 +520,8 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   // set (always, except while a ShardedLimiter installs a reload shard by
   // shard).
   const PolicySet& policies = *ip.policies_;
-  const PolicySet::Resolution r =
-      policies.Resolve(request.method, prepared.route.id, prepared.path,
-                       !request.user_id.empty());
+  const PolicySet::Resolution r = policies.Resolve(
+      request.method, prepared.route.id, prepared.path, SubjectsOf(request));
   prepared.resolved_on = &policies;
   prepared.resolution = &r;
   Evaluation ip_part;
@@ -469,7 +554,7 @@ void Engine::ChargeScopes(const Request& request, MonotonicTime now,
     if (!c.has_bucket) continue;
     GcraState* bucket = c.scope == Scope::kIp
                             ? ip_table_.FindOrAdmit(c.key.ip)
-                            : user_table_.FindOrAdmit(c.key.user);
+                            : NamedTable(c.scope).FindOrAdmit(c.key.user);
     GcraCharge(c.spec->rate, *bucket, now, request.cost);
   }
 }
@@ -487,6 +572,12 @@ LimiterStats Engine::Stats() const {
   };
   s.ip_table = table(ip_table_);
   s.user_table = table(user_table_);
+  {
+    MutexLock lock(scope_tables_->mu);
+    s.origin_table = table(scope_tables_->origin);
+    s.room_table = table(scope_tables_->room);
+    s.target_table = table(scope_tables_->target);
+  }
   s.exempt = exempt_requests_;
   s.policies.reserve(policies_->size());
   for (size_t id = 0; id < policies_->size(); ++id) {
@@ -527,8 +618,33 @@ std::vector<std::string> Engine::DescribeBuckets(const Request& request) const {
           "ip ", FormatClientPrefix(request.client, prefix.ipv4, prefix.ipv6));
       bucket_route = c.key.ip.route;
     } else {
-      who = absl::StrCat("user ", internal::ToAbsl(request.user_id));
       bucket_route = c.key.user.route();
+      switch (c.scope) {
+        case Scope::kOrigin:
+          who = absl::StrCat("origin ", internal::ToAbsl(request.origin));
+          if (!request.origin_verified) {
+            const ClientPrefix prefix =
+                c.spec->client_prefix.value_or(kOriginNetworkPrefix);
+            absl::StrAppend(
+                &who, " from ",
+                FormatClientPrefix(request.client, prefix.ipv4, prefix.ipv6));
+          }
+          break;
+        case Scope::kRoom: {
+          std::array<char, kMaxRoomBytes> buf;
+          const RoomValue room = scope_tables_->rooms.Find(
+              e.route.id, QueryFreePath(request.target), buf);
+          who = absl::StrCat("room ", internal::ToAbsl(room.value),
+                             room.valid ? "" : " (malformed: shared bucket)");
+          break;
+        }
+        case Scope::kTarget:
+          who = absl::StrCat("target ", internal::ToAbsl(request.target_user));
+          break;
+        default:
+          who = absl::StrCat("user ", internal::ToAbsl(request.user_id));
+          break;
+      }
     }
     const std::string route = bucket_route == kSharedBucketRoute
                                   ? std::string("* (shared)")

@@ -33,15 +33,20 @@
 #include "src/engine/bucket_keys.h"
 #include "src/engine/bucket_table.h"
 #include "src/engine/prepared_request.h"
+#include "src/engine/scope_tables.h"
 #include "src/util/siphash.h"
 
 namespace mxlimit::internal {
+
+// Which of the subjects policies key by `request` carries.
+RequestSubjects SubjectsOf(const Request& request);
 
 class Engine {
  public:
   // Which scopes of a request one engine evaluates: a lone Limiter does both;
   // a ShardedLimiter asks one shard for the per-IP scope and another for
-  // the per-user scope.
+  // the named scopes (user, and origin, room and target, whose tables the
+  // shards share: see ScopeTables).
   enum ScopeMask : uint8_t { kIpScope = 1, kUserScope = 2, kBothScopes = 3 };
 
   // One resolved policy's part of a request: where its bucket is and what
@@ -62,6 +67,7 @@ class Engine {
     union Key {
       Key() {}  // Written only for checks with a bucket.
       internal::IpBucketKey ip;
+      // Every scope but kIp: the user's, origin's, room's or target's key.
       internal::UserBucketKey user;
     } key;
   };
@@ -96,6 +102,9 @@ class Engine {
     PolicyId user_policy = kNoPolicy;
     uint8_t count = 0;
     Checks checks;
+    // Held from the first origin, room or target check to the end of the
+    // request (see ScopeTables).
+    ScopeTablesLock scope_lock;
     std::span<const BucketCheck> all() const { return {checks.items, count}; }
   };
 
@@ -107,9 +116,12 @@ class Engine {
   // shards do). `user_key_secret` keys the digest of long user IDs in bucket
   // keys: random, and shared by engines whose driver builds a request's user
   // key once for all of them (PreparedRequest). No policies until `Install`.
+  // `scope_tables`: the origin, room and target tables, shared by the
+  // engines of one driver; null builds this engine's own.
   Engine(const TableOptions& tables,
          std::shared_ptr<const RouteNormalizer> normalizer,
-         const SipKey& user_key_secret);
+         const SipKey& user_key_secret,
+         std::shared_ptr<ScopeTables> scope_tables = nullptr);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
@@ -134,6 +146,9 @@ class Engine {
   std::vector<std::string> DescribeBuckets(const Request& request) const;
 
   const RouteNormalizer& normalizer() const { return *normalizer_; }
+  // The room `request` addresses (see RoomLocator), decoded into `buf`.
+  RoomValue FindRoom(const Request& request,
+                     std::array<char, kMaxRoomBytes>& buf) const;
   const PolicySet& policies() const { return *policies_; }
   const TableOptions& table_options() const { return tables_; }
 
@@ -272,7 +287,20 @@ class Engine {
   // The user key comes from `prepared` when it has one.
   void AddChecks(const Request& request, ScopeMask mask,
                  const PolicySet::Resolution& r, Evaluation& e,
-                 const PreparedRequest* prepared) const;
+                 const PreparedRequest* prepared, std::string_view path) const;
+  // The key of an origin, room or target check `c` of `request` (its
+  // subject, found once per request into `subject`).
+  struct Subjects;
+  void AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
+                        std::string_view path, RouteId route, Subjects& s,
+                        BucketCheck& c) const;
+  // The table of a scope's buckets: the user table, or a shared one.
+  UserTable& NamedTable(Scope scope) {
+    return scope == Scope::kUser ? user_table_ : scope_tables_->of(scope);
+  }
+  const UserTable& NamedTable(Scope scope) const {
+    return scope == Scope::kUser ? user_table_ : scope_tables_->of(scope);
+  }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
   bool IsExempt(const Request& request) const;
@@ -316,6 +344,7 @@ class Engine {
   internal::SipKey user_key_secret_;
   IpTable ip_table_;
   UserTable user_table_;
+  std::shared_ptr<ScopeTables> scope_tables_;
 };
 
 }  // namespace mxlimit::internal

@@ -177,10 +177,13 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   std::vector<AddressMasker> masks;
   masks.reserve(next->size());
   for (const Policy& p : next->policies()) {
-    masks.push_back(
-        p.client_prefix.has_value()
-            ? AddressMasker(p.client_prefix->ipv4, p.client_prefix->ipv6)
-            : client_mask_);
+    if (p.client_prefix.has_value()) {
+      masks.emplace_back(p.client_prefix->ipv4, p.client_prefix->ipv6);
+    } else if (p.scope == Scope::kOrigin) {
+      masks.emplace_back(kOriginNetworkPrefix.ipv4, kOriginNetworkPrefix.ipv6);
+    } else {
+      masks.push_back(client_mask_);
+    }
   }
 
   absl::flat_hash_set<std::string> users(exempt.users.begin(),

@@ -55,7 +55,9 @@ ClientPrefix ShardPrefixFor(const LimiterConfig& config) {
   ClientPrefix p{std::min(config.tables.ipv4_prefix, 24),
                  std::min(config.tables.ipv6_prefix, 48)};
   for (const Policy& policy : config.policies) {
-    if (!policy.client_prefix.has_value()) continue;
+    if (!policy.client_prefix.has_value() || policy.scope != Scope::kIp) {
+      continue;
+    }
     p.ipv4 = std::min(p.ipv4, policy.client_prefix->ipv4);
     p.ipv6 = std::min(p.ipv6, policy.client_prefix->ipv6);
   }
@@ -117,6 +119,8 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
       RouteNormalizer::Create(config.routes);
   if (!normalizer.ok()) return normalizer.status();
   set->normalizer_ = *std::move(normalizer);
+  set->scope_tables_ =
+      std::make_shared<ScopeTables>(config.tables, *set->normalizer_);
   // Not shared with any other thread yet; the locks satisfy the analysis and
   // cost nothing here.
   for (size_t i = 0; i < shards; ++i) {
@@ -124,9 +128,9 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
     MutexLock lock(s.mu);
     // One user key secret for every shard's engine and the router, so a
     // request's user key is built once (Prepare) for all of them.
-    s.engine =
-        std::make_unique<Engine>(ShardTables(config.tables, shards, i),
-                                 set->normalizer_, set->user_key_secret());
+    s.engine = std::make_unique<Engine>(
+        ShardTables(config.tables, shards, i), set->normalizer_,
+        set->user_key_secret(), set->scope_tables_);
   }
   absl::Status installed = set->Reload(config);
   if (!installed.ok()) return installed;
@@ -236,7 +240,7 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
       Engine::CheckRoutesUnchanged(*normalizer_, config.routes);
   if (!routes_ok.ok()) return routes_ok;
   for (const Policy& p : config.policies) {
-    if (!p.client_prefix.has_value()) continue;
+    if (!p.client_prefix.has_value() || p.scope != Scope::kIp) continue;
     if (p.client_prefix->ipv4 < shard_prefix_.ipv4 ||
         p.client_prefix->ipv6 < shard_prefix_.ipv6) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -280,6 +284,12 @@ LimiterStats ShardSet::Stats() const {
     }
     AddTable(sum.ip_table, one.ip_table);
     AddTable(sum.user_table, one.user_table);
+    if (i == 0) {
+      // One set of subject-scope tables for all shards: counted once.
+      sum.origin_table = one.origin_table;
+      sum.room_table = one.room_table;
+      sum.target_table = one.target_table;
+    }
     sum.exempt += one.exempt;
     sum.fallback_allowed += one.fallback_allowed;
     sum.fallback_denied += one.fallback_denied;

@@ -37,6 +37,7 @@
 #include "mxlimit/stats.h"
 #include "src/engine/engine.h"
 #include "src/engine/prepared_request.h"
+#include "src/engine/scope_tables.h"
 
 namespace mxlimit::internal {
 
@@ -165,6 +166,8 @@ class ShardSet {
   const std::unique_ptr<Shard[]> shards_;
   // The route normalizer all shards share.
   std::shared_ptr<const RouteNormalizer> normalizer_;
+  // The origin, room and target tables all shards share.
+  std::shared_ptr<ScopeTables> scope_tables_;
 
   // Serializes Reload and Stats, so Stats sums counters of one policy set.
   // Lock order: reload_mu_ before any shard's mu.

@@ -28,6 +28,9 @@ namespace {
 using U = TimeUnit;
 constexpr Scope kIp = Scope::kIp;
 constexpr Scope kUser = Scope::kUser;
+constexpr Scope kOrigin = Scope::kOrigin;
+constexpr Scope kRoom = Scope::kRoom;
+constexpr Scope kTarget = Scope::kTarget;
 
 // Every method but OPTIONS: CORS preflights are answered by the proxy or the
 // server without work, and a browser client sends one before many requests,
@@ -89,6 +92,20 @@ const BuiltinRow kBuiltins[] = {
    "Synapse rc_presence.per_user: per_second 0.1 (= 6/minute), burst_count 1"},
   {"delayed-event-mgmt", kRoute, kUser, "GET,POST", "/_matrix/client/unstable/org.matrix.msc4140/delayed_events*", true, 1, U::kSecond, 5,
    "Synapse rc_delayed_event_mgmt: per_second 1 (= 1/second), burst_count 5"},
+  {"user-directory-search", kRoute, kUser, "POST", "/_matrix/client/v3/user_directory/search", false, 1382, U::kDay, 200,
+   "Synapse rc_user_directory (1.145): per_second 0.016 (= 1382.4/day, rounded down), burst_count 200"},
+  {"key-requests", kRoute, kUser, "PUT", "/_matrix/client/v3/sendToDevice/m.room_key_request/*", true, 20, U::kSecond, 100,
+   "Synapse rc_key_requests: per_second 20 (= 20/second), burst_count 100 (per device there; per user here)"},
+  {"joins-per-room", kRoute, kRoom, "POST,PUT", "/_matrix/client/v3/rooms/{roomId}/join,/_matrix/client/v3/join/{roomIdOrAlias},/_matrix/federation/v1/send_join/{roomId}/{eventId},/_matrix/federation/v2/send_join/{roomId}/{eventId}", true, 1, U::kSecond, 10,
+   "Synapse rc_joins_per_room: per_second 1 (= 1/second), burst_count 10; local and remote joins alike"},
+  {"invites-per-room", kRoute, kRoom, "POST,PUT", "/_matrix/client/v3/rooms/{roomId}/invite,/_matrix/federation/v1/invite/{roomId}/{eventId},/_matrix/federation/v2/invite/{roomId}/{eventId}", true, 18, U::kMinute, 10,
+   "Synapse rc_invites.per_room: per_second 0.3 (= 18/minute), burst_count 10"},
+  {"federation-per-origin", kRoute, kOrigin, "", "/_matrix/federation/*", true, 10, U::kSecond, 50,
+   "mxlimit, from Synapse rc_federation: sleep_limit 10 per window_size 1000 ms as 10/second, reject_limit 50 (what Synapse queues before it rejects) as the burst"},
+  {"login-per-account", kRoute, kTarget, "POST", "/_matrix/client/v3/login", false, 259, U::kDay, 5,
+   "Synapse rc_login.account: per_second 0.003 (= 259.2/day, rounded down), burst_count 5; applies when the embedder sets the target account"},
+  {"invites-per-invitee", kRoute, kTarget, "POST", "/_matrix/client/v3/rooms/{roomId}/invite", false, 259, U::kDay, 5,
+   "Synapse rc_invites.per_user: per_second 0.003 (= 259.2/day, rounded down), burst_count 5; applies when the embedder sets the invitee"},
   {"keys-per-user", kRoute, kUser, kNoPreflight, "/_matrix/client/v3/keys/*", true, 120, U::kMinute, 120,
    "mxlimit: 120/minute per user across /keys/ (no Synapse rc_ for keys)"},
   {"unknown-paths-per-ip", kRoute, kIp, kNoPreflight, "<fallback>", false, 120, U::kMinute, 60,

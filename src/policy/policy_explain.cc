@@ -67,6 +67,8 @@ std::string_view MatchVerdictName(MatchVerdict verdict) {
       return "method excluded";
     case MatchVerdict::kNeedsUser:
       return "needs a user";
+    case MatchVerdict::kNeedsSubject:
+      return "needs its subject";
   }
   return "?";
 }
@@ -92,7 +94,7 @@ std::string_view RankReasonName(RankReason reason) {
 std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
                                             RouteId route,
                                             std::string_view query_free_path,
-                                            bool has_user) const {
+                                            RequestSubjects subjects) const {
   const RouteId rid = ClampRoute(route);
   const std::string key = CanonicalPattern(route_keys_[rid]);
   const std::string path = CanonicalPath(query_free_path);
@@ -124,8 +126,14 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
     pm.scope = p.scope;
     pm.layer = info_[i].layer;
     pm.shadow = p.shadow_mode;
-    if (p.scope == Scope::kUser && !has_user) {
+    const bool has_subject =
+        (p.scope != Scope::kOrigin || subjects.origin) &&
+        (p.scope != Scope::kRoom || route_has_room_[rid]) &&
+        (p.scope != Scope::kTarget || subjects.target);
+    if (p.scope == Scope::kUser && !subjects.user) {
       pm.verdict = MatchVerdict::kNeedsUser;
+    } else if (!has_subject) {
+      pm.verdict = MatchVerdict::kNeedsSubject;
     } else if ((entry(order_of_policy[i]).methods & bit) == 0) {
       pm.verdict = MatchVerdict::kMethodExcluded;
     } else {

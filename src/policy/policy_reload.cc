@@ -14,9 +14,7 @@ namespace {
 
 using internal::ToAbsl;
 
-std::string_view ScopeText(Scope scope) {
-  return scope == Scope::kIp ? "ip" : "user";
-}
+std::string_view ScopeText(Scope scope) { return ScopeName(scope); }
 
 std::string PrefixText(const std::optional<ClientPrefix>& prefix) {
   if (!prefix.has_value()) return "the tables'";

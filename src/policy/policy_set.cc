@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,12 @@ using internal::MethodMask;
 using internal::PatternKind;
 using internal::PatternShape;
 using internal::QuoteForError;
+
+// Whether a route key names a room (see PolicySet::RouteHasRoom).
+bool KeyHasRoom(std::string_view key) {
+  return key.find("{roomId}") != std::string_view::npos ||
+         key.find("{roomIdOrAlias}") != std::string_view::npos;
+}
 using internal::ShapeOf;
 using internal::TierOf;
 using internal::ToAbsl;
@@ -202,6 +209,49 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
         ": layer: ", over->problem));
   }
+  {
+    // Resolution keeps one lane per (layer, scope, mode) group in a 32-bit
+    // set: five scopes in eight layers could need more.
+    std::vector<std::tuple<std::string_view, Scope, bool>> groups;
+    for (const Policy& p : set.policies_) {
+      const auto g =
+          std::make_tuple(std::string_view(p.layer), p.scope, p.shadow_mode);
+      if (std::find(groups.begin(), groups.end(), g) == groups.end()) {
+        groups.push_back(g);
+      }
+    }
+    if (groups.size() > kMaxResolved) {
+      problems.push_back(absl::StrCat(
+          "policies: got ", groups.size(),
+          " (layer, scope, shadow mode) groups (built-ins included), "
+          "expected at most ",
+          kMaxResolved, "; put policies of one scope in fewer layers"));
+    }
+  }
+  // A room-scope policy keys by the route's room placeholder: each of its
+  // patterns must reach a route that has one.
+  std::vector<std::string> room_keys;
+  for (const std::string_view key : route_keys) {
+    if (KeyHasRoom(key)) room_keys.push_back(CanonicalPattern(key));
+  }
+  for (size_t i = 0; i < operator_count; ++i) {
+    const Policy& p = set.policies_[i];
+    if (p.scope != Scope::kRoom) continue;
+    for (const std::string& pattern : p.match) {
+      const std::string canonical = CanonicalPattern(pattern);
+      const bool reaches = std::any_of(
+          room_keys.begin(), room_keys.end(), [&](const std::string& key) {
+            return canonical != kFallbackRouteKey && GlobMatch(canonical, key);
+          });
+      if (reaches) continue;
+      problems.push_back(absl::StrCat(
+          "policy ", QuoteForError(p.name),
+          p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
+          ": match: got ", QuoteForError(pattern),
+          ", but a room-scope policy applies only to routes with a {roomId} "
+          "or {roomIdOrAlias} placeholder, and this pattern matches none"));
+    }
+  }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
@@ -212,6 +262,9 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     set.route_keys_.emplace_back(kFallbackRouteKey);
   } else {
     set.route_keys_.assign(route_keys.begin(), route_keys.end());
+  }
+  for (const std::string& key : set.route_keys_) {
+    set.route_has_room_.push_back(KeyHasRoom(key));
   }
 
   set.BuildRouteSide(route_forms);
@@ -226,7 +279,8 @@ void PolicySet::AssignSlots() {
   info_.resize(n);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);
-    for (Scope scope : {Scope::kIp, Scope::kUser}) {
+    for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
+                        Scope::kTarget}) {
       for (bool shadow : {false, true}) {
         bool used = false;
         for (size_t i = 0; i < n && !used; ++i) {
@@ -433,7 +487,7 @@ void PolicySet::BuildRawSide() {
     if (!list.empty()) inner_slots_.push_back(static_cast<uint8_t>(slot));
   }
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
-    if (slots_[slot].scope == Scope::kUser) user_slots_ |= 1u << slot;
+    scope_slots_[static_cast<size_t>(slots_[slot].scope)] |= 1u << slot;
     slot_bits_ |= 1u << slot;
   }
 }
@@ -535,9 +589,18 @@ std::optional<PolicyId> PolicySet::Find(std::string_view name) const {
   return it->second;
 }
 
+uint32_t PolicySet::DroppedSlots(RouteId rid, RequestSubjects subjects) const {
+  uint32_t dropped = 0;
+  if (!subjects.user) dropped |= scope_slots_[size_t{1}];
+  if (!subjects.origin) dropped |= scope_slots_[size_t{2}];
+  if (!route_has_room_[rid]) dropped |= scope_slots_[size_t{3}];
+  if (!subjects.target) dropped |= scope_slots_[size_t{4}];
+  return dropped;
+}
+
 PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
                                          std::string_view query_free_path,
-                                         bool has_user) const {
+                                         RequestSubjects subjects) const {
   const RouteId rid = ClampRoute(route);
   const MethodClass m = ClassifyMethod(method);
   const size_t lanes = lanes_;
@@ -547,13 +610,13 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * lanes;
   std::memcpy(best, row, lanes * sizeof(uint16_t));
 
+  const uint32_t dropped = DroppedSlots(rid, subjects);
   if ((route_only_[rid] & Bit(m)) == 0) {
-    ResolveRawPath(query_free_path, m, has_user, best);
+    ResolveRawPath(query_free_path, m, dropped, best);
   }
 
   // The slots that found a policy, as a bit set.
-  uint32_t found = FoundSlots(best, lanes) & slot_bits_;
-  if (!has_user) found &= ~user_slots_;
+  uint32_t found = FoundSlots(best, lanes) & slot_bits_ & ~dropped;
   Resolution r;
   while (found != 0) {
     const auto s = static_cast<size_t>(std::countr_zero(found));
@@ -567,7 +630,7 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
       if (slot.scope == Scope::kIp) {
         r.ip = o.policy;
         r.ip_bucket_route = bucket;
-      } else {
+      } else if (slot.scope == Scope::kUser) {
         r.user = o.policy;
         r.user_bucket_route = bucket;
       }
@@ -577,7 +640,7 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
 }
 
 void PolicySet::ResolveRawPath(std::string_view query_free_path, MethodClass m,
-                               bool has_user, uint16_t* best) const {
+                               uint32_t dropped_slots, uint16_t* best) const {
   const size_t lanes = lanes_;
   const size_t stride = internal::kMethodClassCount * lanes;
   // Most paths are their own canonical form: then the trie and the globs
@@ -596,7 +659,7 @@ void PolicySet::ResolveRawPath(std::string_view query_free_path, MethodClass m,
   // Inner-'*' patterns, best rank first per slot: stop at the first that
   // cannot beat what the slot holds.
   for (const uint8_t s : inner_slots_) {
-    if (!has_user && slots_[s].scope == Scope::kUser) continue;
+    if ((dropped_slots >> s) & 1u) continue;
     for (const InnerStar& in : inner_[s]) {
       if (in.order <= best[s]) break;
       if ((in.methods & Bit(m)) == 0) continue;

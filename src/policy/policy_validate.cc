@@ -140,10 +140,11 @@ std::string LayerProblem(std::string_view layer) {
 
 std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
   std::string problem;
-  if (scope != Scope::kIp) {
-    problem =
-        "expected no client_prefix on a user-scope policy (it masks "
-        "client addresses)";
+  if (scope != Scope::kIp && scope != Scope::kOrigin) {
+    problem = absl::StrCat("expected no client_prefix on a ",
+                           internal::ToAbsl(ScopeName(scope)),
+                           "-scope policy (it masks client addresses; only "
+                           "ip and origin scopes key by them)");
   }
   if (prefix.ipv4 < 0 || prefix.ipv4 > 32 || prefix.ipv6 < 0 ||
       prefix.ipv6 > 128) {
@@ -151,6 +152,30 @@ std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
                     "expected ipv4 from 0 to 32 and ipv6 from 0 to 128");
   }
   return problem;
+}
+
+std::string_view ScopeName(Scope scope) {
+  switch (scope) {
+    case Scope::kIp:
+      return "ip";
+    case Scope::kUser:
+      return "user";
+    case Scope::kOrigin:
+      return "origin";
+    case Scope::kRoom:
+      return "room";
+    case Scope::kTarget:
+      return "target";
+  }
+  return "ip";
+}
+
+std::optional<Scope> ParseScope(std::string_view name) {
+  for (Scope s : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
+                  Scope::kTarget}) {
+    if (ScopeName(s) == name) return s;
+  }
+  return std::nullopt;
 }
 
 std::optional<LayerOverflow> FindLayerOverflow(

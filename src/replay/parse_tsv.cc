@@ -45,9 +45,16 @@ ParseResult ParseTsvLine(std::string_view line, LogRecord* out) {
   if (!internal::LooksLikeIpAddress(r.client_ip)) {
     return ParseResult::kBadClientAddress;
   }
-  if (fields[4] != "-") {
-    if (!IsWellFormedUserId(fields[4])) return ParseResult::kBadUser;
-    r.user = fields[4];
+  const std::string_view who = fields[4];
+  if (who.size() >= 3 && who.front() == '{' && who.back() == '}') {
+    // A federation request, written as Synapse's access log writes its
+    // requester: the origin server in braces.
+    const std::string_view origin = who.substr(1, who.size() - 2);
+    if (!IsWellFormedServerName(origin)) return ParseResult::kBadUser;
+    r.origin_server = origin;
+  } else if (who != "-") {
+    if (!IsWellFormedUserId(who)) return ParseResult::kBadUser;
+    r.user = who;
   }
   *out = r;
   return ParseResult::kOk;

@@ -119,7 +119,7 @@ SharedCore::~SharedCore() {
 int64_t SharedCore::SteadyNow() const { return SteadyNanoseconds(); }
 
 StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
-                           std::string_view user_id) const {
+                           const Request& request) const {
   const RouteId route =
       c.scope == Scope::kIp ? c.key.ip.route : c.key.user.route();
   const std::string_view route_text = route == kSharedBucketRoute
@@ -130,8 +130,39 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
     masked.bytes = c.key.ip.address;
     return keyer_.IpKey(*c.spec, route_text, masked);
   }
-  return keyer_.UserKey(*c.spec, route_text, user_id,
-                        c.key.user.kind() == UserBucketKey::Kind::kOverflow);
+  const bool overflow = c.key.user.kind() == UserBucketKey::Kind::kOverflow;
+  switch (c.scope) {
+    case Scope::kOrigin: {
+      if (request.origin_verified || overflow) {
+        return keyer_.SubjectKey('o', *c.spec, route_text, request.origin,
+                                 overflow);
+      }
+      // The name bound to the sender's network, as the tables key it.
+      const ClientPrefix prefix =
+          c.spec->client_prefix.value_or(kOriginNetworkPrefix);
+      const IpAddress network =
+          MaskAddress(request.client, prefix.ipv4, prefix.ipv6);
+      std::array<char, 16 + kMaxServerNameBytes> buf;
+      std::memcpy(buf.data(), network.bytes.data(), 16);
+      std::memcpy(buf.data() + 16, request.origin.data(),
+                  request.origin.size());
+      return keyer_.SubjectKey(
+          'o', *c.spec, route_text,
+          std::string_view(buf.data(), 16 + request.origin.size()), false);
+    }
+    case Scope::kRoom: {
+      std::array<char, kMaxRoomBytes> buf;
+      const RoomValue room = engine.FindRoom(request, buf);
+      return keyer_.SubjectKey('r', *c.spec, route_text, room.value, overflow);
+    }
+    case Scope::kTarget:
+      return keyer_.SubjectKey('t', *c.spec, route_text, request.target_user,
+                               overflow);
+    case Scope::kIp:
+    case Scope::kUser:
+      break;
+  }
+  return keyer_.UserKey(*c.spec, route_text, request.user_id, overflow);
 }
 
 void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
@@ -163,7 +194,7 @@ void SharedCore::QueueCharges(const Shard& a, const Shard& b, const Owners& o,
       return;
     }
     PendingCharge& p = charges.emplace_back();
-    p.key = KeyOf(engine, c, request.user_id);
+    p.key = KeyOf(engine, c, request);
     p.delta_ns = cost * c.spec->rate.interval_ns();
     p.interval_ns = c.spec->rate.interval_ns();
     p.burst = c.spec->rate.burst();
@@ -250,7 +281,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
     }
     const Engine& engine = user_part ? *user_engine : *ip_engine;
     StoreBucket& out = op.buckets[op.count];
-    out.key = KeyOf(engine, c, request.user_id);
+    out.key = KeyOf(engine, c, request);
     out.interval_ns = c.spec->rate.interval_ns();
     out.burst = c.spec->rate.burst();
     out.mode = c.shadow ? shadow_mode : BucketMode::kEnforcing;
@@ -265,7 +296,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
   if (pass.split) {
     for (uint8_t i = 0; i < pass.user_part.count; ++i) {
       const BucketCheck& c = pass.user_part.checks.items[i];
-      if (c.scope == Scope::kUser) add(c, true, i);
+      if (c.scope != Scope::kIp) add(c, true, i);
     }
   }
 }
@@ -296,7 +327,7 @@ bool SharedCore::ShadowDeniedLocally(const Pass& pass) {
   }
   if (pass.split) {
     for (const BucketCheck& c : pass.user_part.all()) {
-      if (c.scope == Scope::kUser && local_shadow_denial(c)) return true;
+      if (c.scope != Scope::kIp && local_shadow_denial(c)) return true;
     }
   }
   return false;
@@ -629,9 +660,9 @@ std::vector<std::string> SharedCore::DescribeStoreKeys(
           return;
         }
         const Engine& engine = user_part ? user_engine : ip_engine;
-        out.push_back(absl::StrCat(
-            c.spec->name, " ", ToAbsl(SharingName(c.spec->sharing)), " ",
-            ToAbsl(KeyOf(engine, c, request.user_id).view())));
+        out.push_back(absl::StrCat(c.spec->name, " ",
+                                   ToAbsl(SharingName(c.spec->sharing)), " ",
+                                   ToAbsl(KeyOf(engine, c, request).view())));
       });
   return out;
 }

@@ -138,7 +138,7 @@ class SharedCore final : public LateReplyHandler {
               bool from_store) ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
   // The key of `c`'s bucket in the store.
   StoreKey KeyOf(const Engine& engine, const BucketCheck& c,
-                 std::string_view user_id) const;
+                 const Request& request) const;
   // Replaces the verdicts of approximate buckets by ones that honour debt.
   void ApplyDebt(const Shard& a, const Shard& b, Pass& pass, MonotonicTime now,
                  int64_t cost) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);

@@ -64,6 +64,13 @@ StoreKey StoreKeyer::UserKey(const Policy& policy, std::string_view route,
               overflow);
 }
 
+StoreKey StoreKeyer::SubjectKey(char scope, const Policy& policy,
+                                std::string_view route,
+                                std::string_view subject, bool overflow) const {
+  return Make(scope, policy, route, overflow ? std::string_view() : subject,
+              overflow);
+}
+
 StoreKey StoreKeyer::Make(char scope, const Policy& p, std::string_view route,
                           std::string_view subject, bool overflow) const {
   FieldWriter w;

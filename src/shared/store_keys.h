@@ -1,4 +1,4 @@
-// Names of shared buckets in the store: `mxl:1:<i|u>:<digest>`, where the
+// Names of shared buckets in the store: `mxl:1:<i|u|o|r|t>:<digest>`, where the
 // digest is 22 base64url digits of SipHash-2-4-128, keyed by
 // `store.key_secret`, over what identifies the bucket on every process:
 //
@@ -10,8 +10,10 @@
 //     one bucket), never an engine-local RouteId, which may differ between
 //     builds;
 //   * the subject: the client address masked to the policy's prefix (16
-//     bytes, IPv4 mapped), or the user ID; one overflow marker for every
-//     malformed user ID, as the local tables have.
+//     bytes, IPv4 mapped), the user ID, the origin server name (unverified:
+//     after the sender's masked network), the decoded room ID or alias, or
+//     the target account; one overflow marker for every malformed value, as
+//     the local tables have.
 //
 // Hashed, so that no address or user ID reaches the store, every key has
 // one length, and clients cannot aim at each other's keys. Every field is
@@ -43,6 +45,11 @@ class StoreKeyer {
                  const IpAddress& masked) const;
   StoreKey UserKey(const Policy& policy, std::string_view route,
                    std::string_view user_id, bool overflow) const;
+  // An origin ('o'; the name, or the sender's masked network bytes then the
+  // name when unverified), room ('r'; the decoded room ID or alias) or
+  // target ('t'; the account's user ID) bucket.
+  StoreKey SubjectKey(char scope, const Policy& policy, std::string_view route,
+                      std::string_view subject, bool overflow) const;
 
  private:
   StoreKey Make(char scope, const Policy& policy, std::string_view route,

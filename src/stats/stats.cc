@@ -82,10 +82,6 @@ class Writer {
   std::string labels_;
 };
 
-std::string_view ScopeName(Scope scope) {
-  return scope == Scope::kIp ? "ip" : "user";
-}
-
 void WriteTables(Writer& w, const LimiterStats& s) {
   struct Column {
     const char* base;
@@ -110,6 +106,9 @@ void WriteTables(Writer& w, const LimiterStats& s) {
     w.Begin(c.base, c.type, c.help);
     w.Label("table", "ip").Sample(s.ip_table.*c.field);
     w.Label("table", "user").Sample(s.user_table.*c.field);
+    w.Label("table", "origin").Sample(s.origin_table.*c.field);
+    w.Label("table", "room").Sample(s.room_table.*c.field);
+    w.Label("table", "target").Sample(s.target_table.*c.field);
   }
 }
 

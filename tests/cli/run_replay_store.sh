@@ -43,6 +43,6 @@ cmp -s "$dir/local.out" "$dir/store.out" ||
 grep -q . "$dir/store.out" || fail "no decisions"
 keys=$(redis-cli -p "$port" --scan --pattern 'mxl:1:*' | wc -l)
 [ "$keys" -gt 0 ] || fail "the store holds no bucket"
-redis-cli -p "$port" --scan | grep -v '^mxl:1:[iu]:[A-Za-z0-9_-]\{22\}$' &&
+redis-cli -p "$port" --scan | grep -v '^mxl:1:[iuort]:[A-Za-z0-9_-]\{22\}$' &&
   fail "a key that is not a hashed bucket name"
 echo "PASS: $(wc -l <"$dir/store.out") decisions identical; $keys buckets in the store"

@@ -107,7 +107,7 @@ TEST(ConfigErrorTest, WrongTypes) {
                           "expected an integer from 1 to 100000000"));
   EXPECT_THAT(Errors("tables: [1, 2]\n"),
               ElementsAre("test.yaml:1:9: tables: got a list, expected a map "
-                          "with keys ip, user"));
+                          "with keys ip, user, origin, room, target"));
   EXPECT_THAT(Errors("exempt:\n  ips: 10.0.0.0/8\n"),
               ElementsAre("test.yaml:2:8: exempt.ips: got 10.0.0.0/8, "
                           "expected a list of networks, e.g. "
@@ -125,8 +125,10 @@ TEST(ConfigErrorTest, WrongTypes) {
 }
 
 // A policy with everything valid except the lines given, to test one field.
-std::string PolicyWith(std::string_view lines) {
-  return "policies:\n  - name: p\n    match: /_matrix/*\n" + std::string(lines);
+std::string PolicyWith(std::string_view lines,
+                       std::string_view match = "/_matrix/*") {
+  return "policies:\n  - name: p\n    match: " + std::string(match) + "\n" +
+         std::string(lines);
 }
 
 TEST(ConfigErrorTest, RateNumbers) {
@@ -232,13 +234,13 @@ TEST(ConfigErrorTest, UnknownUnitAndScope) {
                   "expected second, minute, hour or day (did you mean "
                   "\"minute\"?)"));
   EXPECT_THAT(
-      Errors(PolicyWith("    scope: room\n    unlimited: true\n")),
-      ElementsAre("test.yaml:4:12: policies[0].scope: got room, expected ip "
-                  "or user"));
+      Errors(PolicyWith("    scope: server\n    unlimited: true\n")),
+      ElementsAre("test.yaml:4:12: policies[0].scope: got server, expected "
+                  "ip, user, origin, room or target"));
   EXPECT_THAT(
       Errors(PolicyWith("    scope: usr\n    unlimited: true\n")),
-      ElementsAre("test.yaml:4:12: policies[0].scope: got usr, expected ip "
-                  "or user (did you mean \"user\"?)"));
+      ElementsAre("test.yaml:4:12: policies[0].scope: got usr, expected ip, "
+                  "user, origin, room or target (did you mean \"user\"?)"));
 }
 
 TEST(ConfigErrorTest, MissingRequiredKeys) {
@@ -407,8 +409,31 @@ TEST(ConfigErrorTest, TooManyLayersPointAtTheFirstPolicyPastTheLimit) {
               ElementsAre(HasSubstr("policies[0].rate_limit.unit: got "
                                     "fortnight"),
                           HasSubstr("policies[5].layer: got \"l6\""),
-                          HasSubstr("policies[6].client_prefix: only an "
-                                    "ip-scope policy")));
+                          HasSubstr("policies[6].client_prefix: only ip- "
+                                    "and origin-scope policies")));
+}
+
+TEST(ConfigErrorTest, ARoomScopePatternMustReachARoomRoute) {
+  EXPECT_THAT(
+      Errors(PolicyWith("    scope: room\n    unlimited: true\n",
+                        "/_matrix/client/v3/sync")),
+      ElementsAre(
+          "test.yaml:3:12: policies[0].match: got "
+          "\"/_matrix/client/v3/sync\", but a room-scope policy applies only "
+          "to routes with a {roomId} or {roomIdOrAlias} placeholder, and "
+          "this pattern matches none"));
+  EXPECT_EQ(Parse(PolicyWith("    scope: room\n    unlimited: true\n",
+                             "/_matrix/client/v3/rooms/*/invite"))
+                .policies.at(0)
+                .scope,
+            Scope::kRoom);
+  // An origin policy may set its network prefix (the other family keeps
+  // the origin default, /48).
+  const LimiterConfig origin = Parse(PolicyWith(
+      "    scope: origin\n    client_prefix: {ipv4: 16}\n    unlimited: "
+      "true\n"));
+  ASSERT_EQ(origin.policies.size(), 1u);
+  EXPECT_EQ(origin.policies[0].client_prefix, (ClientPrefix{16, 48}));
 }
 
 // A client_prefix on a user-scope policy: the scope error does not hide the
@@ -417,8 +442,9 @@ TEST(ConfigErrorTest, ClientPrefixRangeErrorsBesideTheScopeError) {
   EXPECT_THAT(
       Errors(PolicyWith("    scope: user\n    client_prefix: {ipv4: 33, "
                         "ipv6: 129}\n    unlimited: true\n")),
-      ElementsAre("test.yaml:5:5: policies[0].client_prefix: only an ip-scope "
-                  "policy masks client addresses; remove it or use scope: ip",
+      ElementsAre("test.yaml:5:5: policies[0].client_prefix: only ip- and "
+                  "origin-scope policies mask client addresses; remove it or "
+                  "use scope: ip",
                   "test.yaml:5:27: policies[0].client_prefix.ipv4: got 33, "
                   "expected an integer from 0 to 32",
                   "test.yaml:5:37: policies[0].client_prefix.ipv6: got 129, "
@@ -426,8 +452,8 @@ TEST(ConfigErrorTest, ClientPrefixRangeErrorsBesideTheScopeError) {
   // And the core's rule names both, for embedders that skip the loader.
   EXPECT_EQ(ClientPrefixProblem(ClientPrefix{33, 64}, Scope::kUser),
             "expected no client_prefix on a user-scope policy (it masks "
-            "client addresses); and expected ipv4 from 0 to 32 and ipv6 from "
-            "0 to 128");
+            "client addresses; only ip and origin scopes key by them); and "
+            "expected ipv4 from 0 to 32 and ipv6 from 0 to 128");
 }
 
 TEST(ConfigErrorTest, InvalidCidr) {

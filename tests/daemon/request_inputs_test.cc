@@ -55,6 +55,42 @@ TEST_F(RequestInputsTest, NginxHeaders) {
   EXPECT_EQ(out_.masquerade_user_id, "");
 }
 
+TEST_F(RequestInputsTest, FederationOriginFromXMatrix) {
+  ASSERT_TRUE(Read({"X-Original-Method: PUT",
+                    "X-Original-URI: /_matrix/federation/v1/send/t1",
+                    "X-Forwarded-For: 203.0.113.9",
+                    "Authorization: X-Matrix origin=\"matrix.org\","
+                    "destination=\"example.org\",key=\"ed25519:a\","
+                    "sig=\"abc\""},
+                   "127.0.0.1"))
+      << error_;
+  EXPECT_EQ(out_.origin, "matrix.org");
+  EXPECT_EQ(out_.access_token, "");
+  // A Bearer token names no origin.
+  ASSERT_TRUE(Read({"X-Original-Method: GET", "X-Original-URI: /x",
+                    "Authorization: Bearer syt_abc"},
+                   "127.0.0.1"));
+  EXPECT_EQ(out_.origin, "");
+}
+
+TEST(XMatrixOriginTest, ReadsEverySpellingAndNeverFails) {
+  EXPECT_EQ(XMatrixOrigin("X-Matrix origin=a.example,key=\"k\",sig=\"s\""),
+            "a.example");
+  EXPECT_EQ(XMatrixOrigin("x-matrix  key=\"k\", Origin = \"b.example:8448\""),
+            "b.example:8448");
+  EXPECT_EQ(XMatrixOrigin("X-Matrix origin=\"[::1]:8448\""), "[::1]:8448");
+  EXPECT_EQ(XMatrixOrigin("X-Matrix key=k,sig=s"), "");
+  EXPECT_EQ(XMatrixOrigin("X-Matrixorigin=a"), "");
+  EXPECT_EQ(XMatrixOrigin("Bearer origin=a"), "");
+  EXPECT_EQ(XMatrixOrigin("X-Matrix origin=\"unterminated"), "");
+  EXPECT_EQ(XMatrixOrigin("X-Matrix =,=,,origin"), "");
+  EXPECT_EQ(XMatrixOrigin(""), "");
+  // Whatever the bytes, a view into the input or empty.
+  std::string junk(4096, ',');
+  junk.replace(0, 9, "X-Matrix ");
+  EXPECT_EQ(XMatrixOrigin(junk), "");
+}
+
 TEST_F(RequestInputsTest, CaddyHeaders) {
   ASSERT_TRUE(
       Read({"X-Forwarded-Method: GET",

@@ -96,8 +96,8 @@ TEST(BuiltinPoliciesTest, DocsTableListsEveryBuiltinWithItsRateAndPattern) {
       EXPECT_THAT(row, ::testing::HasSubstr("`" + m + "`")) << p.name;
     }
     EXPECT_THAT(row, ::testing::HasSubstr(p.rate.ToString())) << p.name;
-    EXPECT_THAT(row, ::testing::HasSubstr(p.scope == Scope::kIp ? "| ip |"
-                                                                : "| user |"))
+    EXPECT_THAT(row, ::testing::HasSubstr(absl::StrCat(
+                         "| ", internal::ToAbsl(ScopeName(p.scope)), " |")))
         << p.name;
   }
 }

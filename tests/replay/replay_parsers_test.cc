@@ -70,6 +70,20 @@ TEST(TsvParserTest, ReadsAllFiveFieldsWithTabs) {
   EXPECT_TRUE(r.user.empty());
 }
 
+TEST(TsvParserTest, AServerNameInBracesIsAFederationOrigin) {
+  LogRecord r;
+  ASSERT_EQ(ParseTsvLine("1500\tPUT\t/_matrix/federation/v1/send/1\t"
+                         "203.0.113.5\t{matrix.org}",
+                         &r),
+            ParseResult::kOk);
+  EXPECT_EQ(r.origin_server, "matrix.org");
+  EXPECT_TRUE(r.user.empty());
+  EXPECT_EQ(ParseTsvLine("1\tGET\t/x\t203.0.113.5\t{not_a_server!}", &r),
+            ParseResult::kBadUser);
+  EXPECT_EQ(ParseTsvLine("1\tGET\t/x\t203.0.113.5\t{}", &r),
+            ParseResult::kBadUser);
+}
+
 TEST(TsvParserTest, AcceptsRunsOfSpacesAndTabsAndCrlf) {
   LogRecord r;
   ASSERT_EQ(ParseTsvLine("  0  GET \t /_matrix/client/v3/sync?since=s1_2  "

@@ -117,8 +117,11 @@ uint64_t Attack10x(const Policy& policy, std::vector<Limiter*> single,
   const std::string target = TargetFor(policy);
   const std::string method =
       policy.methods.empty() ? "GET" : policy.methods.front();
-  const Request r =
+  Request r =
       MakeRequest(method, target, "198.51.100.66", "@mallory:example.org");
+  // Every scope's subject, so that origin- and target-scope built-ins apply.
+  r.origin = "evil.example.org";
+  r.target_user = "@victim:example.org";
   uint64_t allowed = 0;
   double t = 1.0;
   while (t < 1.0 + seconds) {

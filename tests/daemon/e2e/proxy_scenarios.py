@@ -186,6 +186,47 @@ class ProxyScenarios:
         assert proxy.request("GET", PUBLIC_ROOMS, source="127.0.0.3").status == 200
         assert stub.count("GET", PUBLIC_ROOMS) == 4
 
+    def test_forged_federation_origin_spends_only_the_forgers_budget(self, mxlimitd, stub, start_proxy):
+        """`Authorization: X-Matrix origin=...` is read through the real proxy, unverified, so an origin's budget is
+        bound to the sender's network. Loopback sources share one /24, so the test restates the built-in
+        federation-per-origin (its burst of 50, a slow refill so that a slow proxy cannot refill it within the test)
+        with /32 networks; every other built-in stays on. A forger at 127.0.0.2
+        claiming matrix.org is cut at the burst of 50 by federation-per-origin; matrix.org's own server at
+        127.0.0.3 then has its whole budget; the forger's other origins are its own budgets too."""
+        policy = h.policy_yaml() + """
+  - name: federation-per-origin
+    match: "/_matrix/federation/*"
+    scope: origin
+    share_threshold: true
+    client_prefix: { ipv4: 32, ipv6: 128 }
+    rate_limit: { unit: minute, requests_per_unit: 1, burst: 50 }
+"""
+        daemon = mxlimitd(policy)
+        proxy = start_proxy("fail-closed", daemon, stub)
+        target = "/_matrix/federation/v1/query/profile?user_id=%40a%3Amatrix.org"
+
+        def xmatrix(origin):
+            return {"Authorization": f'X-Matrix origin="{origin}",destination="localhost",key="ed25519:a",sig="x"'}
+
+        forged = []
+        for _ in range(60):
+            r = proxy.request("GET", target, headers=xmatrix("matrix.org"), source="127.0.0.2")
+            forged.append(r.status)
+            if r.status != 200:
+                h.assert_matrix_429(r)
+        assert forged == [200] * 50 + [429] * 10, forged
+        # The real server, on its own network: a full budget.
+        real = [proxy.request("GET", target, headers=xmatrix("matrix.org"), source="127.0.0.3").status
+                for _ in range(50)]
+        assert real == [200] * 50, real
+        # Unquoted and in another case, the name is still read (and still the forger's drained bucket).
+        r = proxy.request("GET", target, headers={"Authorization": "x-matrix ORIGIN=matrix.org,key=k,sig=s"},
+                          source="127.0.0.2")
+        h.assert_matrix_429(r)
+        # A client request (no X-Matrix) from the forger is not charged to any origin.
+        assert proxy.request("GET", "/_matrix/federation/v1/version", source="127.0.0.2").status == 200
+        assert stub.count("GET", "/_matrix/federation/v1/query/profile") == 100
+
     def test_forged_proxy_headers_do_not_change_what_is_judged(self, mxlimitd, stub, start_proxy):
         """A login flood from one client that forges every header a proxy could set (nginx's X-Original-*, Caddy's
         X-Forwarded-*, X-Real-IP, Forwarded), fresh values each time: the built-in login-per-ip still allows 5 at
