@@ -11,8 +11,14 @@
 //   BM_Limiter_Check/keys:N         hit path: N clients, capacity N, warm
 //   BM_Limiter_CheckNewKey/keys:N   every request a client not in the table
 //   *_Zipf                          clients drawn Zipf(1.0): real traffic
+//   BM_Limiter_Check_Federation/keys:N   federation requests from N origins
+//                                   (X-Matrix, unverified: bound to the
+//                                   sender's /48), federation-per-origin on
+//   BM_Limiter_Check_Room/keys:N    joins to N rooms by ever new users,
+//                                   joins-per-room on
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <list>
@@ -55,6 +61,8 @@ LimiterConfig DefaultConfig(size_t capacity) {
   LimiterConfig config;  // built-ins on
   config.tables.ip_capacity = capacity;
   config.tables.user_capacity = capacity;
+  config.tables.origin_capacity = capacity;
+  config.tables.room_capacity = capacity;
   return config;
 }
 
@@ -148,12 +156,15 @@ class NaiveLimiter {
       : normalizer_(reference.normalizer()),
         policies_(reference.policies()),
         ip_(config.tables.ip_capacity),
-        user_(config.tables.user_capacity) {}
+        user_(config.tables.user_capacity),
+        subjects_(config.tables.room_capacity) {}
 
   bool Check(const Request& r, MonotonicTime now) {
     Route route = normalizer_.Normalize(r.method, r.target);
-    PolicySet::Resolution res = policies_.Resolve(
-        r.method, route.id, QueryFreePath(r.target), !r.user_id.empty());
+    PolicySet::Resolution res =
+        policies_.Resolve(r.method, route.id, QueryFreePath(r.target),
+                          RequestSubjects{!r.user_id.empty(), !r.origin.empty(),
+                                          !r.target_user.empty()});
     GcraState* buckets[kMaxResolved];
     const Rate* rates[kMaxResolved];
     size_t n = 0;
@@ -163,6 +174,11 @@ class NaiveLimiter {
       if (a.scope == Scope::kIp) {
         const ClientPrefix prefix = p.client_prefix.value_or(ClientPrefix{});
         key = FormatIpAddress(MaskAddress(r.client, prefix.ipv4, prefix.ipv6));
+      } else if (a.scope == Scope::kOrigin) {
+        key = std::string(r.origin) + "@" +
+              FormatIpAddress(MaskAddress(r.client, 24, 48));
+      } else if (a.scope == Scope::kRoom) {
+        key = std::string(QueryFreePath(r.target));  // one room per path here
       } else {
         key = std::string(r.user_id);
       }
@@ -170,7 +186,10 @@ class NaiveLimiter {
           .append(std::to_string(a.policy))
           .append("|")
           .append(std::to_string(a.bucket_route));
-      buckets[n] = (a.scope == Scope::kIp ? ip_ : user_).FindOrAdmit(key);
+      NaiveTable& table = a.scope == Scope::kIp     ? ip_
+                          : a.scope == Scope::kUser ? user_
+                                                    : subjects_;
+      buckets[n] = table.FindOrAdmit(key);
       rates[n++] = &p.rate;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -185,6 +204,7 @@ class NaiveLimiter {
   const PolicySet& policies_;
   NaiveTable ip_;
   NaiveTable user_;
+  NaiveTable subjects_;
 };
 
 constexpr size_t kDraws = 1 << 16;
@@ -231,6 +251,108 @@ void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Federation from `subjects` origin servers (each from its own network), or
+// joins to `subjects` rooms by users drawn from a pool large enough that none
+// exceeds join-room at a request a millisecond: the new scopes' hit path.
+struct SubjectWorkload {
+  size_t users = 0;
+  std::vector<std::string> text;  // per draw: the origin or the target
+  std::vector<std::string> user_ids;
+  std::vector<Request> requests;
+};
+
+std::string RoomTarget(uint64_t room) {
+  return "/_matrix/client/v3/rooms/!r" + std::to_string(room) +
+         ":example.org/join";
+}
+
+std::string Origin(uint64_t origin) {
+  return "s" + std::to_string(origin) + ".example.org";
+}
+
+const char* const kFederationTargets[] = {
+    "/_matrix/federation/v1/send/1712345678901",
+    "/_matrix/federation/v1/event/%24abcdefghijklmnop",
+    "/_matrix/federation/v1/query/profile?user_id=%40a%3Aexample.org",
+    "/_matrix/federation/v1/user/devices/%40a%3Aexample.org",
+};
+
+Request SubjectRequest(bool rooms, uint64_t subject, uint64_t user,
+                       const std::string& text, const std::string& user_id) {
+  Request r;
+  if (rooms) {
+    r.method = "POST";
+    r.target = text;
+    r.user_id = user_id;
+    r.client = ClientAddress(user);
+  } else {
+    r.method = "PUT";
+    r.target = kFederationTargets[subject % std::size(kFederationTargets)];
+    r.origin = text;
+    r.client = ClientAddress(subject);
+  }
+  return r;
+}
+
+SubjectWorkload MakeSubjectWorkload(size_t subjects, size_t draws, bool rooms) {
+  SubjectWorkload w;
+  // join-room allows 6 a minute: a user joins at most every 10 s here.
+  w.users = rooms ? std::max<size_t>(subjects, 16'384) : 0;
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<uint64_t> subject(0, subjects - 1);
+  std::uniform_int_distribution<uint64_t> user(0, rooms ? w.users - 1 : 0);
+  std::vector<uint64_t> ids(draws), users(draws);
+  for (size_t i = 0; i < draws; ++i) {
+    ids[i] = subject(rng);
+    users[i] = rooms ? i % w.users : 0;
+  }
+  w.text.reserve(draws);
+  w.user_ids.reserve(draws);
+  for (size_t i = 0; i < draws; ++i) {
+    w.text.push_back(rooms ? RoomTarget(ids[i]) : Origin(ids[i]));
+    w.user_ids.push_back("@j" + std::to_string(users[i]) + ":example.org");
+  }
+  for (size_t i = 0; i < draws; ++i) {
+    w.requests.push_back(
+        SubjectRequest(rooms, ids[i], users[i], w.text[i], w.user_ids[i]));
+  }
+  return w;
+}
+
+template <bool kNaive>
+void RunSubjectCheck(benchmark::State& state, bool rooms) {
+  const size_t keys = static_cast<size_t>(state.range(0));
+  SubjectWorkload w = MakeSubjectWorkload(keys, kDraws, rooms);
+  LimiterConfig config = DefaultConfig(keys);
+  // Every client's route and aggregate buckets fit: the hit path.
+  const size_t clients = rooms ? w.users : keys;
+  config.tables.ip_capacity = kBucketsPerClient * clients;
+  config.tables.user_capacity = kBucketsPerClient * clients;
+  auto limiter = *Limiter::Create(config);
+  NaiveLimiter naive(config, *limiter);
+  auto check = [&](const Request& r, int64_t at) {
+    if constexpr (kNaive) {
+      return naive.Check(r, MonotonicTime::FromNanoseconds(at));
+    } else {
+      return limiter->Check(r, MonotonicTime::FromNanoseconds(at)).allowed;
+    }
+  };
+  // Warm: every subject, and every user, owns its buckets before timing.
+  for (uint64_t i = 0; i < std::max(keys, w.users); ++i) {
+    const std::string text = rooms ? RoomTarget(i % keys) : Origin(i % keys);
+    const std::string user = "@j" + std::to_string(i) + ":example.org";
+    check(SubjectRequest(rooms, i % keys, i, text, user), 0);
+  }
+  int64_t now = 100 * kSecond;
+  size_t i = 0;
+  for (auto _ : state) {
+    const Request& r = w.requests[i++ & (kDraws - 1)];
+    now += 1'000'000;
+    benchmark::DoNotOptimize(check(r, now));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_Limiter_Check(benchmark::State& s) { RunCheck<false>(s, false, false); }
 void BM_LimiterNaive_Check(benchmark::State& s) {
   RunCheck<true>(s, false, false);
@@ -255,6 +377,23 @@ BENCHMARK(BM_Limiter_Check_Zipf) MXLIMIT_KEYS;
 BENCHMARK(BM_LimiterNaive_Check_Zipf) MXLIMIT_KEYS;
 BENCHMARK(BM_Limiter_CheckNewKey) MXLIMIT_KEYS;
 BENCHMARK(BM_LimiterNaive_CheckNewKey) MXLIMIT_KEYS;
+
+void BM_Limiter_Check_Federation(benchmark::State& s) {
+  RunSubjectCheck<false>(s, false);
+}
+void BM_LimiterNaive_Check_Federation(benchmark::State& s) {
+  RunSubjectCheck<true>(s, false);
+}
+void BM_Limiter_Check_Room(benchmark::State& s) {
+  RunSubjectCheck<false>(s, true);
+}
+void BM_LimiterNaive_Check_Room(benchmark::State& s) {
+  RunSubjectCheck<true>(s, true);
+}
+BENCHMARK(BM_Limiter_Check_Federation) MXLIMIT_KEYS;
+BENCHMARK(BM_LimiterNaive_Check_Federation) MXLIMIT_KEYS;
+BENCHMARK(BM_Limiter_Check_Room) MXLIMIT_KEYS;
+BENCHMARK(BM_LimiterNaive_Check_Room) MXLIMIT_KEYS;
 
 }  // namespace
 }  // namespace mxlimit

@@ -204,6 +204,11 @@ const (
 	ScopeNone Scope = Scope(C.MXLIMIT_SCOPE_NONE)
 	ScopeIP   Scope = Scope(C.MXLIMIT_SCOPE_IP)
 	ScopeUser Scope = Scope(C.MXLIMIT_SCOPE_USER)
+	// A federation origin server, a room (the route's room placeholder) and
+	// the account a request is about.
+	ScopeOrigin Scope = Scope(C.MXLIMIT_SCOPE_ORIGIN)
+	ScopeRoom   Scope = Scope(C.MXLIMIT_SCOPE_ROOM)
+	ScopeTarget Scope = Scope(C.MXLIMIT_SCOPE_TARGET)
 )
 
 func (s Scope) String() string {
@@ -212,6 +217,12 @@ func (s Scope) String() string {
 		return "ip"
 	case ScopeUser:
 		return "user"
+	case ScopeOrigin:
+		return "origin"
+	case ScopeRoom:
+		return "room"
+	case ScopeTarget:
+		return "target"
 	}
 	return "none"
 }

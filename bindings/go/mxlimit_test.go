@@ -104,6 +104,26 @@ func TestDefaultConfigLimitsMessageSendPerUser(t *testing.T) {
 	}
 }
 
+func TestDefaultConfigLimitsJoinsPerRoom(t *testing.T) {
+	l := mustLimiter(t, "")
+	join := func(i int) Decision {
+		return mustCheck(t, l, &Request{Method: "POST",
+			Target: "/_matrix/client/v3/rooms/%21wave%3Ax.org/join",
+			Client: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}),
+			UserID: fmt.Sprintf("@u%d:example.org", i),
+			Now:    1})
+	}
+	for i := 0; i < 10; i++ {
+		if !join(i).Allowed {
+			t.Fatalf("join %d denied", i)
+		}
+	}
+	if d := join(10); d.Allowed || d.LimitedBy != ScopeRoom || d.Policy != "joins-per-room" ||
+		d.LimitedBy.String() != "room" {
+		t.Errorf("eleventh join into one room: %+v", d)
+	}
+}
+
 const policies = `
 policies:
   - name: blocked

@@ -252,6 +252,12 @@ MXLIMIT_C_API void mxlimit_limiter_free(mxlimit_limiter* limiter)
 #define MXLIMIT_SCOPE_NONE 0
 #define MXLIMIT_SCOPE_IP 1
 #define MXLIMIT_SCOPE_USER 2
+// A federation origin server, a room (the route's room segment: requests
+// through this API have one wherever the route has a room placeholder) and a
+// target account (docs/config.md, "scope").
+#define MXLIMIT_SCOPE_ORIGIN 3
+#define MXLIMIT_SCOPE_ROOM 4
+#define MXLIMIT_SCOPE_TARGET 5
 
 // `mxlimit_decision.remaining` when no limited policy applied.
 #define MXLIMIT_UNLIMITED_REMAINING INT64_MAX

@@ -67,6 +67,12 @@ struct Decision {
   bool never = false;
   // Exact wait until the same request would pass; 0 when allowed or `never`.
   std::chrono::nanoseconds retry_after{0};
+  // Allowed, but only after this wait: an `on_limit: delay` policy admitted
+  // the request late rather than deny it, and charged it as if it arrived
+  // now + delay. Hold the request that long, then pass it on. `policy`,
+  // `layer` and `limited_by` then name the policy with the longest wait. 0
+  // for every other decision.
+  std::chrono::nanoseconds delay{0};
   // Requests of cost 1 left right after this one, the smallest over every
   // enforcing policy that applied; `kUnlimitedRemaining` when no limited
   // policy applied.

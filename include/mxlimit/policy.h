@@ -32,6 +32,7 @@
 #ifndef MXLIMIT_POLICY_H_
 #define MXLIMIT_POLICY_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -101,6 +102,16 @@ struct ClientPrefix {
 // sets `client_prefix`: IPv4 /24 and IPv6 /48, one hosting allocation.
 inline constexpr ClientPrefix kOriginNetworkPrefix{24, 48};
 
+// What a limited policy does with a request it would deny.
+enum class OnLimit : uint8_t {
+  kDeny,   // Deny it, with the exact wait (the default).
+  kDelay,  // Admit it late when the wait is at most `max_delay` (below).
+};
+
+// Longest accepted `max_delay`: a held request holds a proxy connection.
+inline constexpr std::chrono::nanoseconds kMaxDelayLimit =
+    std::chrono::seconds(60);
+
 // How a `SharedLimiter` shares a policy's buckets among processes.
 enum class Sharing : uint8_t { kExact, kApproximate, kLocal };
 
@@ -147,6 +158,13 @@ struct Policy {
   // check; `kApproximate` in process, with charges sent to the store in
   // batches; `kLocal` in process only. docs/shared-state.md compares them.
   Sharing sharing = Sharing::kExact;
+  // `kDelay` (a limited rate only): a request this policy would deny with a
+  // wait of at most `max_delay` is admitted after that wait instead, and
+  // charged as if it had arrived then, as nginx `limit_req` without
+  // `nodelay` does (`Decision::delay`); a longer wait denies as `kDeny`
+  // does. 0 < max_delay <= kMaxDelayLimit with `kDelay`, 0 with `kDeny`.
+  OnLimit on_limit = OnLimit::kDeny;
+  std::chrono::nanoseconds max_delay{0};
   // Set on the built-in defaults; operator policies win ties against them.
   bool builtin = false;
   // Where the policy was defined (config file line), for error messages; 0
@@ -187,6 +205,12 @@ std::string MethodProblem(std::string_view method);
 // "match VALUE ", e.g. "has no '*'; ...".
 std::string ShareThresholdProblem(std::span<const std::string> match);
 
+// `on_limit` with `max_delay`, on a policy of `rate`: `kDelay` needs a
+// limited rate and 0 < max_delay <= kMaxDelayLimit; `kDeny` no max_delay.
+// Worded to follow "on_limit: ".
+std::string OnLimitProblem(OnLimit on_limit, std::chrono::nanoseconds max_delay,
+                           const Rate& rate);
+
 // `layer`: 1 to `kMaxLayerNameBytes` of the characters `name` allows.
 std::string LayerProblem(std::string_view layer);
 
@@ -226,7 +250,7 @@ struct PolicyError {
   // Index of the offending policy in the validated list.
   size_t index = 0;
   // The field at fault: "name", "match", "methods", "share_threshold",
-  // "layer" or "client_prefix".
+  // "layer", "client_prefix" or "on_limit".
   std::string_view field;
   // Names the policy, the field, the value and what was expected, e.g.
   //   policy "media" (line 12): share_threshold: got true, but match "/a/b"

@@ -445,8 +445,10 @@ class PolicySet {
   // The slots with inner-'*' patterns, and each scope's slots as bits.
   std::vector<uint8_t> inner_slots_;
   std::array<uint32_t, kScopeCount> scope_slots_{};
-  // Per RouteId: RouteHasRoom.
+  // Per RouteId: RouteHasRoom, and the slots a route always drops (the room
+  // scope's where it has no room).
   std::vector<bool> route_has_room_;
+  std::vector<uint32_t> route_dropped_;
   // One bit per slot (lanes past slots_.size() are padding).
   uint32_t slot_bits_ = 0;
 };

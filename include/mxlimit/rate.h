@@ -337,6 +337,38 @@ constexpr GcraVerdict GcraEvaluate(const Rate& rate, const GcraState& state,
       rate, v.lead, std::max<int64_t>(cost, 0) * rate.interval_ns());
 }
 
+// GcraEvaluateQueued()
+//
+// GcraEvaluate for a bucket that admissions may have charged ahead of time
+// (`on_limit: delay`: a request admitted `d` late is charged as of now + d):
+// the lead is kept up to tau + `max_queue_ns` instead of being pulled back to
+// tau, so the queue of delayed admissions survives every later evaluation
+// and GcraApply. The admission rule is GcraEvaluate's.
+constexpr GcraVerdict GcraEvaluateQueued(const Rate& rate,
+                                         const GcraState& state,
+                                         MonotonicTime now, int64_t cost,
+                                         int64_t max_queue_ns) {
+  if (rate.unlimited() || rate.blocked()) {
+    return GcraEvaluate(rate, state, now, cost);
+  }
+  GcraVerdict v;
+  const int64_t at = internal::ClampNow(now);
+  if (state.tat > at) {
+    const uint64_t lead =
+        static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(at);
+    const uint64_t cap =
+        static_cast<uint64_t>(rate.tolerance_ns()) +
+        static_cast<uint64_t>(std::max<int64_t>(max_queue_ns, 0));
+    v.lead = static_cast<int64_t>(std::min(lead, cap));
+  }
+  if (cost > rate.burst()) {
+    v.never = true;
+    return v;
+  }
+  return internal::GcraVerdictFor(
+      rate, v.lead, std::max<int64_t>(cost, 0) * rate.interval_ns());
+}
+
 // GcraRemaining()
 //
 // `GcraResult::remaining` for a verdict of `GcraEvaluate` with the same rate

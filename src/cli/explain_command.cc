@@ -10,6 +10,7 @@
 // (`EscapeForOutput`): a target holding "\n" or "\x1b[" could otherwise
 // print lines that look like the tool's own, or drive the terminal.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,9 +56,21 @@ std::string Describe(const Policy& p) {
     prefix = absl::StrCat(", per /", p.client_prefix->ipv4, " and /",
                           p.client_prefix->ipv6);
   }
+  std::string delay;
+  if (p.on_limit == OnLimit::kDelay) {
+    // As the file spells it: the largest unit that divides it.
+    const int64_t us =
+        std::chrono::duration_cast<std::chrono::microseconds>(p.max_delay)
+            .count();
+    const std::string text = us % 1'000'000 == 0
+                                 ? absl::StrCat(us / 1'000'000, "s")
+                             : us % 1000 == 0 ? absl::StrCat(us / 1000, "ms")
+                                              : absl::StrCat(us, "us");
+    delay = absl::StrCat(", delays up to ", text, " before denying");
+  }
   return absl::StrCat(p.name, " (", p.rate.ToString(),
                       p.shadow_mode ? ", shadow" : "",
-                      p.share_threshold ? ", shared" : "", prefix,
+                      p.share_threshold ? ", shared" : "", prefix, delay,
                       p.builtin ? ", built-in" : "", ")");
 }
 

@@ -295,21 +295,27 @@ std::string ShadowLimitedClient(const Decision& d, const Request& request,
 
 std::string RetryMillis(const Decision& d) {
   if (d.never) return "never";
+  // A delayed admission: the delay, rounded up as a wait is.
+  if (d.allowed && d.delay.count() > 0) {
+    return std::to_string(RetryAfterMilliseconds(d.delay));
+  }
   if (d.allowed) return "0";
   return std::to_string(RetryAfterMilliseconds(d.retry_after));
 }
 
 // One `--decisions` line.
 void AppendDecision(const Decision& d, Output& out) {
+  const bool delayed = d.allowed && d.delay.count() > 0;
   const char* verdict = !d.allowed        ? "deny"
+                        : delayed         ? "delay"
                         : d.shadow_denied ? "shadow"
                                           : "allow";
-  const std::string_view policy = !d.allowed        ? d.policy
-                                  : d.shadow_denied ? d.shadow_policy
-                                                    : "-";
-  const std::string_view layer = !d.allowed        ? d.layer
-                                 : d.shadow_denied ? d.shadow_layer
-                                                   : "-";
+  const std::string_view policy = !d.allowed || delayed ? d.policy
+                                  : d.shadow_denied     ? d.shadow_policy
+                                                        : "-";
+  const std::string_view layer = !d.allowed || delayed ? d.layer
+                                 : d.shadow_denied     ? d.shadow_layer
+                                                       : "-";
   out.Append(verdict);
   out.Append("\t");
   out.Append(RetryMillis(d));

@@ -41,7 +41,8 @@ constexpr std::string_view kPolicyKeys[] = {
     "name",      "match",         "methods",
     "scope",     "rate_limit",    "burst",
     "unlimited", "shadow_mode",   "share_threshold",
-    "layer",     "client_prefix", "sharing"};
+    "layer",     "client_prefix", "sharing",
+    "on_limit",  "max_delay"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user", "origin", "room",
@@ -85,6 +86,7 @@ class PolicyReader {
     ReadClientPrefix(policy);
     ReadRate(policy);
     ReadSharing(policy);
+    ReadOnLimit(policy);
     CheckRoomPatterns(policy);
     return true;
   }
@@ -307,6 +309,57 @@ class PolicyReader {
 
   // How a SharedLimiter shares the policy's buckets; read after the rate,
   // which the approximate-mode warning looks at.
+  // `on_limit: deny | delay` and `max_delay: DURATION` (500ms, 2s): checked
+  // against each other and the rate read before.
+  void ReadOnLimit(Policy& policy) {
+    const Field* on_limit = fields_.Find("on_limit");
+    const Field* max_delay = fields_.Find("max_delay");
+    if (on_limit != nullptr) {
+      std::optional<std::string> text =
+          ReadString(*on_limit, "deny or delay", errors_);
+      if (!text.has_value()) return;
+      if (*text == "delay") {
+        policy.on_limit = OnLimit::kDelay;
+      } else if (*text != "deny") {
+        errors_.Add(on_limit->mark(),
+                    absl::StrCat(on_limit->path, ": got ",
+                                 DescribeValue(on_limit->value),
+                                 ", expected deny or delay"));
+        return;
+      }
+    }
+    if (max_delay != nullptr) {
+      std::optional<int64_t> us =
+          ReadDuration(*max_delay, 1, 60'000'000, 1,
+                       "a duration from 1us to 60s, such as 500ms", errors_);
+      if (!us.has_value()) return;
+      policy.max_delay = std::chrono::microseconds(*us);
+    }
+    if (policy.on_limit == OnLimit::kDelay && max_delay == nullptr) {
+      errors_.Add(on_limit->mark(),
+                  absl::StrCat(on_limit->path,
+                               ": got delay, but max_delay is missing; say "
+                               "how long a request may wait, e.g. "
+                               "max_delay: 500ms"));
+      return;
+    }
+    if (policy.on_limit == OnLimit::kDeny && max_delay != nullptr) {
+      errors_.Add(max_delay->mark(),
+                  absl::StrCat(max_delay->path,
+                               ": only a policy with on_limit: delay waits; "
+                               "add on_limit: delay or remove max_delay"));
+      return;
+    }
+    if (policy.on_limit == OnLimit::kDelay &&
+        policy.rate.kind() != Rate::Kind::kLimited) {
+      errors_.Add(on_limit->mark(),
+                  absl::StrCat(on_limit->path,
+                               ": got delay, but the policy has no limited "
+                               "rate to wait for (unlimited, or "
+                               "requests_per_unit: 0)"));
+    }
+  }
+
   void ReadSharing(Policy& policy) {
     const Field* f = fields_.Find("sharing");
     if (f == nullptr) return;  // Default: exact.

@@ -37,59 +37,6 @@ constexpr std::string_view kStoreKeys[] = {
     "max_in_flight", "local_denial"};
 constexpr std::string_view kClocks[] = {"store", "caller"};
 
-// "5ms", "250us", "1s": a plain decimal count and a unit. In microseconds.
-std::optional<int64_t> ParseDuration(std::string_view text) {
-  struct Unit {
-    std::string_view suffix;
-    int64_t micros;
-  };
-  static constexpr Unit kUnits[] = {{"us", 1}, {"ms", 1000}, {"s", 1'000'000}};
-  for (const Unit& unit : kUnits) {
-    if (text.size() <= unit.suffix.size() ||
-        text.substr(text.size() - unit.suffix.size()) != unit.suffix) {
-      continue;
-    }
-    const std::string_view count =
-        text.substr(0, text.size() - unit.suffix.size());
-    int64_t value = 0;
-    auto [end, ec] =
-        std::from_chars(count.data(), count.data() + count.size(), value);
-    if (ec != std::errc() || end != count.data() + count.size() || value < 0 ||
-        value > INT64_MAX / unit.micros) {
-      return std::nullopt;
-    }
-    return value * unit.micros;
-  }
-  return std::nullopt;
-}
-
-// A duration in [min_us, max_us], a whole number of `granularity_us`.
-// `expected` completes "expected ...".
-std::optional<int64_t> ReadDuration(const Field& field, int64_t min_us,
-                                    int64_t max_us, int64_t granularity_us,
-                                    std::string_view expected,
-                                    ConfigErrors& errors) {
-  std::optional<std::string> text = ReadString(field, expected, errors);
-  if (!text.has_value()) return std::nullopt;
-  std::optional<int64_t> micros = ParseDuration(*text);
-  if (!micros.has_value() || *micros < min_us || *micros > max_us ||
-      *micros % granularity_us != 0) {
-    std::string message =
-        absl::StrCat(field.path, ": got ", DescribeValue(field.value),
-                     ", expected ", ToAbsl(expected));
-    // A bare number is the likeliest slip: say which unit it lacks.
-    int64_t bare = 0;
-    auto [end, ec] =
-        std::from_chars(text->data(), text->data() + text->size(), bare);
-    if (ec == std::errc() && end == text->data() + text->size()) {
-      absl::StrAppend(&message, " (a duration needs a unit: us, ms or s)");
-    }
-    errors.Add(field.mark(), std::move(message));
-    return std::nullopt;
-  }
-  return micros;
-}
-
 // `fallback_share`: a plain number in (0, 1].
 std::optional<double> ReadShare(const Field& field, ConfigErrors& errors) {
   constexpr std::string_view kExpected =

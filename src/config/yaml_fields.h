@@ -157,6 +157,17 @@ std::optional<std::string_view> NearestWord(
 // "a, b, c", for lists of what was expected.
 std::string JoinWords(std::span<const std::string_view> words);
 
+// "5ms", "250us", "1s": a plain decimal count and a unit. In microseconds.
+std::optional<int64_t> ParseDuration(std::string_view text);
+
+// A duration in [min_us, max_us], a whole number of `granularity_us`, in
+// microseconds. `expected` completes "expected ..."; a bare number gets a
+// note on the missing unit.
+std::optional<int64_t> ReadDuration(const Field& field, int64_t min_us,
+                                    int64_t max_us, int64_t granularity_us,
+                                    std::string_view expected,
+                                    ConfigErrors& errors);
+
 }  // namespace mxlimit::config_internal
 
 #endif  // MXLIMIT_SRC_CONFIG_YAML_FIELDS_H_

@@ -112,6 +112,9 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   request.target = original.target;
   request.client = original.client;
   request.origin = original.origin;
+  // The answer goes back at once: `on_limit: delay` policies deny here
+  // (docs/policies.md, "Delay before deny").
+  request.may_delay = false;
   TokenUserId hashed;
   char resolved[kMaxUserIdBytes];
   if (!original.access_token.empty()) {

@@ -50,8 +50,13 @@ RequestSubjects SubjectsOf(const Request& request) {
 void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
                            MonotonicTime now, int64_t cost) {
   static constexpr GcraState kFreshBucket;
-  c.verdict = GcraEvaluate(c.spec->rate,
-                           state != nullptr ? *state : kFreshBucket, now, cost);
+  const GcraState& bucket = state != nullptr ? *state : kFreshBucket;
+  if (c.spec->on_limit == OnLimit::kDelay) [[unlikely]] {
+    c.verdict = GcraEvaluateQueued(c.spec->rate, bucket, now, cost,
+                                   c.spec->max_delay.count());
+    return;
+  }
+  c.verdict = GcraEvaluate(c.spec->rate, bucket, now, cost);
 }
 
 Engine::Engine(const TableOptions& tables,
@@ -68,8 +73,8 @@ Engine::Engine(const TableOptions& tables,
       user_table_(tables.user_capacity),
       scope_tables_(scope_tables != nullptr
                         ? std::move(scope_tables)
-                        : std::make_shared<ScopeTables>(tables, *normalizer_)) {
-}
+                        : std::make_shared<ScopeTables>(tables, *normalizer_,
+                                                        /*shared=*/false)) {}
 
 Engine::~Engine() = default;
 
@@ -214,7 +219,7 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
     } else {
       // The shared tables are read and written under their lock from here
       // to the end of the request.
-      e.scope_lock.Hold(scope_tables_->mu);
+      e.scope_lock.Hold(*scope_tables_);
       AssignSubjectKey(request, a, path, e.route.id, subjects, c);
     }
   }
@@ -373,6 +378,72 @@ Decision Engine::Combine(const Evaluation& ip_part,
   return d;
 }
 
+MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
+                               const Request& request, MonotonicTime now,
+                               Evaluation& ip_part, Evaluation& user_part,
+                               Decision& d) {
+  if (d.allowed || d.never || !request.may_delay) return now;
+  const bool lone = &ip_part == &user_part;
+  // The checks of each part that are its own (as Combine reads them).
+  auto mine = [&](const BucketCheck& c, bool user_side) {
+    return lone || (user_side ? c.scope != Scope::kIp : c.scope == Scope::kIp);
+  };
+  std::chrono::nanoseconds wait{0};
+  bool delayable = true;
+  auto consider = [&](const Evaluation& part, bool user_side) {
+    for (const BucketCheck& c : part.all()) {
+      if (!mine(c, user_side) || c.shadow || c.verdict.allowed) continue;
+      if (c.spec->on_limit != OnLimit::kDelay || c.verdict.never ||
+          c.verdict.retry_after > c.spec->max_delay) {
+        delayable = false;
+        return;
+      }
+      wait = std::max(wait, c.verdict.retry_after);
+    }
+  };
+  consider(ip_part, false);
+  if (!lone) consider(user_part, true);
+  if (!delayable || wait.count() <= 0) return now;
+
+  const MonotonicTime later =
+      MonotonicTime::FromNanoseconds(now.nanoseconds() + wait.count());
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  // The buckets are as Evaluate found them: nothing has been settled yet.
+  auto reevaluate = [&](const Engine& engine, Evaluation& part,
+                        bool user_side) {
+    for (uint8_t i = 0; i < part.count; ++i) {
+      BucketCheck& c = part.checks.items[i];
+      if (!mine(c, user_side)) continue;
+      EvaluateCheck(c, engine.LocatedState(c), later, cost);
+    }
+  };
+  reevaluate(ip, ip_part, false);
+  if (!lone) reevaluate(user, user_part, true);
+  Decision admitted = ip.Combine(ip_part, user_part);
+  if (!admitted.allowed) {
+    // Cannot happen for the delaying policies; if another check still
+    // denies, the denial stands (re-evaluated at `now` again).
+    auto restore = [&](const Engine& engine, Evaluation& part, bool user_side) {
+      for (uint8_t i = 0; i < part.count; ++i) {
+        BucketCheck& c = part.checks.items[i];
+        if (mine(c, user_side)) {
+          EvaluateCheck(c, engine.LocatedState(c), now, cost);
+        }
+      }
+    };
+    restore(ip, ip_part, false);
+    if (!lone) restore(user, user_part, true);
+    return now;
+  }
+  admitted.delay = wait;
+  admitted.limited_by = d.limited_by;
+  admitted.policy = d.policy;
+  admitted.layer = d.layer;
+  admitted.denied_policy = d.denied_policy;
+  d = admitted;
+  return later;
+}
+
 void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
                     int64_t cost, bool admit_leads) {
   const BucketCheck* checks = e.checks.items;
@@ -506,7 +577,9 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
   // with wide loads, which stalls store-to-load forwarding.
   Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
   if (!e.exempt) {
-    Settle(e, d, now, std::max<int64_t>(request.cost, 0));
+    const MonotonicTime at =
+        d.allowed ? now : TryDelay(*this, *this, request, now, e, e, d);
+    Settle(e, d, at, std::max<int64_t>(request.cost, 0));
     CountDecision(d);
   }
   return d;
@@ -531,9 +604,11 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   }
   // Nothing is charged until every policy has answered.
   Decision d = ip.Combine(ip_part, user_part);
+  const MonotonicTime at =
+      d.allowed ? now : TryDelay(ip, user, request, now, ip_part, user_part, d);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
-  ip.Settle(ip_part, d, now, cost);
-  user.Settle(user_part, d, now, cost);
+  ip.Settle(ip_part, d, at, cost);
+  user.Settle(user_part, d, at, cost);
   ip.CountDecision(d);
   return d;
 }
@@ -542,7 +617,9 @@ Decision Engine::Peek(const Request& request, MonotonicTime now) const {
   Evaluation e;
   Inspect(request, now, kBothScopes, e);
   if (e.exempt) return ExemptDecision(e.route);
-  return Combine(e, e);
+  Decision d = Combine(e, e);
+  TryDelay(*this, *this, request, now, e, e, d);
+  return d;
 }
 
 void Engine::ChargeScopes(const Request& request, MonotonicTime now,

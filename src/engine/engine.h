@@ -231,6 +231,17 @@ class Engine {
   static bool Charges(const BucketCheck& c, const Decision& d) {
     return c.verdict.allowed && d.allowed && !(c.shadow && d.shadow_denied);
   }
+  // For a decision `d` that denied `request`: when every enforcing check
+  // that denied has `on_limit: delay` and a wait within its `max_delay`, and
+  // the request `may_delay`, re-evaluates every check of `ip_part` (on `ip`)
+  // and `user_part` (on `user`; the same evaluation and engine for a lone
+  // engine) at now + the longest such wait. If everything allows there, `d`
+  // becomes that admission, with `delay` set and the delaying policy named,
+  // and the time to settle at is returned; otherwise `now`, `d` unchanged.
+  static MonotonicTime TryDelay(const Engine& ip, const Engine& user,
+                                const Request& request, MonotonicTime now,
+                                Evaluation& ip_part, Evaluation& user_part,
+                                Decision& d);
   // Settles every check of a decided request: touches its bucket, counts
   // the outcome and, when `Charges`, charges the bucket (admitting it if
   // new: an uncharged bucket is never admitted). Buckets already in a table are
@@ -300,6 +311,16 @@ class Engine {
   }
   const UserTable& NamedTable(Scope scope) const {
     return scope == Scope::kUser ? user_table_ : scope_tables_->of(scope);
+  }
+  // The state `c` was evaluated (or inspected) on; null: a fresh bucket.
+  const GcraState* LocatedState(const BucketCheck& c) const {
+    if (!c.has_bucket) return nullptr;
+    if (c.slot != 0) {
+      return c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
+                                   : NamedTable(c.scope).StateAt(c.slot);
+    }
+    return c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
+                                 : NamedTable(c.scope).Peek(c.key.user);
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);

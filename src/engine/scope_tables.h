@@ -30,8 +30,13 @@ namespace mxlimit::internal {
 struct ScopeTables {
   using Table = BucketTable<UserBucketKey, BucketKeyHash>;
 
-  ScopeTables(const TableOptions& tables, const RouteNormalizer& normalizer)
-      : origin(tables.origin_capacity),
+  // `shared`: several engines use the tables (a ShardedLimiter's shards),
+  // so `mu` guards them; a lone Limiter's engine, single-threaded by
+  // contract, takes no lock.
+  ScopeTables(const TableOptions& tables, const RouteNormalizer& normalizer,
+              bool shared)
+      : shared(shared),
+        origin(tables.origin_capacity),
         room(tables.room_capacity),
         target(tables.target_capacity),
         rooms(normalizer) {}
@@ -48,9 +53,10 @@ struct ScopeTables {
                                    : target;
   }
 
+  const bool shared;
   Mutex mu;
-  // Guarded by `mu`; not annotated, because the engine takes `mu` for an
-  // evaluation's lifetime (ScopeTablesLock), which the analysis cannot
+  // Guarded by `mu` when `shared`; not annotated, because the engine takes `mu`
+  // for an evaluation's lifetime (ScopeTablesLock), which the analysis cannot
   // follow.
   Table origin;
   Table room;
@@ -70,10 +76,10 @@ class ScopeTablesLock {
   ~ScopeTablesLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (mu_ != nullptr) mu_->Unlock();
   }
-  void Hold(Mutex& mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (mu_ != nullptr) return;
-    mu.Lock();
-    mu_ = &mu;
+  void Hold(ScopeTables& tables) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr || !tables.shared) return;
+    tables.mu.Lock();
+    mu_ = &tables.mu;
   }
 
  private:

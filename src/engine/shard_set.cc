@@ -120,7 +120,8 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
   if (!normalizer.ok()) return normalizer.status();
   set->normalizer_ = *std::move(normalizer);
   set->scope_tables_ =
-      std::make_shared<ScopeTables>(config.tables, *set->normalizer_);
+      std::make_shared<ScopeTables>(config.tables, *set->normalizer_,
+                                    /*shared=*/true);
   // Not shared with any other thread yet; the locks satisfy the analysis and
   // cost nothing here.
   for (size_t i = 0; i < shards; ++i) {

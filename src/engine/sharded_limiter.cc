@@ -84,6 +84,7 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   Engine::Evaluation user_part;
   b.engine->Inspect(request, now, Engine::kUserScope, user_part, &p);
   Decision d = a.engine->Combine(ip_part, user_part);
+  Engine::TryDelay(*a.engine, *b.engine, request, now, ip_part, user_part, d);
   ShardSet::PinNames(a, b, d);
   return d;
 }

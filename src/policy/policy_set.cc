@@ -490,6 +490,10 @@ void PolicySet::BuildRawSide() {
     scope_slots_[static_cast<size_t>(slots_[slot].scope)] |= 1u << slot;
     slot_bits_ |= 1u << slot;
   }
+  route_dropped_.assign(route_has_room_.size(), 0);
+  for (size_t r = 0; r < route_has_room_.size(); ++r) {
+    if (!route_has_room_[r]) route_dropped_[r] = scope_slots_[3];
+  }
 }
 
 // The methods for which a route's paths need no raw-path walk: those of no
@@ -590,12 +594,11 @@ std::optional<PolicyId> PolicySet::Find(std::string_view name) const {
 }
 
 uint32_t PolicySet::DroppedSlots(RouteId rid, RequestSubjects subjects) const {
-  uint32_t dropped = 0;
-  if (!subjects.user) dropped |= scope_slots_[size_t{1}];
-  if (!subjects.origin) dropped |= scope_slots_[size_t{2}];
-  if (!route_has_room_[rid]) dropped |= scope_slots_[size_t{3}];
-  if (!subjects.target) dropped |= scope_slots_[size_t{4}];
-  return dropped;
+  // Branch-free: each absent subject's slots, masked in.
+  auto all_if = [](bool absent) { return 0u - static_cast<uint32_t>(absent); };
+  return route_dropped_[rid] | (scope_slots_[1] & all_if(!subjects.user)) |
+         (scope_slots_[2] & all_if(!subjects.origin)) |
+         (scope_slots_[4] & all_if(!subjects.target));
 }
 
 PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,

@@ -154,6 +154,23 @@ std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
   return problem;
 }
 
+std::string OnLimitProblem(OnLimit on_limit, std::chrono::nanoseconds max_delay,
+                           const Rate& rate) {
+  if (on_limit == OnLimit::kDeny) {
+    return max_delay.count() == 0
+               ? std::string()
+               : "max_delay is set, but on_limit is deny; set on_limit: "
+                 "delay or remove max_delay";
+  }
+  if (rate.kind() != Rate::Kind::kLimited) {
+    return "got delay, but the policy has no limited rate to wait for";
+  }
+  if (max_delay.count() <= 0 || max_delay > kMaxDelayLimit) {
+    return "got delay, but max_delay must be above 0 and at most 60s";
+  }
+  return {};
+}
+
 std::string_view ScopeName(Scope scope) {
   switch (scope) {
     case Scope::kIp:
@@ -273,6 +290,11 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
             absl::StrCat(who, ": methods: got ", QuoteForError(m), ", ",
                          problem));
       }
+    }
+
+    if (std::string problem = OnLimitProblem(p.on_limit, p.max_delay, p.rate);
+        !problem.empty()) {
+      add(i, "on_limit", absl::StrCat(who, ": on_limit: ", problem));
     }
 
     if (p.share_threshold && !p.match.empty()) {

@@ -253,6 +253,31 @@ static void test_default_config_limits_message_send_per_user(void) {
   mxlimit_limiter_free(limiter);
 }
 
+static void test_default_config_limits_joins_per_room(void) {
+  mxlimit_limiter* limiter = new_from_yaml("");
+  if (limiter == NULL) return;
+  /* Built-in joins-per-room: burst 10 per room, whoever joins. Each join by
+   * another user from another address: only the room scope can deny. */
+  char user[64];
+  char ip[32];
+  for (int i = 0; i < 10; ++i) {
+    snprintf(user, sizeof(user), "@u%d:example.org", i);
+    snprintf(ip, sizeof(ip), "192.0.2.%d", i + 1);
+    EXPECT_INT(check_at(limiter, "POST",
+                        "/_matrix/client/v3/rooms/%21wave%3Aexample.org/join",
+                        ip, user, 0)
+                   .allowed,
+               1);
+  }
+  const mxlimit_decision d =
+      check_at(limiter, "POST", "/_matrix/client/v3/join/!wave:example.org",
+               "192.0.2.99", "@late:example.org", 0);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_INT(d.limited_by, MXLIMIT_SCOPE_ROOM);
+  EXPECT_STRN(d.policy, d.policy_len, "joins-per-room");
+  mxlimit_limiter_free(limiter);
+}
+
 /* --- Operator policies: never, shadow, user scope, peek, charge ----------- */
 
 static const char kPolicies[] =
@@ -845,6 +870,7 @@ int main(int argc, char** argv) {
   test_status_names();
   test_default_config_limits_login_per_address();
   test_default_config_limits_message_send_per_user();
+  test_default_config_limits_joins_per_room();
   test_never_has_no_retry_after();
   test_shadow_policy_reports_without_denying();
   test_user_scope_peek_and_charge();

@@ -76,7 +76,7 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       ElementsAre("test.yaml:5:5: unknown key \"colour\" in policies[0]; "
                   "known keys: name, match, methods, scope, rate_limit, "
                   "burst, unlimited, shadow_mode, share_threshold, layer, "
-                  "client_prefix, sharing"));
+                  "client_prefix, sharing, on_limit, max_delay"));
   EXPECT_THAT(
       Errors("policies:\n  - name: a\n    match: /a\n"
              "    rate_limit: { unit: day, requests_per_unit: 1, burts: 1 }\n"),
@@ -434,6 +434,38 @@ TEST(ConfigErrorTest, ARoomScopePatternMustReachARoomRoute) {
       "true\n"));
   ASSERT_EQ(origin.policies.size(), 1u);
   EXPECT_EQ(origin.policies[0].client_prefix, (ClientPrefix{16, 48}));
+}
+
+TEST(ConfigErrorTest, OnLimitDelayNeedsAMaxDelayAndARate) {
+  constexpr char kRate[] =
+      "    rate_limit: { unit: second, requests_per_unit: 10, burst: 2 }\n";
+  const LimiterConfig ok = Parse(PolicyWith(
+      std::string(kRate) + "    on_limit: delay\n    max_delay: 500ms\n"));
+  ASSERT_EQ(ok.policies.size(), 1u);
+  EXPECT_EQ(ok.policies[0].on_limit, OnLimit::kDelay);
+  EXPECT_EQ(ok.policies[0].max_delay, std::chrono::milliseconds(500));
+  EXPECT_THAT(
+      Errors(PolicyWith(std::string(kRate) + "    on_limit: delay\n")),
+      ElementsAre("test.yaml:5:15: policies[0].on_limit: got delay, but "
+                  "max_delay is missing; say how long a request may wait, "
+                  "e.g. max_delay: 500ms"));
+  EXPECT_THAT(
+      Errors(PolicyWith(std::string(kRate) + "    max_delay: 500ms\n")),
+      ElementsAre("test.yaml:5:16: policies[0].max_delay: only a policy with "
+                  "on_limit: delay waits; add on_limit: delay or remove "
+                  "max_delay"));
+  EXPECT_THAT(Errors(PolicyWith(std::string(kRate) +
+                                "    on_limit: delay\n    max_delay: 500\n")),
+              ElementsAre("test.yaml:6:16: policies[0].max_delay: got 500, "
+                          "expected a duration from 1us to 60s, such as 500ms "
+                          "(a duration needs a unit: us, ms or s)"));
+  EXPECT_THAT(Errors(PolicyWith("    unlimited: true\n    on_limit: delay\n"
+                                "    max_delay: 1s\n")),
+              ElementsAre(HasSubstr("policies[0].on_limit: got delay, but the "
+                                    "policy has no limited rate")));
+  EXPECT_THAT(Errors(PolicyWith(std::string(kRate) + "    on_limit: later\n")),
+              ElementsAre("test.yaml:5:15: policies[0].on_limit: got later, "
+                          "expected deny or delay"));
 }
 
 // A client_prefix on a user-scope policy: the scope error does not hide the

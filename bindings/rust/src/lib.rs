@@ -206,6 +206,12 @@ pub enum Scope {
     None,
     Ip,
     User,
+    /// A federation origin server.
+    Origin,
+    /// The room the route's room placeholder names.
+    Room,
+    /// The account a request is about.
+    Target,
 }
 
 /// What the limiter says about one request. A denial is a normal result, not
@@ -257,6 +263,9 @@ impl<'a> Decision<'a> {
             limited_by: match raw.limited_by {
                 sys::MXLIMIT_SCOPE_IP => Scope::Ip,
                 sys::MXLIMIT_SCOPE_USER => Scope::User,
+                sys::MXLIMIT_SCOPE_ORIGIN => Scope::Origin,
+                sys::MXLIMIT_SCOPE_ROOM => Scope::Room,
+                sys::MXLIMIT_SCOPE_TARGET => Scope::Target,
                 _ => Scope::None,
             },
             retry_after: Duration::from_nanos(raw.retry_after_ns.max(0) as u64),

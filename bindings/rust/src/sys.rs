@@ -87,6 +87,9 @@ pub const MXLIMIT_EXEMPT: u32 = 1;
 pub const MXLIMIT_SCOPE_NONE: u8 = 0;
 pub const MXLIMIT_SCOPE_IP: u8 = 1;
 pub const MXLIMIT_SCOPE_USER: u8 = 2;
+pub const MXLIMIT_SCOPE_ORIGIN: u8 = 3;
+pub const MXLIMIT_SCOPE_ROOM: u8 = 4;
+pub const MXLIMIT_SCOPE_TARGET: u8 = 5;
 
 pub const MXLIMIT_UNLIMITED_REMAINING: i64 = i64::MAX;
 pub const MXLIMIT_RETRY_AFTER_MAX: usize = 20;

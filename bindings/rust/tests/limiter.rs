@@ -87,6 +87,24 @@ fn default_config_limits_message_send_per_user() {
 }
 
 #[test]
+fn default_config_limits_joins_per_room() {
+    let limiter = Limiter::from_yaml("", "empty.yaml").unwrap();
+    let join = |i: u32| {
+        let user = format!("@u{}:example.org", i);
+        let client = IpAddr::from([192, 0, 2, i as u8]);
+        let r = Request::new("POST", b"/_matrix/client/v3/rooms/%21wave%3Ax.org/join", client)
+            .user(&user)
+            .at(0);
+        let d = limiter.check(&r).unwrap();
+        (d.allowed, d.limited_by, d.policy.to_string())
+    };
+    for i in 0..10 {
+        assert!(join(i).0);
+    }
+    assert_eq!(join(10), (false, Scope::Room, "joins-per-room".to_string()));
+}
+
+#[test]
 fn targets_are_bytes() {
     let limiter = Limiter::from_yaml("", "empty.yaml").unwrap();
     let target: &[u8] = b"/_matrix/client/v3/rooms/!\xff\xfe:x.org/send/m.room.message/1";
