@@ -51,10 +51,12 @@ struct Request {
   // target-scope policies do not apply. (Named `target_user` because
   // `target` is the request target above.)
   std::string_view target_user = {};
-  // False when the embedder cannot hold this request for a `Decision::delay`
-  // (mxlimitd at its `--max-held`): policies with `on_limit: delay` then deny
-  // it as `deny` policies do.
-  bool may_delay = true;
+  // True when the embedder can hold this request for a `Decision::delay`
+  // (mxlimitd below its `--max-held`, replay). False, the default, so that an
+  // embedder that reads only `Decision::allowed` never lets a delayed
+  // request through early: policies with `on_limit: delay` then deny it as
+  // `deny` policies do.
+  bool may_delay = false;
   // Set for requests the embedder trusts (application services, admins):
   // neither checked nor charged.
   bool exempt = false;

@@ -218,6 +218,7 @@ int RunExplain(const ExplainOptions& opts) {
   // As mxlimitd sees it: from the X-Matrix header, unverified.
   request.origin = opts.origin;
   request.target_user = opts.target_user;
+  request.may_delay = true;
   const RequestSubjects subjects{!opts.user.empty(), !opts.origin.empty(),
                                  !opts.target_user.empty()};
 

@@ -377,6 +377,8 @@ class ReplayLoop {
     request.user_id = record.user;
     // From the log: unverified, as mxlimitd sees it; bound to the network.
     request.origin = record.origin_server;
+    // Replay judges as mxlimitd does, which holds delayed answers.
+    request.may_delay = true;
     if (setup_.appservices != nullptr) {
       setup_.appservices->Apply(record, &request);
     }

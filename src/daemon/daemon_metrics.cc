@@ -34,7 +34,7 @@ constexpr std::string_view kEndpointLabels[] = {
     "endpoint=\"metrics\"", "endpoint=\"health\"", "endpoint=\"other\""};
 constexpr std::string_view kOutcomeLabels[] = {
     "result=\"allowed\"", "result=\"limited\"", "result=\"never\"",
-    "result=\"exempt\""};
+    "result=\"exempt\"", "result=\"delayed\""};
 
 }  // namespace
 
@@ -142,6 +142,9 @@ void DaemonMetrics::AppendPrometheus(const http::ServerCounters& server,
       {"mxlimitd_request_timeouts_total", "counter",
        "Request heads not received, or responses not read, in time.",
        server.timed_out},
+      {"mxlimitd_held_answers", "gauge",
+       "Decision answers held now: delayed admissions (on_limit: delay).",
+       server.held},
       {"mxlimitd_malformed_requests_total", "counter",
        "Requests refused by the HTTP layer (400, 413, 414, 431, 501, 505).",
        server.malformed},

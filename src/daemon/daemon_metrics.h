@@ -41,6 +41,7 @@ enum class Outcome : uint8_t {
   kLimited,  // denied with a retry time
   kNever,    // denied, no wait helps
   kExempt,
+  kDelayed,  // allowed after its answer was held (on_limit: delay)
   kCount
 };
 

@@ -51,6 +51,9 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --threads N               worker threads (default 2)
   --max-connections N       open connections in all (default 1024); one more
                             is answered 503
+  --max-held N              decision answers held at once for policies with
+                            on_limit: delay (default 10000); past it they
+                            deny at once; 0: never hold
   --version                 print the version and exit
   --help                    print this and exit
 
@@ -189,6 +192,9 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   });
   AddRepeatable(app, "--max-connections", [&](const std::string& v) {
     o.max_connections = number("--max-connections", 1, 1'000'000, v);
+  });
+  AddRepeatable(app, "--max-held", [&](const std::string& v) {
+    o.max_held = number("--max-held", 0, 1'000'000, v);
   });
   try {
     app.parse(argc, argv);

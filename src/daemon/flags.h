@@ -40,6 +40,7 @@ struct Flags {
   std::vector<std::string> appservice_registrations;
   int threads = 2;
   size_t max_connections = 1024;
+  size_t max_held = 10'000;
   bool help = false;
   bool version = false;
 };

@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
   mxlimit::daemon::DaemonMetrics metrics;
   mxlimit::daemon::SidecarOptions sidecar_options;
   sidecar_options.trusted_proxies = flags.trusted_proxies;
+  sidecar_options.max_held = flags.max_held;
   mxlimit::daemon::Sidecar sidecar(**limiter, sidecar_options, *secret,
                                    *appservices, whoami.get(), metrics);
   mxlimit::http::ServerOptions server_options;
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
   server_options.port = flags.listen_port;
   server_options.threads = flags.threads;
   server_options.max_connections = flags.max_connections;
+  server_options.max_held_per_worker = flags.max_held;
   absl::StatusOr<std::unique_ptr<mxlimit::http::HttpServer>> server =
       mxlimit::http::HttpServer::Start(server_options, sidecar);
   if (!server.ok())

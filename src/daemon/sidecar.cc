@@ -112,9 +112,10 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   request.target = original.target;
   request.client = original.client;
   request.origin = original.origin;
-  // The answer goes back at once: `on_limit: delay` policies deny here
-  // (docs/policies.md, "Delay before deny").
-  request.may_delay = false;
+  // A delayed admission holds its answer on the worker's timer; past
+  // --max-held, such requests are denied instead.
+  request.may_delay = held_.load(std::memory_order_relaxed) <
+                      static_cast<int64_t>(options_.max_held);
   TokenUserId hashed;
   char resolved[kMaxUserIdBytes];
   if (!original.access_token.empty()) {
@@ -149,6 +150,10 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     outcome = Outcome::kExempt;
   } else if (!d.allowed) {
     outcome = d.never ? Outcome::kNever : Outcome::kLimited;
+  } else if (d.delay.count() > 0) {
+    outcome = Outcome::kDelayed;
+    out.hold = d.delay;
+    held_.fetch_add(1, std::memory_order_relaxed);
   }
 
   if (d.allowed) {

@@ -47,6 +47,9 @@ struct SidecarOptions {
   // Peers whose X-Forwarded-For (and, on the nginx endpoint, X-Real-IP) is
   // believed.
   std::vector<Cidr> trusted_proxies;
+  // Answers held at once for delayed admissions (`on_limit: delay`); at the
+  // limit a request the policy would delay is denied instead.
+  size_t max_held = 10'000;
 };
 
 class Sidecar : public http::HttpHandler {
@@ -59,6 +62,9 @@ class Sidecar : public http::HttpHandler {
 
   void Handle(const http::HttpRequestHead& head, const IpAddress& peer,
               http::HttpResponse& out) override;
+  void OnHeldAnswerDone() override {
+    held_.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   // The server whose counters the metrics endpoint reports (set once it is
   // started).
@@ -81,6 +87,8 @@ class Sidecar : public http::HttpHandler {
   WhoamiCache* const whoami_;
   DaemonMetrics& metrics_;
   std::atomic<const http::HttpServer*> server_{nullptr};
+  // Held answers, counted from the decision to OnHeldAnswerDone.
+  std::atomic<int64_t> held_{0};
 };
 
 }  // namespace mxlimit::daemon

@@ -81,6 +81,7 @@ void SerializeResponse(const HttpResponse& r, bool close, std::string& out) {
 
 void HttpResponse::Reset() {
   status = 200;
+  hold = std::chrono::nanoseconds(0);
   content_type = {};
   header_count = 0;
   body = {};

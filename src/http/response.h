@@ -17,6 +17,7 @@
 #define MXLIMIT_HTTP_RESPONSE_H_
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -34,6 +35,11 @@ struct HttpResponse {
   static constexpr size_t kMaxHeaders = 6;
 
   int status = 200;
+  // When above 0, the worker sends this answer only after holding it that
+  // long (a delayed admission), with no thread blocked; the connection's
+  // next request waits behind it. The handler hears of the end of every
+  // hold through `HttpHandler::OnHeldAnswerDone`.
+  std::chrono::nanoseconds hold{0};
   std::string_view content_type;
   std::array<Header, kMaxHeaders> headers{};
   size_t header_count = 0;

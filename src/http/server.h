@@ -76,6 +76,9 @@ struct ServerOptions {
   // nginx 32 KiB by default.
   size_t max_header_bytes = size_t{64} * 1024;
   std::chrono::milliseconds request_timeout{10'000};
+  // Answers each worker holds at most (`HttpResponse::hold`); one more is
+  // sent at once. Its queue is allocated up front.
+  size_t max_held_per_worker = 10'000;
   std::chrono::milliseconds idle_timeout{120'000};
   // How long `Drain` waits for requests under way before closing anyway.
   std::chrono::milliseconds drain_timeout{10'000};
@@ -88,6 +91,11 @@ class HttpHandler {
   virtual ~HttpHandler() = default;
   virtual void Handle(const HttpRequestHead& head, const IpAddress& peer,
                       HttpResponse& out) = 0;
+  // An answer `Handle` asked to hold (`HttpResponse::hold`) has been sent,
+  // or its connection closed first, or the server could hold no more and
+  // sent it at once: called exactly once per held answer, from the worker
+  // that held it.
+  virtual void OnHeldAnswerDone() {}
 };
 
 // Counters, summed over the workers. Read at any time from any thread.
@@ -97,6 +105,7 @@ struct ServerCounters {
   uint64_t open = 0;
   uint64_t timed_out = 0;  // heads answered 408, slow readers dropped
   uint64_t malformed = 0;  // heads answered 4xx/5xx by the server
+  uint64_t held = 0;       // answers held now (HttpResponse::hold)
 };
 
 class HttpServer {

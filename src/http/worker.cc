@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,7 @@ absl::Status HttpServer::Worker::Init() {
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  held_.reserve(options_.max_held_per_worker);
   return absl::OkStatus();
 }
 
@@ -104,7 +106,9 @@ void HttpServer::Worker::Run() {
         epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                    NextTimeoutMs(now));
     for (int e = 0; e < n; ++e) Dispatch(events[e]);
-    ExpireDeadlines(Clock::now());
+    const Clock::time_point after = Clock::now();
+    ReleaseHeld(after);
+    ExpireDeadlines(after);
 #ifndef NDEBUG
     VerifySlots();
 #endif
@@ -114,6 +118,8 @@ void HttpServer::Worker::Run() {
 void HttpServer::Worker::StopAccepting(Clock::time_point now) {
   accepting_ = false;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  // Held answers go now: a drain does not wait out their holds.
+  ReleaseHeld(now, /*all=*/true);
   drain_deadline_ = now + options_.drain_timeout;
   // Nothing is under way on an idle connection, nor on one that has not
   // sent a byte yet: close them now.
@@ -157,6 +163,7 @@ int HttpServer::Worker::NextTimeoutMs(Clock::time_point now) const {
     next = std::min(next, slots_[idle_.head].since + options_.idle_timeout);
   }
   if (!accepting_) next = std::min(next, drain_deadline_);
+  if (!held_.empty()) next = std::min(next, held_.front().until);
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
   return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 1000));
@@ -166,6 +173,13 @@ void HttpServer::Worker::ExpireDeadlines(Clock::time_point now) {
   while (reading_.head != kNone &&
          slots_[reading_.head].since + options_.request_timeout <= now) {
     const uint32_t i = reading_.head;
+    if (slots_[i].held) {
+      // Its answer is due, not late: the hold owns the clock. Back of the
+      // list (a hold is far shorter than the request timeout's multiple).
+      MoveTo(i, /*reading=*/true, now);
+      if (reading_.head == i) break;  // the only slot: nothing else to do
+      continue;
+    }
     timed_out_.fetch_add(1, std::memory_order_relaxed);
     if (slots_[i].out.size() == slots_[i].out_sent && slots_[i].in_len > 0) {
       Fail(i, 408, "request head not received in time");
@@ -226,6 +240,8 @@ void HttpServer::Worker::Open(int fd, const sockaddr_storage& peer,
   if (s.out.capacity() < 4096) s.out.reserve(4096);
   s.out_sent = 0;
   s.close_after_write = s.stopped_reading = false;
+  s.held = false;
+  ++s.generation;
   s.interest = EPOLLIN;
   // A new connection must send its head within the request timeout, like
   // any request under way: a peer that never sends a byte would otherwise
@@ -273,6 +289,63 @@ void HttpServer::Worker::OnReadable(uint32_t i) {
   }
 }
 
+void HttpServer::Worker::HoldAnswer(uint32_t i, bool draining) {
+  // Earlier answers pipelined on the connection and not yet sent wait with
+  // it; proxies do not pipeline their checks.
+  const Clock::time_point until =
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(response_.hold);
+  if (draining || !Hold(i, until)) {
+    // Sent at once: the hold ends here.
+    handler_.OnHeldAnswerDone();
+  }
+}
+
+bool HttpServer::Worker::Hold(uint32_t i, Clock::time_point until) {
+  if (held_.size() == held_.capacity()) {
+    // Drop the entries of closed slots before refusing.
+    std::erase_if(held_, [&](const HeldAnswer& h) {
+      const Slot& s = slots_[h.slot];
+      return s.fd < 0 || !s.held || s.generation != h.generation;
+    });
+    std::make_heap(held_.begin(), held_.end(), std::greater<>());
+    if (held_.size() == held_.capacity()) return false;
+  }
+  Slot& s = slots_[i];
+  s.held = true;
+  held_.push_back(HeldAnswer{until, i, s.generation});
+  std::push_heap(held_.begin(), held_.end(), std::greater<>());
+  // Nothing is read while held: a client pipelining past the buffer would
+  // otherwise keep a level-triggered EPOLLIN firing. Errors and hangups are
+  // still reported; ReleaseHeld's Flush restores the interest.
+  SetInterest(i, 0);
+  held_count_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void HttpServer::Worker::EndHold(uint32_t i) {
+  slots_[i].held = false;
+  held_count_.fetch_sub(1, std::memory_order_relaxed);
+  handler_.OnHeldAnswerDone();
+}
+
+void HttpServer::Worker::ReleaseHeld(Clock::time_point now, bool all) {
+  while (!held_.empty() && (all || held_.front().until <= now)) {
+    std::pop_heap(held_.begin(), held_.end(), std::greater<>());
+    const HeldAnswer h = held_.back();
+    held_.pop_back();
+    Slot& s = slots_[h.slot];
+    if (s.fd < 0 || !s.held || s.generation != h.generation) continue;
+    EndHold(h.slot);
+    Flush(h.slot);
+    // Requests pipelined behind the held one.
+    if (s.fd >= 0 && s.out.size() == s.out_sent && !s.stopped_reading &&
+        s.in_len > 0) {
+      Process(h.slot);
+    }
+  }
+}
+
 void HttpServer::Worker::OnWritable(uint32_t i) {
   Flush(i);
   Slot& s = slots_[i];
@@ -285,7 +358,8 @@ void HttpServer::Worker::OnWritable(uint32_t i) {
 void HttpServer::Worker::Process(uint32_t i) {
   Slot& s = slots_[i];
   const bool draining = !accepting_;
-  while (!s.stopped_reading && s.out.size() - s.out_sent < kMaxPendingOutput) {
+  while (!s.stopped_reading && !s.held &&
+         s.out.size() - s.out_sent < kMaxPendingOutput) {
     if (s.discard > 0) {
       const size_t skip = static_cast<size_t>(
           std::min<int64_t>(s.discard, static_cast<int64_t>(s.in_len)));
@@ -342,6 +416,7 @@ void HttpServer::Worker::Process(uint32_t i) {
     handler_.Handle(head_, s.peer, response_);
     const bool close = !head_.keep_alive || draining;
     SerializeResponse(response_, close, s.out);
+    if (response_.hold.count() > 0) HoldAnswer(i, draining);
     if (response_.owned.capacity() > kKeptOutputCapacity) {
       std::string().swap(response_.owned);
     }
@@ -372,6 +447,7 @@ void HttpServer::Worker::Fail(uint32_t i, int status, std::string_view reason) {
 
 void HttpServer::Worker::Flush(uint32_t i) {
   Slot& s = slots_[i];
+  if (s.held) return;  // ReleaseHeld sends it
   while (s.out_sent < s.out.size()) {
     const ssize_t n = send(s.fd, s.out.data() + s.out_sent,
                            s.out.size() - s.out_sent, MSG_NOSIGNAL);
@@ -417,6 +493,7 @@ void HttpServer::Worker::Close(uint32_t i) {
   Slot& s = slots_[i];
   assert(s.fd >= 0 && "slot closed twice");
   if (s.fd < 0) return;
+  if (s.held) EndHold(i);
   Unlink(i);
   close(s.fd);  // also removes it from the epoll set
   s.fd = -1;

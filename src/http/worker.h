@@ -101,6 +101,7 @@ class HttpServer::Worker {
     c.open += open_.load(std::memory_order_relaxed);
     c.timed_out += timed_out_.load(std::memory_order_relaxed);
     c.malformed += malformed_.load(std::memory_order_relaxed);
+    c.held += held_count_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -127,7 +128,13 @@ class HttpServer::Worker {
     size_t out_sent = 0;
     bool close_after_write = false;
     bool stopped_reading = false;
-    bool reading = false;         // which list it is on
+    bool reading = false;  // which list it is on
+    // An answer in `out` waits for its hold to end (HttpResponse::hold);
+    // nothing is sent or processed on the connection until then.
+    bool held = false;
+    // Bumped on every Open, so a hold queued for a slot's earlier
+    // connection is recognized as stale.
+    uint32_t generation = 0;
     uint32_t interest = EPOLLIN;  // the epoll events registered
     Clock::time_point since;
     uint32_t prev = kNone;
@@ -186,6 +193,16 @@ class HttpServer::Worker {
   // are each on one deadline list and counted.
   void VerifySlots();
   void ExpireDeadlines(Clock::time_point now);
+  // Queues slot `i`'s answer (already in `out`) until `until`; false when
+  // the queue is full (the answer then goes at once).
+  bool Hold(uint32_t i, Clock::time_point until);
+  // Process's step for an answer the handler asked to hold: held, or (full
+  // queue, draining) sent at once.
+  void HoldAnswer(uint32_t i, bool draining);
+  // Sends every held answer due by `now` (every one with `all`).
+  void ReleaseHeld(Clock::time_point now, bool all = false);
+  // Ends slot `i`'s hold (sent or closed): counted, and the handler told.
+  void EndHold(uint32_t i);
   int NextTimeoutMs(Clock::time_point now) const;
 
   const ServerOptions options_;
@@ -202,6 +219,15 @@ class HttpServer::Worker {
   std::vector<char> verify_seen_;
   List reading_;
   List idle_;
+  // Held answers by release time, earliest on top; entries of closed slots
+  // are skipped by generation. Its storage is reserved at Init.
+  struct HeldAnswer {
+    Clock::time_point until;
+    uint32_t slot;
+    uint32_t generation;
+    bool operator>(const HeldAnswer& o) const { return until > o.until; }
+  };
+  std::vector<HeldAnswer> held_;
   bool accepting_ = true;
   std::atomic<bool> draining_{false};
   Clock::time_point drain_deadline_{};
@@ -213,6 +239,7 @@ class HttpServer::Worker {
   std::atomic<uint64_t> open_{0};
   std::atomic<uint64_t> timed_out_{0};
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> held_count_{0};
 };
 
 }  // namespace mxlimit::http

@@ -100,6 +100,55 @@ inline uint32_t FoundSlots(const uint16_t* best, size_t lanes) {
 // The order (1-based rank) of entries_[index].
 uint16_t OrderOf(size_t index) { return static_cast<uint16_t>(index + 1); }
 
+// Resolution keeps one lane per (layer, scope, mode) group in a 32-bit set:
+// five scopes in eight layers could need more.
+void AddGroupProblems(std::span<const Policy> policies,
+                      std::vector<std::string>& problems) {
+  std::vector<std::tuple<std::string_view, Scope, bool>> groups;
+  for (const Policy& p : policies) {
+    const auto g =
+        std::make_tuple(std::string_view(p.layer), p.scope, p.shadow_mode);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) {
+      groups.push_back(g);
+    }
+  }
+  if (groups.size() > kMaxResolved) {
+    problems.push_back(absl::StrCat(
+        "policies: got ", groups.size(),
+        " (layer, scope, shadow mode) groups (built-ins included), "
+        "expected at most ",
+        kMaxResolved, "; put policies of one scope in fewer layers"));
+  }
+}
+
+// A room-scope policy keys by the route's room placeholder: each of its
+// patterns must reach a route that has one.
+void AddRoomPatternProblems(std::span<const Policy> operator_policies,
+                            std::span<const std::string_view> route_keys,
+                            std::vector<std::string>& problems) {
+  std::vector<std::string> room_keys;
+  for (const std::string_view key : route_keys) {
+    if (KeyHasRoom(key)) room_keys.push_back(CanonicalPattern(key));
+  }
+  for (const Policy& p : operator_policies) {
+    if (p.scope != Scope::kRoom) continue;
+    for (const std::string& pattern : p.match) {
+      const std::string canonical = CanonicalPattern(pattern);
+      const bool reaches = std::any_of(
+          room_keys.begin(), room_keys.end(), [&](const std::string& key) {
+            return canonical != kFallbackRouteKey && GlobMatch(canonical, key);
+          });
+      if (reaches) continue;
+      problems.push_back(absl::StrCat(
+          "policy ", QuoteForError(p.name),
+          p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
+          ": match: got ", QuoteForError(pattern),
+          ", but a room-scope policy applies only to routes with a {roomId} "
+          "or {roomIdOrAlias} placeholder, and this pattern matches none"));
+    }
+  }
+}
+
 }  // namespace
 
 PreparedRouteForms::PreparedRouteForms(std::span<const RouteForm> forms) {
@@ -209,49 +258,10 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
         ": layer: ", over->problem));
   }
-  {
-    // Resolution keeps one lane per (layer, scope, mode) group in a 32-bit
-    // set: five scopes in eight layers could need more.
-    std::vector<std::tuple<std::string_view, Scope, bool>> groups;
-    for (const Policy& p : set.policies_) {
-      const auto g =
-          std::make_tuple(std::string_view(p.layer), p.scope, p.shadow_mode);
-      if (std::find(groups.begin(), groups.end(), g) == groups.end()) {
-        groups.push_back(g);
-      }
-    }
-    if (groups.size() > kMaxResolved) {
-      problems.push_back(absl::StrCat(
-          "policies: got ", groups.size(),
-          " (layer, scope, shadow mode) groups (built-ins included), "
-          "expected at most ",
-          kMaxResolved, "; put policies of one scope in fewer layers"));
-    }
-  }
-  // A room-scope policy keys by the route's room placeholder: each of its
-  // patterns must reach a route that has one.
-  std::vector<std::string> room_keys;
-  for (const std::string_view key : route_keys) {
-    if (KeyHasRoom(key)) room_keys.push_back(CanonicalPattern(key));
-  }
-  for (size_t i = 0; i < operator_count; ++i) {
-    const Policy& p = set.policies_[i];
-    if (p.scope != Scope::kRoom) continue;
-    for (const std::string& pattern : p.match) {
-      const std::string canonical = CanonicalPattern(pattern);
-      const bool reaches = std::any_of(
-          room_keys.begin(), room_keys.end(), [&](const std::string& key) {
-            return canonical != kFallbackRouteKey && GlobMatch(canonical, key);
-          });
-      if (reaches) continue;
-      problems.push_back(absl::StrCat(
-          "policy ", QuoteForError(p.name),
-          p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
-          ": match: got ", QuoteForError(pattern),
-          ", but a room-scope policy applies only to routes with a {roomId} "
-          "or {roomIdOrAlias} placeholder, and this pattern matches none"));
-    }
-  }
+  AddGroupProblems(set.policies_, problems);
+  AddRoomPatternProblems(
+      std::span<const Policy>(set.policies_.data(), operator_count), route_keys,
+      problems);
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }

@@ -38,9 +38,15 @@ LimiterConfig ConfigWith(std::vector<Policy> policies) {
 
 MonotonicTime Ms(int64_t ms) { return MonotonicTime::FromMilliseconds(ms); }
 
+// A request from an embedder that holds delayed requests.
+Request Holdable(Request r) {
+  r.may_delay = true;
+  return r;
+}
+
 template <typename L>
 void ExpectGcraDelays(L& limiter) {
-  const Request r = MakeRequest("GET", kSearch, "203.0.113.5");
+  const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.5"));
   // The burst passes at once; then each request waits one interval (100 ms)
   // more than the one before, as a GCRA queue does, up to max_delay.
   for (int i = 0; i < 2; ++i) {
@@ -83,7 +89,7 @@ TEST(DelayTest, AShardedLimiterDelaysAlike) {
 
 TEST(DelayTest, PeekReportsTheDelayAndChargesNothing) {
   auto l = *Limiter::Create(ConfigWith({Delayed()}));
-  const Request r = MakeRequest("GET", kSearch, "203.0.113.5");
+  const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.5"));
   l->Check(r, Ms(0));
   l->Check(r, Ms(0));
   for (int i = 0; i < 3; ++i) {
@@ -99,7 +105,8 @@ TEST(DelayTest, ADenyPolicyDeniingBesideItWins) {
   Policy strict =
       MakePolicy("rooms-user", kSearch, Scope::kUser, 1, TimeUnit::kMinute, 1);
   auto l = *Limiter::Create(ConfigWith({Delayed(), strict}));
-  Request r = MakeRequest("GET", kSearch, "203.0.113.5", "@a:example.org");
+  Request r =
+      Holdable(MakeRequest("GET", kSearch, "203.0.113.5", "@a:example.org"));
   EXPECT_TRUE(l->Check(r, Ms(0)).allowed);
   r.user_id = "@b:example.org";
   EXPECT_TRUE(l->Check(r, Ms(0)).allowed);
@@ -114,12 +121,13 @@ TEST(DelayTest, ADenyPolicyDeniingBesideItWins) {
   EXPECT_EQ(l->Check(r, Ms(0)).delay, milliseconds(100));
 }
 
+// The default: an embedder that does not say it holds requests never sees a
+// delay, so reading only `allowed` stays exact.
 TEST(DelayTest, AnEmbedderThatCannotHoldGetsTheDenial) {
   auto l = *Limiter::Create(ConfigWith({Delayed()}));
-  Request r = MakeRequest("GET", kSearch, "203.0.113.5");
+  Request r = MakeRequest("GET", kSearch, "203.0.113.5");  // may_delay false
   l->Check(r, Ms(0));
   l->Check(r, Ms(0));
-  r.may_delay = false;
   const Decision d = l->Check(r, Ms(0));
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after, milliseconds(100));

@@ -227,6 +227,52 @@ class ProxyScenarios:
         assert proxy.request("GET", "/_matrix/federation/v1/version", source="127.0.0.2").status == 200
         assert stub.count("GET", "/_matrix/federation/v1/query/profile") == 100
 
+    def test_delayed_admissions_are_held_then_passed_and_charged_once(self, mxlimitd, stub, start_proxy):
+        """`on_limit: delay` through the real proxy: mxlimitd holds the allowing answer for the delay (on a timer; the
+        other requests of the burst are decided meanwhile), the proxy then passes the request on, and each delayed
+        request is charged once, at its own later time. 4 a second, burst 1, waits of up to 1 s served late: of 8
+        requests at once, one passes at once, four after 250, 500, 750 and 1000 ms, three are denied."""
+        policy = h.policy_yaml() + """
+  - name: e2e-delay
+    match: "/_matrix/client/v3/thirdparty/protocols"
+    methods: [GET]
+    rate_limit: { unit: second, requests_per_unit: 4, burst: 1 }
+    on_limit: delay
+    max_delay: 1s
+"""
+        daemon = mxlimitd(policy)
+        proxy = start_proxy("fail-closed", daemon, stub)
+        target = "/_matrix/client/v3/thirdparty/protocols"
+        results = [None] * 8
+        start = time.monotonic()
+
+        def one(k):
+            r = proxy.request("GET", target, source="127.0.0.2")
+            results[k] = (r.status, time.monotonic() - start, r)
+
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        passed = sorted(elapsed for status, elapsed, _ in results if status == 200)
+        denied = [r for status, _, r in results if status != 200]
+        assert len(passed) == 5 and len(denied) == 3, [(s, round(e, 3)) for s, e, _ in results]
+        for r in denied:
+            h.assert_matrix_429(r)
+        # The held ones came back no earlier than their place in the queue.
+        for k, elapsed in enumerate(passed):
+            assert elapsed >= 0.25 * k - 0.05, passed
+        assert stub.count("GET", target) == 5
+        metrics = daemon.get("/_mxlimit/metrics").body.decode()
+        assert re.search(r'^mxlimitd_decisions_total\{result="delayed"\} 4$', metrics, re.M), metrics
+        assert re.search(r"^mxlimitd_held_answers 0$", metrics, re.M), metrics
+        # Charged once each: a second later the queue has drained by four intervals, so one passes at once.
+        time.sleep(max(0.0, start + 2.0 - time.monotonic()))
+        t0 = time.monotonic()
+        assert proxy.request("GET", target, source="127.0.0.2").status == 200
+        assert time.monotonic() - t0 < 0.2
+
     def test_forged_proxy_headers_do_not_change_what_is_judged(self, mxlimitd, stub, start_proxy):
         """A login flood from one client that forges every header a proxy could set (nginx's X-Original-*, Caddy's
         X-Forwarded-*, X-Real-IP, Forwarded), fresh values each time: the built-in login-per-ip still allows 5 at
