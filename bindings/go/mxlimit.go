@@ -193,6 +193,18 @@ type Request struct {
 	// Trusted (an application service, an admin): neither checked nor
 	// charged.
 	Exempt bool
+	// A federation request's origin server (its X-Matrix origin=); "" for a
+	// client request. OriginVerified once its signature checked out: the
+	// origin's buckets are then keyed by the name alone, not bound to the
+	// client's network.
+	Origin         string
+	OriginVerified bool
+	// The account the request is about (a login's user, an invitee); ""
+	// when unknown.
+	TargetUser string
+	// The caller holds the request for Decision.Delay before passing it on;
+	// without it, policies with on_limit: delay deny.
+	MayDelay bool
 	// Now on a monotonic clock in nanoseconds (MonotonicNow); 0 reads it.
 	Now int64
 }
@@ -239,6 +251,9 @@ type Decision struct {
 	LimitedBy    Scope
 	// The exact wait until the same request would pass.
 	RetryAfter time.Duration
+	// Allowed, but only after this wait (a delayed admission, with
+	// Request.MayDelay): hold the request, then pass it on.
+	Delay time.Duration
 	// Requests of cost 1 left; math.MaxInt64 when no limited policy applied.
 	Remaining int64
 	// The policy that denied ("" when allowed), the normalized route, and
@@ -271,6 +286,7 @@ func (l *Limiter) decision(d *C.mxlimit_decision) Decision {
 		ShadowDenied: d.shadow_denied != 0,
 		LimitedBy:    Scope(d.limited_by),
 		RetryAfter:   time.Duration(d.retry_after_ns),
+		Delay:        time.Duration(d.delay_ns),
 		Remaining:    int64(d.remaining),
 		Policy:       l.str(d.policy, d.policy_len),
 		RouteKey:     l.str(d.route_key, d.route_key_len),
@@ -295,13 +311,21 @@ func (l *Limiter) do(kind call, r *Request) (Decision, error) {
 	method, methodLen := cstr(r.Method)
 	target, targetLen := cstr(r.Target)
 	user, userLen := cstr(r.UserID)
+	origin, originLen := cstr(r.Origin)
+	targetUser, targetUserLen := cstr(r.TargetUser)
 	cost := r.Cost
 	if cost == 0 {
 		cost = 1
 	}
 	var flags C.uint32_t
 	if r.Exempt {
-		flags = C.MXLIMIT_EXEMPT
+		flags |= C.MXLIMIT_EXEMPT
+	}
+	if r.MayDelay {
+		flags |= C.MXLIMIT_MAY_DELAY
+	}
+	if r.OriginVerified {
+		flags |= C.MXLIMIT_ORIGIN_VERIFIED
 	}
 	now := r.Now
 	if now == 0 {
@@ -312,17 +336,17 @@ func (l *Limiter) do(kind call, r *Request) (Decision, error) {
 	var rc C.int
 	switch kind {
 	case callCheck:
-		rc = C.mxlimit_check(l.c, method, methodLen, target, targetLen,
-			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
-			C.int64_t(now), &d)
+		rc = C.mxlimit_check_subjects(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
+			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now), &d)
 	case callPeek:
-		rc = C.mxlimit_peek(l.c, method, methodLen, target, targetLen,
-			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
-			C.int64_t(now), &d)
+		rc = C.mxlimit_peek_subjects(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
+			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now), &d)
 	default:
-		rc = C.mxlimit_charge(l.c, method, methodLen, target, targetLen,
-			(*C.uint8_t)(&client[0]), user, userLen, C.int64_t(cost), flags,
-			C.int64_t(now))
+		rc = C.mxlimit_charge_subjects(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
+			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now))
 	}
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(l)

@@ -124,6 +124,47 @@ func TestDefaultConfigLimitsJoinsPerRoom(t *testing.T) {
 	}
 }
 
+func TestOriginsTargetsAndDelays(t *testing.T) {
+	l := mustLimiter(t, `
+policies:
+  - name: fed
+    match: /_matrix/federation/*
+    scope: origin
+    share_threshold: true
+    rate_limit: { unit: minute, requests_per_unit: 1, burst: 1 }
+  - name: slow
+    match: /_matrix/client/v3/publicRooms
+    rate_limit: { unit: second, requests_per_unit: 10, burst: 1 }
+    on_limit: delay
+    max_delay: 500ms
+`)
+	client := netip.AddrFrom4([4]byte{203, 0, 113, 5})
+	fed := &Request{Method: "GET", Target: "/_matrix/federation/v1/version",
+		Client: client, Origin: "matrix.org", Now: 1}
+	if d := mustCheck(t, l, fed); !d.Allowed {
+		t.Fatalf("first federation request denied: %+v", d)
+	}
+	if d := mustCheck(t, l, fed); d.Allowed || d.LimitedBy != ScopeOrigin || d.Policy != "fed" {
+		t.Errorf("second from the same origin and network: %+v", d)
+	}
+	fed.OriginVerified = true
+	if d := mustCheck(t, l, fed); !d.Allowed {
+		t.Errorf("verified origin is its own bucket: %+v", d)
+	}
+	rooms := &Request{Method: "GET", Target: "/_matrix/client/v3/publicRooms",
+		Client: client, MayDelay: true, Now: 1}
+	if d := mustCheck(t, l, rooms); !d.Allowed || d.Delay != 0 {
+		t.Fatalf("first: %+v", d)
+	}
+	if d := mustCheck(t, l, rooms); !d.Allowed || d.Delay != 100*time.Millisecond || d.Policy != "slow" {
+		t.Errorf("second is delayed 100ms: %+v", d)
+	}
+	rooms.MayDelay = false
+	if d := mustCheck(t, l, rooms); d.Allowed || d.RetryAfter != 200*time.Millisecond {
+		t.Errorf("without MayDelay the wait is a denial: %+v", d)
+	}
+}
+
 const policies = `
 policies:
   - name: blocked

@@ -247,6 +247,15 @@ MXLIMIT_C_API void mxlimit_limiter_free(mxlimit_limiter* limiter)
 // The embedder trusts this request (an application service, an admin): it is
 // neither checked nor charged.
 #define MXLIMIT_EXEMPT 1u
+// The caller can hold this request for `mxlimit_decision.delay_ns` before
+// passing it on: policies with `on_limit: delay` may then admit it late
+// instead of denying it. Without it they deny (docs/policies.md, "Delay
+// before deny").
+#define MXLIMIT_MAY_DELAY 2u
+// The `origin` of mxlimit_check_subjects is verified (the request's X-Matrix
+// signature checked out): its buckets are keyed by the name alone, not bound
+// to the client's network.
+#define MXLIMIT_ORIGIN_VERIFIED 4u
 
 // `mxlimit_decision.limited_by`: which table the denying bucket is in.
 #define MXLIMIT_SCOPE_NONE 0
@@ -301,11 +310,17 @@ typedef struct mxlimit_decision {
   // The first shadow policy that would have denied (empty if none).
   const char* shadow_policy;
   size_t shadow_policy_len;
+  // Appended after 0.1.0 (a caller built against 0.1.0 passes a smaller
+  // struct_size and never sees it): allowed, but only after this wait, in
+  // nanoseconds; hold the request that long, then pass it on. 0 for every
+  // decision but a delayed admission (MXLIMIT_MAY_DELAY); `policy` then names
+  // the policy that delayed it.
+  int64_t delay_ns;
 } mxlimit_decision;
 
 // `mxlimit_decision d = MXLIMIT_DECISION_INIT;`
 #define MXLIMIT_DECISION_INIT \
-  { sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 // mxlimit_check()
 //
@@ -362,6 +377,44 @@ MXLIMIT_C_API int mxlimit_charge(mxlimit_limiter* limiter, const char* method,
                                  const char* user_id, size_t user_id_len,
                                  int64_t cost, uint32_t flags,
                                  int64_t now_ns) MXLIMIT_C_NOEXCEPT;
+
+// mxlimit_check_subjects(), mxlimit_peek_subjects(),
+// mxlimit_charge_subjects()
+//
+// mxlimit_check, mxlimit_peek and mxlimit_charge with the two subjects only
+// the embedder knows (docs/config.md, "scope"):
+//
+//   origin, origin_len    a federation request's origin server, from its
+//                         `Authorization: X-Matrix origin=`; with
+//                         MXLIMIT_ORIGIN_VERIFIED once the signature checked
+//                         out; length 0 for a client request
+//   target_user, target_user_len
+//                         the account the request is about (the user a login
+//                         names, the invitee of an invite); length 0 when
+//                         unknown: target-scope policies do not apply
+//
+// Either string may be NULL with length 0. The room needs nothing: it is the
+// route's room segment. Errors as for the calls they extend.
+MXLIMIT_C_API int mxlimit_check_subjects(
+    mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, int64_t now_ns,
+    mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
+MXLIMIT_C_API int mxlimit_peek_subjects(
+    const mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, int64_t now_ns,
+    mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
+MXLIMIT_C_API int mxlimit_charge_subjects(
+    mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
 
 // -----------------------------------------------------------------------------
 // Helpers

@@ -28,7 +28,8 @@ inline constexpr size_t kFirstDecisionSize =
     offsetof(mxlimit_decision, shadow_policy_len) + sizeof(size_t);
 
 static_assert(sizeof(mxlimit_options) == kFirstOptionsSize);
-static_assert(sizeof(mxlimit_decision) == kFirstDecisionSize);
+// The second version appended `delay_ns`.
+static_assert(sizeof(mxlimit_decision) == kFirstDecisionSize + sizeof(int64_t));
 
 }  // namespace mxlimit::c_api
 

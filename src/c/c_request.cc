@@ -19,7 +19,16 @@
 namespace mxlimit::c_api {
 namespace {
 
-constexpr uint32_t kKnownFlags = MXLIMIT_EXEMPT;
+constexpr uint32_t kKnownFlags =
+    MXLIMIT_EXEMPT | MXLIMIT_MAY_DELAY | MXLIMIT_ORIGIN_VERIFIED;
+
+// The subjects of the `_subjects` calls; both empty for the others.
+struct Subjects {
+  const char* origin = nullptr;
+  size_t origin_len = 0;
+  const char* target_user = nullptr;
+  size_t target_user_len = 0;
+};
 
 // A (pointer, length) string: NULL only with length 0.
 bool ReadString(const char* data, size_t len, std::string_view& out) {
@@ -34,16 +43,21 @@ bool ReadString(const char* data, size_t len, std::string_view& out) {
 // The flat arguments as a Request; false for any that is not allowed.
 bool ReadRequest(const char* method, size_t method_len, const char* target,
                  size_t target_len, const uint8_t* client, const char* user_id,
-                 size_t user_id_len, int64_t cost, uint32_t flags,
-                 Request& request) {
+                 size_t user_id_len, const Subjects& subjects, int64_t cost,
+                 uint32_t flags, Request& request) {
   if (client == nullptr || (flags & ~kKnownFlags) != 0) return false;
   if (!ReadString(method, method_len, request.method) ||
       !ReadString(target, target_len, request.target) ||
-      !ReadString(user_id, user_id_len, request.user_id)) {
+      !ReadString(user_id, user_id_len, request.user_id) ||
+      !ReadString(subjects.origin, subjects.origin_len, request.origin) ||
+      !ReadString(subjects.target_user, subjects.target_user_len,
+                  request.target_user)) {
     return false;
   }
   std::memcpy(request.client.bytes.data(), client, request.client.bytes.size());
   request.exempt = (flags & MXLIMIT_EXEMPT) != 0;
+  request.may_delay = (flags & MXLIMIT_MAY_DELAY) != 0;
+  request.origin_verified = (flags & MXLIMIT_ORIGIN_VERIFIED) != 0;
   request.cost = cost;
   return true;
 }
@@ -78,6 +92,7 @@ void WriteDecision(const Decision& d, mxlimit_decision* out) {
   c.route_key_len = d.route_key.size();
   c.shadow_policy = NonNull(d.shadow_policy);
   c.shadow_policy_len = d.shadow_policy.size();
+  c.delay_ns = d.delay.count();
   const uint32_t size = out->struct_size;
   if (size == sizeof(mxlimit_decision)) {
     *out = c;
@@ -95,6 +110,11 @@ void WriteDecision(const Decision& d, mxlimit_decision* out) {
 static_assert(static_cast<uint8_t>(LimitScope::kNone) == MXLIMIT_SCOPE_NONE);
 static_assert(static_cast<uint8_t>(LimitScope::kIp) == MXLIMIT_SCOPE_IP);
 static_assert(static_cast<uint8_t>(LimitScope::kUser) == MXLIMIT_SCOPE_USER);
+static_assert(static_cast<uint8_t>(LimitScope::kOrigin) ==
+              MXLIMIT_SCOPE_ORIGIN);
+static_assert(static_cast<uint8_t>(LimitScope::kRoom) == MXLIMIT_SCOPE_ROOM);
+static_assert(static_cast<uint8_t>(LimitScope::kTarget) ==
+              MXLIMIT_SCOPE_TARGET);
 static_assert(kUnlimitedRemaining == MXLIMIT_UNLIMITED_REMAINING);
 
 // mxlimit_check and mxlimit_peek: validates the flat arguments, then fills
@@ -103,16 +123,32 @@ template <typename Decider>
 int Decide(const mxlimit_limiter* limiter, const char* method,
            size_t method_len, const char* target, size_t target_len,
            const uint8_t client[16], const char* user_id, size_t user_id_len,
-           int64_t cost, uint32_t flags, mxlimit_decision* out,
-           const Decider& decide) {
+           const Subjects& subjects, int64_t cost, uint32_t flags,
+           mxlimit_decision* out, const Decider& decide) {
   Request request;
   if (limiter == nullptr || cost < 0 || !DecisionOk(out) ||
       !ReadRequest(method, method_len, target, target_len, client, user_id,
-                   user_id_len, cost, flags, request)) {
+                   user_id_len, subjects, cost, flags, request)) {
     return MXLIMIT_EINVAL;
   }
   return Guarded(nullptr, [&] {
     WriteDecision(decide(request), out);
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int Charge(mxlimit_limiter* limiter, const char* method, size_t method_len,
+           const char* target, size_t target_len, const uint8_t client[16],
+           const char* user_id, size_t user_id_len, const Subjects& subjects,
+           int64_t cost, uint32_t flags, int64_t now_ns) {
+  Request request;
+  if (limiter == nullptr ||
+      !ReadRequest(method, method_len, target, target_len, client, user_id,
+                   user_id_len, subjects, cost, flags, request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    limiter->limiter->Charge(request, MonotonicTime::FromNanoseconds(now_ns));
     return static_cast<int>(MXLIMIT_OK);
   });
 }
@@ -131,10 +167,58 @@ int mxlimit_check(mxlimit_limiter* limiter, const char* method,
                   int64_t now_ns, mxlimit_decision* out) noexcept {
   return mxlimit::c_api::Decide(
       limiter, method, method_len, target, target_len, client, user_id,
-      user_id_len, cost, flags, out, [&](const mxlimit::Request& request) {
+      user_id_len, {}, cost, flags, out, [&](const mxlimit::Request& request) {
         return limiter->limiter->Check(
             request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
       });
+}
+
+int mxlimit_check_subjects(mxlimit_limiter* limiter, const char* method,
+                           size_t method_len, const char* target,
+                           size_t target_len, const uint8_t client[16],
+                           const char* user_id, size_t user_id_len,
+                           const char* origin, size_t origin_len,
+                           const char* target_user, size_t target_user_len,
+                           int64_t cost, uint32_t flags, int64_t now_ns,
+                           mxlimit_decision* out) noexcept {
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len}, cost,
+      flags, out, [&](const mxlimit::Request& request) {
+        return limiter->limiter->Check(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+      });
+}
+
+int mxlimit_peek_subjects(const mxlimit_limiter* limiter, const char* method,
+                          size_t method_len, const char* target,
+                          size_t target_len, const uint8_t client[16],
+                          const char* user_id, size_t user_id_len,
+                          const char* origin, size_t origin_len,
+                          const char* target_user, size_t target_user_len,
+                          int64_t cost, uint32_t flags, int64_t now_ns,
+                          mxlimit_decision* out) noexcept {
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len}, cost,
+      flags, out, [&](const mxlimit::Request& request) {
+        return limiter->limiter->Peek(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+      });
+}
+
+int mxlimit_charge_subjects(mxlimit_limiter* limiter, const char* method,
+                            size_t method_len, const char* target,
+                            size_t target_len, const uint8_t client[16],
+                            const char* user_id, size_t user_id_len,
+                            const char* origin, size_t origin_len,
+                            const char* target_user, size_t target_user_len,
+                            int64_t cost, uint32_t flags,
+                            int64_t now_ns) noexcept {
+  return mxlimit::c_api::Charge(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len}, cost,
+      flags, now_ns);
 }
 
 int mxlimit_peek(const mxlimit_limiter* limiter, const char* method,
@@ -144,7 +228,7 @@ int mxlimit_peek(const mxlimit_limiter* limiter, const char* method,
                  int64_t now_ns, mxlimit_decision* out) noexcept {
   return mxlimit::c_api::Decide(
       limiter, method, method_len, target, target_len, client, user_id,
-      user_id_len, cost, flags, out, [&](const mxlimit::Request& request) {
+      user_id_len, {}, cost, flags, out, [&](const mxlimit::Request& request) {
         return limiter->limiter->Peek(
             request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
       });
@@ -155,17 +239,9 @@ int mxlimit_charge(mxlimit_limiter* limiter, const char* method,
                    const uint8_t client[16], const char* user_id,
                    size_t user_id_len, int64_t cost, uint32_t flags,
                    int64_t now_ns) noexcept {
-  mxlimit::Request request;
-  if (limiter == nullptr || !mxlimit::c_api::ReadRequest(
-                                method, method_len, target, target_len, client,
-                                user_id, user_id_len, cost, flags, request)) {
-    return MXLIMIT_EINVAL;
-  }
-  return Guarded(nullptr, [&] {
-    limiter->limiter->Charge(request,
-                             mxlimit::MonotonicTime::FromNanoseconds(now_ns));
-    return static_cast<int>(MXLIMIT_OK);
-  });
+  return mxlimit::c_api::Charge(limiter, method, method_len, target, target_len,
+                                client, user_id, user_id_len, {}, cost, flags,
+                                now_ns);
 }
 
 int mxlimit_parse_ip(const char* text, size_t len, uint8_t out[16]) noexcept {

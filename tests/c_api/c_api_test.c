@@ -278,6 +278,74 @@ static void test_default_config_limits_joins_per_room(void) {
   mxlimit_limiter_free(limiter);
 }
 
+static void test_subjects_and_delays(void) {
+  /* An origin-scope policy, and a delaying one. */
+  mxlimit_limiter* limiter = new_from_yaml(
+      "policies:\n"
+      "  - name: fed\n"
+      "    match: /_matrix/federation/*\n"
+      "    scope: origin\n"
+      "    share_threshold: true\n"
+      "    rate_limit: { unit: minute, requests_per_unit: 1, burst: 2 }\n"
+      "  - name: slow-rooms\n"
+      "    match: /_matrix/client/v3/publicRooms\n"
+      "    rate_limit: { unit: second, requests_per_unit: 10, burst: 1 }\n"
+      "    on_limit: delay\n"
+      "    max_delay: 500ms\n");
+  if (limiter == NULL) return;
+  uint8_t client[16];
+  parse_ip("203.0.113.5", client);
+  const char* fed = "/_matrix/federation/v1/version";
+  mxlimit_decision d = MXLIMIT_DECISION_INIT;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_STATUS(
+        mxlimit_check_subjects(limiter, "GET", 3, fed, strlen(fed), client,
+                               NULL, 0, "matrix.org", 10, NULL, 0, 1, 0, 0, &d),
+        MXLIMIT_OK);
+    EXPECT_INT(d.allowed, 1);
+  }
+  EXPECT_STATUS(
+      mxlimit_check_subjects(limiter, "GET", 3, fed, strlen(fed), client, NULL,
+                             0, "matrix.org", 10, NULL, 0, 1, 0, 0, &d),
+      MXLIMIT_OK);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_INT(d.limited_by, MXLIMIT_SCOPE_ORIGIN);
+  EXPECT_STRN(d.policy, d.policy_len, "fed");
+  /* Verified, the name alone is another bucket; another origin too. */
+  EXPECT_STATUS(mxlimit_check_subjects(limiter, "GET", 3, fed, strlen(fed),
+                                       client, NULL, 0, "matrix.org", 10, NULL,
+                                       0, 1, MXLIMIT_ORIGIN_VERIFIED, 0, &d),
+                MXLIMIT_OK);
+  EXPECT_INT(d.allowed, 1);
+  /* The plain call has no origin: the policy does not apply. */
+  EXPECT_INT(check_at(limiter, "GET", fed, "203.0.113.5", NULL, 0).allowed, 1);
+
+  const char* rooms = "/_matrix/client/v3/publicRooms";
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, rooms, strlen(rooms), client,
+                              NULL, 0, 1, MXLIMIT_MAY_DELAY, 0, &d),
+                MXLIMIT_OK);
+  EXPECT_INT(d.allowed, 1);
+  EXPECT_INT(d.delay_ns, 0);
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, rooms, strlen(rooms), client,
+                              NULL, 0, 1, MXLIMIT_MAY_DELAY, 0, &d),
+                MXLIMIT_OK);
+  EXPECT_INT(d.allowed, 1);
+  EXPECT_INT(d.delay_ns, 100000000);
+  EXPECT_STRN(d.policy, d.policy_len, "slow-rooms");
+  /* Without the flag, the same wait is a denial. */
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, rooms, strlen(rooms), client,
+                              NULL, 0, 1, 0, 0, &d),
+                MXLIMIT_OK);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_INT(d.retry_after_ns, 200000000);
+  EXPECT_INT(d.delay_ns, 0);
+  /* An unknown flag is still refused. */
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, rooms, strlen(rooms), client,
+                              NULL, 0, 1, 64u, 0, &d),
+                MXLIMIT_EINVAL);
+  mxlimit_limiter_free(limiter);
+}
+
 /* --- Operator policies: never, shadow, user scope, peek, charge ----------- */
 
 static const char kPolicies[] =
@@ -709,7 +777,7 @@ static void test_null_and_bad_arguments_are_einval(void) {
       mxlimit_check(limiter, "GET", 3, t, tn, client, NULL, 0, -1, 0, 0, &d),
       MXLIMIT_EINVAL);
   EXPECT_STATUS(
-      mxlimit_check(limiter, "GET", 3, t, tn, client, NULL, 0, 1, 2, 0, &d),
+      mxlimit_check(limiter, "GET", 3, t, tn, client, NULL, 0, 1, 128u, 0, &d),
       MXLIMIT_EINVAL);
   /* NULL with length 0 is an empty string: allowed everywhere. */
   EXPECT_STATUS(
@@ -745,7 +813,7 @@ static void test_null_and_bad_arguments_are_einval(void) {
       mxlimit_charge(limiter, "GET", 3, NULL, 2, client, NULL, 0, 1, 0, 0),
       MXLIMIT_EINVAL);
   EXPECT_STATUS(
-      mxlimit_charge(limiter, "GET", 3, t, tn, client, NULL, 0, 1, 4, 0),
+      mxlimit_charge(limiter, "GET", 3, t, tn, client, NULL, 0, 1, 128u, 0),
       MXLIMIT_EINVAL);
 
   /* Addresses. */
@@ -871,6 +939,7 @@ int main(int argc, char** argv) {
   test_default_config_limits_login_per_address();
   test_default_config_limits_message_send_per_user();
   test_default_config_limits_joins_per_room();
+  test_subjects_and_delays();
   test_never_has_no_retry_after();
   test_shadow_policy_reports_without_denying();
   test_user_scope_peek_and_charge();

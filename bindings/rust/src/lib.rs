@@ -142,6 +142,18 @@ pub struct Request<'a> {
     /// Trusted (an application service, an admin): neither checked nor
     /// charged.
     pub exempt: bool,
+    /// A federation request's origin server (its `X-Matrix origin=`); empty
+    /// for a client request.
+    pub origin: &'a str,
+    /// The origin's signature was verified: its buckets are keyed by the
+    /// name alone, not bound to the client's network.
+    pub origin_verified: bool,
+    /// The account the request is about (a login's user, an invitee); empty
+    /// when unknown.
+    pub target_user: &'a str,
+    /// The caller holds the request for [`Decision::delay`] before passing it
+    /// on; without it `on_limit: delay` policies deny.
+    pub may_delay: bool,
     /// Now, in nanoseconds of a monotonic clock ([`monotonic_now_ns`]).
     pub now_ns: i64,
 }
@@ -156,6 +168,10 @@ impl<'a> Request<'a> {
             user_id: "",
             cost: 1,
             exempt: false,
+            origin: "",
+            origin_verified: false,
+            target_user: "",
+            may_delay: false,
             now_ns: monotonic_now_ns(),
         }
     }
@@ -184,6 +200,26 @@ impl<'a> Request<'a> {
         self
     }
 
+    /// The same request, from federation origin `origin` (`verified` once its
+    /// signature checked out).
+    pub fn origin(mut self, origin: &'a str, verified: bool) -> Self {
+        self.origin = origin;
+        self.origin_verified = verified;
+        self
+    }
+
+    /// The same request, about account `target_user`.
+    pub fn target_user(mut self, target_user: &'a str) -> Self {
+        self.target_user = target_user;
+        self
+    }
+
+    /// The same request, from a caller that holds delayed requests or not.
+    pub fn may_delay(mut self, may_delay: bool) -> Self {
+        self.may_delay = may_delay;
+        self
+    }
+
     fn client_bytes(&self) -> [u8; 16] {
         match self.client {
             IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
@@ -192,11 +228,17 @@ impl<'a> Request<'a> {
     }
 
     fn flags(&self) -> u32 {
+        let mut flags = 0;
         if self.exempt {
-            sys::MXLIMIT_EXEMPT
-        } else {
-            0
+            flags |= sys::MXLIMIT_EXEMPT;
         }
+        if self.may_delay {
+            flags |= sys::MXLIMIT_MAY_DELAY;
+        }
+        if self.origin_verified {
+            flags |= sys::MXLIMIT_ORIGIN_VERIFIED;
+        }
+        flags
     }
 }
 
@@ -230,6 +272,9 @@ pub struct Decision<'a> {
     pub limited_by: Scope,
     /// The exact wait until the same request would pass.
     pub retry_after: Duration,
+    /// Allowed, but only after this wait (a delayed admission, requested
+    /// with [`Request::may_delay`]): hold the request, then pass it on.
+    pub delay: Duration,
     /// Requests of cost 1 left (`i64::MAX`: no limited policy applied).
     pub remaining: i64,
     /// The policy that denied ("" when allowed).
@@ -269,6 +314,7 @@ impl<'a> Decision<'a> {
                 _ => Scope::None,
             },
             retry_after: Duration::from_nanos(raw.retry_after_ns.max(0) as u64),
+            delay: Duration::from_nanos(raw.delay_ns.max(0) as u64),
             remaining: raw.remaining,
             policy: borrowed(raw.policy, raw.policy_len),
             route_key: borrowed(raw.route_key, raw.route_key_len),
@@ -292,9 +338,8 @@ impl<'a> Decision<'a> {
         let mut buf = [0 as c_char; sys::MXLIMIT_RETRY_AFTER_MAX];
         let mut len = 0usize;
         // SAFETY: a valid decision and a buffer of the documented size.
-        let rc = unsafe {
-            sys::mxlimit_format_retry_after(&raw, buf.as_mut_ptr(), buf.len(), &mut len)
-        };
+        let rc =
+            unsafe { sys::mxlimit_format_retry_after(&raw, buf.as_mut_ptr(), buf.len(), &mut len) };
         if rc != sys::MXLIMIT_OK || len == 0 {
             return None;
         }
@@ -308,8 +353,7 @@ impl<'a> Decision<'a> {
         let mut buf = [0 as c_char; sys::MXLIMIT_BODY_MAX];
         let mut len = 0usize;
         // SAFETY: a valid decision and a buffer of the documented size.
-        let rc =
-            unsafe { sys::mxlimit_format_body(&raw, buf.as_mut_ptr(), buf.len(), &mut len) };
+        let rc = unsafe { sys::mxlimit_format_body(&raw, buf.as_mut_ptr(), buf.len(), &mut len) };
         assert_eq!(rc, sys::MXLIMIT_OK, "MXLIMIT_BODY_MAX always suffices");
         buf[..len].iter().map(|&c| c as u8 as char).collect()
     }
@@ -360,7 +404,11 @@ impl Limiter {
         Limiter::from_yaml_with(text, file_name, &Options::default())
     }
 
-    pub fn from_yaml_with(text: &str, file_name: &str, options: &Options) -> Result<Limiter, Error> {
+    pub fn from_yaml_with(
+        text: &str,
+        file_name: &str,
+        options: &Options,
+    ) -> Result<Limiter, Error> {
         let name = name_to_cstring(file_name)?;
         let raw_options = options.raw();
         let mut out = ptr::null_mut();
@@ -381,12 +429,10 @@ impl Limiter {
     }
 
     fn own(raw: *mut sys::mxlimit_limiter) -> Result<Limiter, Error> {
-        NonNull::new(raw)
-            .map(|raw| Limiter { raw })
-            .ok_or(Error {
-                code: sys::MXLIMIT_EINTERNAL,
-                message: "no handle".to_string(),
-            })
+        NonNull::new(raw).map(|raw| Limiter { raw }).ok_or(Error {
+            code: sys::MXLIMIT_EINTERNAL,
+            message: "no handle".to_string(),
+        })
     }
 
     /// Reloads the policies from `path`; on any error the old ones stay in
@@ -395,8 +441,9 @@ impl Limiter {
         let path = path_to_cstring(path.as_ref())?;
         let mut errmsg = ptr::null_mut();
         // SAFETY: valid pointers for the duration of the call.
-        let rc =
-            unsafe { sys::mxlimit_limiter_reload_file(self.raw.as_ptr(), path.as_ptr(), &mut errmsg) };
+        let rc = unsafe {
+            sys::mxlimit_limiter_reload_file(self.raw.as_ptr(), path.as_ptr(), &mut errmsg)
+        };
         result(rc, errmsg)
     }
 
@@ -423,7 +470,7 @@ impl Limiter {
         let mut raw = sys::mxlimit_decision::default();
         // SAFETY: every (pointer, length) pair describes live memory.
         let rc = unsafe {
-            sys::mxlimit_check(
+            sys::mxlimit_check_subjects(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -432,6 +479,10 @@ impl Limiter {
                 client.as_ptr(),
                 request.user_id.as_ptr() as *const c_char,
                 request.user_id.len(),
+                request.origin.as_ptr() as *const c_char,
+                request.origin.len(),
+                request.target_user.as_ptr() as *const c_char,
+                request.target_user.len(),
                 request.cost,
                 request.flags(),
                 request.now_ns,
@@ -449,7 +500,7 @@ impl Limiter {
         let mut raw = sys::mxlimit_decision::default();
         // SAFETY: as in `check`.
         let rc = unsafe {
-            sys::mxlimit_peek(
+            sys::mxlimit_peek_subjects(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -458,6 +509,10 @@ impl Limiter {
                 client.as_ptr(),
                 request.user_id.as_ptr() as *const c_char,
                 request.user_id.len(),
+                request.origin.as_ptr() as *const c_char,
+                request.origin.len(),
+                request.target_user.as_ptr() as *const c_char,
+                request.target_user.len(),
                 request.cost,
                 request.flags(),
                 request.now_ns,
@@ -474,7 +529,7 @@ impl Limiter {
         let client = request.client_bytes();
         // SAFETY: as in `check`.
         let rc = unsafe {
-            sys::mxlimit_charge(
+            sys::mxlimit_charge_subjects(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -483,6 +538,10 @@ impl Limiter {
                 client.as_ptr(),
                 request.user_id.as_ptr() as *const c_char,
                 request.user_id.len(),
+                request.origin.as_ptr() as *const c_char,
+                request.origin.len(),
+                request.target_user.as_ptr() as *const c_char,
+                request.target_user.len(),
                 request.cost,
                 request.flags(),
                 request.now_ns,

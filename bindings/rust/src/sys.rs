@@ -46,6 +46,7 @@ pub struct mxlimit_decision {
     pub route_key_len: usize,
     pub shadow_policy: *const c_char,
     pub shadow_policy_len: usize,
+    pub delay_ns: i64,
 }
 
 impl Default for mxlimit_decision {
@@ -66,6 +67,7 @@ impl Default for mxlimit_decision {
             route_key_len: 0,
             shadow_policy: std::ptr::null(),
             shadow_policy_len: 0,
+            delay_ns: 0,
         }
     }
 }
@@ -83,6 +85,8 @@ pub const MXLIMIT_EINTERNAL: c_int = 13;
 pub const MXLIMIT_EUNAVAILABLE: c_int = 14;
 
 pub const MXLIMIT_EXEMPT: u32 = 1;
+pub const MXLIMIT_MAY_DELAY: u32 = 2;
+pub const MXLIMIT_ORIGIN_VERIFIED: u32 = 4;
 
 pub const MXLIMIT_SCOPE_NONE: u8 = 0;
 pub const MXLIMIT_SCOPE_IP: u8 = 1;
@@ -128,6 +132,59 @@ extern "C" {
     ) -> c_int;
     pub fn mxlimit_limiter_free(limiter: *mut mxlimit_limiter);
 
+    pub fn mxlimit_check_subjects(
+        limiter: *mut mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        now_ns: i64,
+        out: *mut mxlimit_decision,
+    ) -> c_int;
+    pub fn mxlimit_peek_subjects(
+        limiter: *const mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        now_ns: i64,
+        out: *mut mxlimit_decision,
+    ) -> c_int;
+    pub fn mxlimit_charge_subjects(
+        limiter: *mut mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        now_ns: i64,
+    ) -> c_int;
     pub fn mxlimit_check(
         limiter: *mut mxlimit_limiter,
         method: *const c_char,

@@ -24,8 +24,9 @@ fn version_is_the_crates() {
 
 #[test]
 fn structs_have_the_c_layout() {
-    // x86_64 / aarch64: what gcc lays out for c.h (16 + 2 * 8 + 6 * 8).
-    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 80);
+    // x86_64 / aarch64: what gcc lays out for c.h (16 + 2 * 8 + 6 * 8, and
+    // delay_ns appended after 0.1.0).
+    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 88);
     assert_eq!(std::mem::size_of::<sys::mxlimit_options>(), 8);
 }
 
@@ -72,7 +73,10 @@ fn default_config_limits_login_per_address() {
 fn default_config_limits_message_send_per_user() {
     let limiter = Limiter::from_yaml("", "empty.yaml").unwrap();
     let send = |i: u32| {
-        let target = format!("/_matrix/client/v3/rooms/!r:x.org/send/m.room.message/t{}", i);
+        let target = format!(
+            "/_matrix/client/v3/rooms/!r:x.org/send/m.room.message/t{}",
+            i
+        );
         let client = IpAddr::from([192, 0, 2, i as u8]);
         let r = Request::new("PUT", target.as_bytes(), client)
             .user("@bob:example.org")
@@ -92,9 +96,13 @@ fn default_config_limits_joins_per_room() {
     let join = |i: u32| {
         let user = format!("@u{}:example.org", i);
         let client = IpAddr::from([192, 0, 2, i as u8]);
-        let r = Request::new("POST", b"/_matrix/client/v3/rooms/%21wave%3Ax.org/join", client)
-            .user(&user)
-            .at(0);
+        let r = Request::new(
+            "POST",
+            b"/_matrix/client/v3/rooms/%21wave%3Ax.org/join",
+            client,
+        )
+        .user(&user)
+        .at(0);
         let d = limiter.check(&r).unwrap();
         (d.allowed, d.limited_by, d.policy.to_string())
     };
@@ -105,6 +113,44 @@ fn default_config_limits_joins_per_room() {
 }
 
 #[test]
+fn origins_targets_and_delays() {
+    let limiter = Limiter::from_yaml(
+        "policies:\n  - name: fed\n    match: /_matrix/federation/*\n    scope: origin\n    share_threshold: true\n    rate_limit: { unit: minute, requests_per_unit: 1, burst: 1 }\n  - name: slow\n    match: /_matrix/client/v3/publicRooms\n    rate_limit: { unit: second, requests_per_unit: 10, burst: 1 }\n    on_limit: delay\n    max_delay: 500ms\n",
+        "subjects.yaml",
+    )
+    .unwrap();
+    let client = IpAddr::from([203, 0, 113, 5]);
+    let fed = Request::new("GET", "/_matrix/federation/v1/version", client)
+        .origin("matrix.org", false)
+        .at(0);
+    assert!(limiter.check(&fed).unwrap().allowed);
+    let d = limiter.check(&fed).unwrap();
+    assert_eq!(
+        (d.allowed, d.limited_by, d.policy),
+        (false, Scope::Origin, "fed")
+    );
+    // Verified: the name alone, a fresh bucket.
+    assert!(
+        limiter
+            .check(&fed.origin("matrix.org", true))
+            .unwrap()
+            .allowed
+    );
+
+    let rooms = Request::new("GET", "/_matrix/client/v3/publicRooms", client)
+        .may_delay(true)
+        .at(0);
+    assert_eq!(limiter.check(&rooms).unwrap().delay, Duration::ZERO);
+    let d = limiter.check(&rooms).unwrap();
+    assert!(d.allowed);
+    assert_eq!(d.delay, Duration::from_millis(100));
+    assert_eq!(d.policy, "slow");
+    let d = limiter.check(&rooms.may_delay(false)).unwrap();
+    assert!(!d.allowed);
+    assert_eq!(d.retry_after, Duration::from_millis(200));
+}
+
+#[test]
 fn targets_are_bytes() {
     let limiter = Limiter::from_yaml("", "empty.yaml").unwrap();
     let target: &[u8] = b"/_matrix/client/v3/rooms/!\xff\xfe:x.org/send/m.room.message/1";
@@ -112,7 +158,10 @@ fn targets_are_bytes() {
         .check(&Request::new("PUT", target, ip("2001:db8::1")).user("@a:x.org"))
         .unwrap();
     assert!(d.allowed);
-    assert_eq!(d.route_key, "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}");
+    assert_eq!(
+        d.route_key,
+        "/_matrix/client/v3/rooms/{roomId}/send/{eventType}/{txnId}"
+    );
 }
 
 const POLICIES: &str = "\
@@ -166,15 +215,23 @@ fn config_errors_name_every_line() {
     let lines: Vec<&str> = err.message.lines().collect();
     assert!(lines.len() >= 3, "{}", err.message);
     assert!(lines[0].starts_with("bad.yaml:4:"), "{}", err.message);
-    assert!(lines.iter().all(|l| l.starts_with("bad.yaml:")), "{}", err.message);
+    assert!(
+        lines.iter().all(|l| l.starts_with("bad.yaml:")),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("did you mean \"minute\"?"));
 
-    let missing = Limiter::from_file("/nonexistent/mxlimit.yaml").err().unwrap();
+    let missing = Limiter::from_file("/nonexistent/mxlimit.yaml")
+        .err()
+        .unwrap();
     assert_eq!(missing.code, sys::MXLIMIT_ENOTFOUND);
     assert!(missing.message.contains("/nonexistent/mxlimit.yaml"));
     assert!(missing.to_string().starts_with("MXLIMIT_ENOTFOUND: "));
 
-    let shards = Limiter::from_yaml_with("", "x.yaml", &Options { shards: 3 }).err().unwrap();
+    let shards = Limiter::from_yaml_with("", "x.yaml", &Options { shards: 3 })
+        .err()
+        .unwrap();
     assert_eq!(shards.code, sys::MXLIMIT_EINVAL);
     assert!(shards.message.contains("shards: got 3"));
 }
@@ -201,7 +258,9 @@ fn names_stay_valid_across_reloads_and_files_reload() {
     assert_eq!(before.policy, "from-file");
 
     for i in 0..50 {
-        limiter.reload_yaml(&sync_policy(&format!("p-{}", i)), "r.yaml").unwrap();
+        limiter
+            .reload_yaml(&sync_policy(&format!("p-{}", i)), "r.yaml")
+            .unwrap();
     }
     std::fs::write(&path, sync_policy("reloaded")).unwrap();
     limiter.reload_file(&path).unwrap();
@@ -281,12 +340,25 @@ fn threads_share_one_limiter() {
 
 #[test]
 fn helpers() {
-    assert_eq!(mxlimit::parse_ip("[2001:db8::1%eth0]").unwrap(), ip("2001:db8::1"));
-    assert_eq!(mxlimit::parse_ip("::ffff:192.0.2.1").unwrap(), ip("192.0.2.1"));
-    assert_eq!(mxlimit::parse_ip("010.0.0.1").unwrap_err().code, sys::MXLIMIT_EINVAL);
+    assert_eq!(
+        mxlimit::parse_ip("[2001:db8::1%eth0]").unwrap(),
+        ip("2001:db8::1")
+    );
+    assert_eq!(
+        mxlimit::parse_ip("::ffff:192.0.2.1").unwrap(),
+        ip("192.0.2.1")
+    );
+    assert_eq!(
+        mxlimit::parse_ip("010.0.0.1").unwrap_err().code,
+        sys::MXLIMIT_EINVAL
+    );
     let a = mxlimit::monotonic_now_ns();
     assert!(mxlimit::monotonic_now_ns() >= a);
     let limiter = Limiter::from_yaml("", "m.yaml").unwrap();
     let metrics = limiter.metrics_prometheus().unwrap();
-    assert!(metrics.contains("mxlimit_table_size{table=\"ip\"}"), "{}", metrics);
+    assert!(
+        metrics.contains("mxlimit_table_size{table=\"ip\"}"),
+        "{}",
+        metrics
+    );
 }

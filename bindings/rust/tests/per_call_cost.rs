@@ -33,7 +33,10 @@ fn splitmix64(i: u64) -> u64 {
 fn per_call_cost_at_1k_buckets() {
     const N: u64 = 1024;
     const CALLS: u64 = 200_000;
-    let yaml = format!("tables:\n  ip: {{ capacity: {} }}\n  user: {{ capacity: {} }}\n", N, N);
+    let yaml = format!(
+        "tables:\n  ip: {{ capacity: {} }}\n  user: {{ capacity: {} }}\n",
+        N, N
+    );
     let limiter = Limiter::from_yaml(&yaml, "bench.yaml").unwrap();
     let users: Vec<String> = (0..N).map(|c| format!("@u{}:example.org", c)).collect();
     let clients: Vec<IpAddr> = (0..N)
@@ -59,6 +62,10 @@ fn per_call_cost_at_1k_buckets() {
             user_id: &users[c],
             cost: 1,
             exempt: false,
+            origin: "",
+            origin_verified: false,
+            target_user: "",
+            may_delay: false,
             now_ns: i as i64 * 1_000_000,
         }
     };
