@@ -1,5 +1,6 @@
 #include "src/engine/room_locator.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace mxlimit::internal {
@@ -77,11 +78,39 @@ RoomLocator::RoomLocator(const RouteNormalizer& normalizer)
     }
     if (has_room) forms_[f.id].push_back(std::move(form));
   }
+  by_count_.assign(forms_.size(), {});
+  for (size_t id = 0; id < forms_.size(); ++id) {
+    for (const Form& form : forms_[id]) {
+      const auto n = static_cast<uint8_t>(form.segments.size());
+      auto it = std::find_if(by_count_[id].begin(), by_count_[id].end(),
+                             [&](const ByCount& b) { return b.count == n; });
+      if (it == by_count_[id].end()) {
+        by_count_[id].push_back(ByCount{n, form.room, true});
+      } else if (it->room != form.room) {
+        it->agreed = false;
+      }
+    }
+  }
 }
 
 std::string_view RoomLocator::RawSegment(RouteId route,
                                          std::string_view path) const {
   if (route >= forms_.size() || forms_[route].empty()) return {};
+  // The shortcut: count the segments, and if the forms of that count agree
+  // on the room's place, take that segment.
+  if (!path.empty() && path[0] == '/') {
+    size_t count = 1;
+    for (size_t i = 1; i < path.size(); ++i) count += path[i] == '/';
+    for (const ByCount& b : by_count_[route]) {
+      if (b.count != count || !b.agreed) continue;
+      size_t start = 1;
+      for (uint8_t k = 0; k < b.room; ++k) start = path.find('/', start) + 1;
+      const size_t end = path.find('/', start);
+      return path.substr(start, end == std::string_view::npos
+                                    ? std::string_view::npos
+                                    : end - start);
+    }
+  }
   std::string_view parts[kMaxSegments];
   const size_t n = Split(path, parts);
   if (n == 0 || n > kMaxSegments) return {};

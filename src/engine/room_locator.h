@@ -59,8 +59,17 @@ class RoomLocator {
     std::vector<std::string> segments;
     uint8_t room = 0;  // index of the room placeholder
   };
-  // By RouteId: the forms that have a room placeholder.
+  // Where a route's room is for a path of a given segment count, when every
+  // form of that count agrees (the usual case): no literal to compare.
+  struct ByCount {
+    uint8_t count = 0;
+    uint8_t room = 0;
+    bool agreed = true;
+  };
+  // By RouteId: the forms that have a room placeholder, and their shortcut
+  // per segment count.
   std::vector<std::vector<Form>> forms_;
+  std::vector<std::vector<ByCount>> by_count_;
 };
 
 // Percent-decodes `raw` into `buf` and judges it (see RoomValue). A value
