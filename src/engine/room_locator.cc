@@ -23,6 +23,20 @@ int HexValue(char c) {
   return -1;
 }
 
+// The byte at raw[i], a %XX escape decoded (then `i` is left on its last
+// digit); a broken escape is just its bytes.
+char DecodedAt(std::string_view raw, size_t& i) {
+  if (raw[i] == '%' && i + 2 < raw.size()) {
+    const int hi = HexValue(raw[i + 1]);
+    const int lo = HexValue(raw[i + 2]);
+    if (hi >= 0 && lo >= 0) {
+      i += 2;
+      return static_cast<char>(hi * 16 + lo);
+    }
+  }
+  return raw[i];
+}
+
 // Splits `path` (leading '/') into at most kMaxSegments segments; returns
 // the count, or kMaxSegments + 1 when there are more.
 size_t Split(std::string_view path, std::string_view* out) {
@@ -44,15 +58,7 @@ size_t Split(std::string_view path, std::string_view* out) {
 bool Spells(std::string_view raw, std::string_view literal) {
   size_t j = 0;
   for (size_t i = 0; i < raw.size(); ++i, ++j) {
-    char c = raw[i];
-    if (c == '%' && i + 2 < raw.size()) {
-      const int hi = HexValue(raw[i + 1]);
-      const int lo = HexValue(raw[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        c = static_cast<char>(hi * 16 + lo);
-        i += 2;
-      }
-    }
+    const char c = DecodedAt(raw, i);
     if (j >= literal.size() || literal[j] != c) return false;
   }
   return j == literal.size();
@@ -140,15 +146,7 @@ RoomValue DecodeRoom(std::string_view raw,
   size_t n = 0;
   bool valid = true;
   for (size_t i = 0; i < raw.size(); ++i) {
-    char c = raw[i];
-    if (c == '%' && i + 2 < raw.size()) {
-      const int hi = HexValue(raw[i + 1]);
-      const int lo = HexValue(raw[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        c = static_cast<char>(hi * 16 + lo);
-        i += 2;
-      }
-    }
+    const char c = DecodedAt(raw, i);
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7F) valid = false;
     if (n == buf.size()) return {std::string_view(buf.data(), n), false};
