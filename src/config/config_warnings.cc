@@ -18,6 +18,7 @@
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/policy_set.h"
 #include "mxlimit/route.h"
+#include "src/engine/room_locator.h"
 #include "src/policy/route_glob.h"
 #include "src/route/route_trie.h"
 #include "src/util/quote.h"
@@ -163,10 +164,7 @@ bool RouteFacts::ReachesRoomRoute(std::string_view canonical_pattern) {
   if (canonical_pattern == kFallbackRouteKey) return false;
   const internal::RouteTrie& trie = facts(nullptr).table.trie();
   for (std::string_view key : trie.keys()) {
-    if (key.find("{roomId}") == std::string_view::npos &&
-        key.find("{roomIdOrAlias}") == std::string_view::npos) {
-      continue;
-    }
+    if (!internal::RouteKeyHasRoom(key)) continue;
     if (internal::GlobMatch(canonical_pattern, internal::CanonicalPath(key))) {
       return true;
     }

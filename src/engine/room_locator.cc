@@ -12,10 +12,6 @@ bool IsPlaceholder(std::string_view segment) {
   return segment.size() >= 2 && segment.front() == '{' && segment.back() == '}';
 }
 
-bool IsRoomPlaceholder(std::string_view segment) {
-  return segment == "{roomId}" || segment == "{roomIdOrAlias}";
-}
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -25,6 +25,17 @@
 
 namespace mxlimit::internal {
 
+// The placeholders that stand for a room in route templates, and whether a
+// template (a route key or form) has one: the one definition the policy set,
+// the config loader and the locator use.
+constexpr bool IsRoomPlaceholder(std::string_view segment) {
+  return segment == "{roomId}" || segment == "{roomIdOrAlias}";
+}
+constexpr bool RouteKeyHasRoom(std::string_view key) {
+  return key.find("{roomId}") != std::string_view::npos ||
+         key.find("{roomIdOrAlias}") != std::string_view::npos;
+}
+
 // Longest room ID or alias the spec allows, in bytes.
 inline constexpr size_t kMaxRoomBytes = 255;
 

@@ -26,6 +26,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/prefix_trie.h"
+#include "src/engine/room_locator.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
 #include "src/util/quote.h"
@@ -45,11 +46,7 @@ using internal::PatternKind;
 using internal::PatternShape;
 using internal::QuoteForError;
 
-// Whether a route key names a room (see PolicySet::RouteHasRoom).
-bool KeyHasRoom(std::string_view key) {
-  return key.find("{roomId}") != std::string_view::npos ||
-         key.find("{roomIdOrAlias}") != std::string_view::npos;
-}
+using internal::RouteKeyHasRoom;
 using internal::ShapeOf;
 using internal::TierOf;
 using internal::ToAbsl;
@@ -128,7 +125,7 @@ void AddRoomPatternProblems(std::span<const Policy> operator_policies,
                             std::vector<std::string>& problems) {
   std::vector<std::string> room_keys;
   for (const std::string_view key : route_keys) {
-    if (KeyHasRoom(key)) room_keys.push_back(CanonicalPattern(key));
+    if (RouteKeyHasRoom(key)) room_keys.push_back(CanonicalPattern(key));
   }
   for (const Policy& p : operator_policies) {
     if (p.scope != Scope::kRoom) continue;
@@ -274,7 +271,7 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
     set.route_keys_.assign(route_keys.begin(), route_keys.end());
   }
   for (const std::string& key : set.route_keys_) {
-    set.route_has_room_.push_back(KeyHasRoom(key));
+    set.route_has_room_.push_back(RouteKeyHasRoom(key));
   }
 
   set.BuildRouteSide(route_forms);
