@@ -179,13 +179,20 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
     const uint8_t more = in.Byte();
     if (more & 1) p.layer = (more & 2) ? "net" : "agg";
     p.shadow_mode = (more & 4) != 0;
+    // Now and then one of the scopes whose subject the request may lack.
+    if (const int extra = (more >> 3) & 3; extra != 0) {
+      constexpr Scope kExtra[] = {Scope::kOrigin, Scope::kRoom, Scope::kTarget};
+      p.scope = kExtra[extra - 1];
+    }
     p.share_threshold =
         (bits & 0x80) &&
         (p.match.size() > 1 || p.match[0].find('*') != std::string::npos);
     policies.push_back(std::move(p));
   }
   const std::string_view method = kMethods[in.Byte() % kMethods.size()];
-  const bool has_user = flags & 2;
+  const RequestSubjects subjects{.user = (flags & 2) != 0,
+                                 .origin = (flags & 8) != 0,
+                                 .target = (flags & 16) != 0};
   const std::string_view target = in.Rest();
   const std::string_view path = QueryFreePath(target);
 
@@ -202,9 +209,9 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
   }
   const Route route = normalizer.Normalize(method, target);
   const PolicySet::Resolution r =
-      set->Resolve(method, route.id, path, has_user);
+      set->Resolve(method, route.id, path, subjects);
   const testing::NaiveResolution naive =
-      testing::NaiveResolve(*set, method, route.key, path, has_user);
+      testing::NaiveResolve(*set, method, route.key, path, subjects);
   MXLIMIT_FUZZ_CHECK(testing::AsNaive(r) == naive);
 
   auto expected_route = [&](PolicyId id) -> RouteId {
@@ -218,10 +225,10 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
   }
 
   testing::NaiveResolution explained;
-  for (const PolicyMatch& m : set->Explain(method, route.id, path, has_user)) {
+  for (const PolicyMatch& m : set->Explain(method, route.id, path, subjects)) {
     if (m.verdict != MatchVerdict::kChosen) continue;
     const auto slot = std::make_tuple(static_cast<int>(m.layer),
-                                      m.scope == Scope::kIp ? 0 : 1, m.shadow);
+                                      static_cast<int>(m.scope), m.shadow);
     MXLIMIT_FUZZ_CHECK(explained.count(slot) == 0);  // One chosen per group.
     explained[slot] = m.policy;
   }

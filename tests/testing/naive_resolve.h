@@ -69,10 +69,31 @@ inline std::tuple<int, bool, size_t, int, int> NaiveRank(const Policy& p,
           -static_cast<int>(pattern)};
 }
 
+// A scope's policies apply when the request has its subject; room-scope ones
+// only on routes whose key names a room.
+inline bool NaiveHasSubject(Scope scope, std::string_view route_key,
+                            RequestSubjects subjects) {
+  switch (scope) {
+    case Scope::kIp:
+      return true;
+    case Scope::kUser:
+      return subjects.user;
+    case Scope::kOrigin:
+      return subjects.origin;
+    case Scope::kTarget:
+      return subjects.target;
+    case Scope::kRoom:
+      return route_key.find("{roomId}") != std::string_view::npos ||
+             route_key.find("{roomIdOrAlias}") != std::string_view::npos;
+  }
+  return false;
+}
+
 inline NaiveResolution NaiveResolve(const PolicySet& set,
                                     std::string_view method,
                                     std::string_view route_key,
-                                    std::string_view path, bool has_user) {
+                                    std::string_view path,
+                                    RequestSubjects subjects) {
   const std::string key = NaiveCanonical(route_key);
   const std::string canonical_path = internal::CanonicalPath(path);
   NaiveResolution out;
@@ -80,7 +101,7 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
       best_rank;
   for (PolicyId id = 0; id < set.size(); ++id) {
     const Policy& p = set.policy(id);
-    if (p.scope == Scope::kUser && !has_user) continue;
+    if (!NaiveHasSubject(p.scope, route_key, subjects)) continue;
     bool method_ok = p.methods.empty();
     for (const std::string& m : p.methods) method_ok |= m == method;
     if (!method_ok) continue;
@@ -92,7 +113,7 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
       if (!hit) continue;
       const auto slot =
           std::make_tuple(static_cast<int>(set.layer_of(id)),
-                          p.scope == Scope::kIp ? 0 : 1, p.shadow_mode);
+                          static_cast<int>(p.scope), p.shadow_mode);
       const auto rank = NaiveRank(p, id, j);
       auto it = best_rank.find(slot);
       if (it == best_rank.end() || rank > it->second) {
@@ -105,10 +126,17 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
 }
 
 // `Resolve`'s answer in the same shape.
+inline NaiveResolution NaiveResolve(const PolicySet& set,
+                                    std::string_view method,
+                                    std::string_view route_key,
+                                    std::string_view path, bool has_user) {
+  return NaiveResolve(set, method, route_key, path, RequestSubjects{has_user});
+}
+
 inline NaiveResolution AsNaive(const PolicySet::Resolution& r) {
   NaiveResolution out;
   for (const ResolvedPolicy& a : r.all()) {
-    out[{a.layer, a.scope == Scope::kIp ? 0 : 1, a.shadow}] = a.policy;
+    out[{a.layer, static_cast<int>(a.scope), a.shadow}] = a.policy;
   }
   return out;
 }
