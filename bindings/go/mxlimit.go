@@ -261,7 +261,25 @@ type Decision struct {
 	Policy       string
 	RouteKey     string
 	ShadowPolicy string
+	// The leases taken for the request's in-flight policies: give them back
+	// with Limiter.Release when the request is done (a lease never released
+	// ends by itself after its policy's lease).
+	Leases Leases
 }
+
+// Leases are the in-flight leases one admitted request holds (at most
+// four). A plain value: copy it freely.
+type Leases struct {
+	IDs   [4]uint64
+	Count int
+}
+
+// Leases.IDs holds exactly MXLIMIT_MAX_LEASES: either array below has a
+// negative length otherwise.
+var (
+	_ [C.MXLIMIT_MAX_LEASES - 4]struct{}
+	_ [4 - C.MXLIMIT_MAX_LEASES]struct{}
+)
 
 func (l *Limiter) str(p *C.char, n C.size_t) string {
 	if n == 0 {
@@ -291,7 +309,42 @@ func (l *Limiter) decision(d *C.mxlimit_decision) Decision {
 		Policy:       l.str(d.policy, d.policy_len),
 		RouteKey:     l.str(d.route_key, d.route_key_len),
 		ShadowPolicy: l.str(d.shadow_policy, d.shadow_policy_len),
+		Leases:       leasesOf(d),
 	}
+}
+
+func leasesOf(d *C.mxlimit_decision) Leases {
+	var out Leases
+	out.Count = int(d.lease_count)
+	if out.Count > len(out.IDs) {
+		out.Count = len(out.IDs)
+	}
+	for i := 0; i < out.Count; i++ {
+		out.IDs[i] = uint64(d.leases[i])
+	}
+	return out
+}
+
+// Release gives back the leases of a request that is done (Decision.Leases)
+// at now (MonotonicNow when 0), so that the next request of the same
+// in-flight bucket may start. Releasing twice, or a lease that already
+// ended, does nothing.
+func (l *Limiter) Release(leases Leases, now int64) error {
+	if leases.Count < 0 || leases.Count > len(leases.IDs) {
+		return &Error{Code: StatusInvalid, Message: "Leases.Count out of range"}
+	}
+	if now == 0 {
+		now = MonotonicNow()
+	}
+	// A C array on the stack of this call: cgo passes a pointer to Go memory
+	// that holds no Go pointers.
+	var ids [C.MXLIMIT_MAX_LEASES]C.uint64_t
+	for i := 0; i < leases.Count; i++ {
+		ids[i] = C.uint64_t(leases.IDs[i])
+	}
+	rc := C.mxlimit_release(l.c, &ids[0], C.size_t(leases.Count), C.int64_t(now))
+	runtime.KeepAlive(l)
+	return result(rc, nil)
 }
 
 // call is one check, peek or charge with r's fields as flat arguments.

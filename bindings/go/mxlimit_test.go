@@ -165,6 +165,50 @@ policies:
 	}
 }
 
+func TestLeasesAreReleasedAndEndByThemselves(t *testing.T) {
+	l := mustLimiter(t, "") // built-ins: initial-sync-in-flight, 2 per user
+	client := netip.AddrFrom4([4]byte{203, 0, 113, 9})
+	sync := &Request{Method: "GET", Target: "/_matrix/client/v3/sync",
+		Client: client, UserID: "@a:x.org", Now: 1}
+	first := mustCheck(t, l, sync)
+	if !first.Allowed || first.Leases.Count != 1 {
+		t.Fatalf("first initial sync: %+v", first)
+	}
+	if d := mustCheck(t, l, sync); !d.Allowed {
+		t.Fatalf("second initial sync: %+v", d)
+	}
+	d := mustCheck(t, l, sync)
+	if d.Allowed || d.Policy != "initial-sync-in-flight" || d.LimitedBy != ScopeUser ||
+		d.Leases.Count != 0 || d.RetryAfter != 180*time.Second {
+		t.Errorf("third initial sync: %+v", d)
+	}
+	incremental := *sync
+	incremental.Target = "/_matrix/client/v3/sync?since=s1"
+	if d := mustCheck(t, l, &incremental); !d.Allowed {
+		t.Errorf("an incremental sync is not counted: %+v", d)
+	}
+	if err := l.Release(first.Leases, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustCheck(t, l, sync); !d.Allowed {
+		t.Errorf("after a release: %+v", d)
+	}
+	if err := l.Release(first.Leases, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustCheck(t, l, sync); d.Allowed {
+		t.Errorf("releasing twice freed a slot: %+v", d)
+	}
+	later := *sync
+	later.Now = 1 + int64(181*time.Second)
+	if d := mustCheck(t, l, &later); !d.Allowed {
+		t.Errorf("after the lease time: %+v", d)
+	}
+	if err := l.Release(Leases{Count: 5}, 1); err == nil {
+		t.Error("a count past four is an error")
+	}
+}
+
 const policies = `
 policies:
   - name: blocked
@@ -184,7 +228,7 @@ func TestNeverPeekAndCharge(t *testing.T) {
 		blocked.Body() != `{"errcode":"M_LIMIT_EXCEEDED","error":"Too many requests"}` {
 		t.Errorf("blocked: %+v %q %s", blocked, blocked.RetryAfterHeader(), blocked.Body())
 	}
-	sync := &Request{Method: "GET", Target: "/_matrix/client/v3/sync",
+	sync := &Request{Method: "GET", Target: "/_matrix/client/v3/sync?since=s1",
 		Client: netip.MustParseAddr("2001:db8::1"), UserID: "@u:x.org", Now: 1}
 	for i := 0; i < 5; i++ {
 		if d, err := l.Peek(sync); err != nil || !d.Allowed {
@@ -257,7 +301,7 @@ func TestReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	sync := &Request{Method: "GET", Target: "/_matrix/client/v3/sync",
+	sync := &Request{Method: "GET", Target: "/_matrix/client/v3/sync?since=s1",
 		Client: netip.MustParseAddr("192.0.2.1"), UserID: "@a:x.org", Now: 1}
 	mustCheck(t, l, sync)
 	if d := mustCheck(t, l, sync); d.Policy != "from-file" {
@@ -310,7 +354,7 @@ func TestGoroutinesShareOneLimiter(t *testing.T) {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
 				for u := 0; u < users; u++ {
-					d, err := l.Check(&Request{Method: "GET", Target: "/_matrix/client/v3/sync",
+					d, err := l.Check(&Request{Method: "GET", Target: "/_matrix/client/v3/sync?since=s1",
 						Client: netip.AddrFrom4([4]byte{10, byte(g), byte(u), 1}),
 						UserID: fmt.Sprintf("@u%d:example.org", u), Now: 1})
 					if err != nil {

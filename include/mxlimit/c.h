@@ -268,6 +268,9 @@ MXLIMIT_C_API void mxlimit_limiter_free(mxlimit_limiter* limiter)
 #define MXLIMIT_SCOPE_ROOM 4
 #define MXLIMIT_SCOPE_TARGET 5
 
+// Most leases one decision holds (`mxlimit_decision.leases`).
+#define MXLIMIT_MAX_LEASES 4
+
 // `mxlimit_decision.remaining` when no limited policy applied.
 #define MXLIMIT_UNLIMITED_REMAINING INT64_MAX
 
@@ -316,11 +319,22 @@ typedef struct mxlimit_decision {
   // decision but a delayed admission (MXLIMIT_MAY_DELAY); `policy` then names
   // the policy that delayed it.
   int64_t delay_ns;
+  // Appended after `delay_ns` (third version): the leases an admitted
+  // request took, one per
+  // in-flight policy (`concurrency:`) that applied; give them back with
+  // mxlimit_release when the request is done. A lease never released ends
+  // by itself after its policy's `lease`. `lease_count` is 0 for every
+  // other decision.
+  uint64_t leases[MXLIMIT_MAX_LEASES];
+  uint32_t lease_count;
 } mxlimit_decision;
 
 // `mxlimit_decision d = MXLIMIT_DECISION_INIT;`
-#define MXLIMIT_DECISION_INIT \
-  { sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define MXLIMIT_DECISION_INIT                                           \
+  {                                                                     \
+    sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+        {0, 0, 0, 0}, 0                                                 \
+  }
 
 // mxlimit_check()
 //
@@ -415,6 +429,19 @@ MXLIMIT_C_API int mxlimit_charge_subjects(
     const char* user_id, size_t user_id_len, const char* origin,
     size_t origin_len, const char* target_user, size_t target_user_len,
     int64_t cost, uint32_t flags, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
+
+// mxlimit_release()
+//
+// Gives back the `count` leases at `leases` (a decision's `leases` and
+// `lease_count`) once the request they were taken for is done, so that the
+// next request of the same in-flight bucket may start; also ends every lease
+// whose time is up at `now_ns`. A lease that already ended, or was released
+// before, is skipped: releasing twice is harmless. Allocates nothing.
+// `MXLIMIT_EINVAL` for a NULL `limiter`, or NULL `leases` with a nonzero
+// `count`, or `count` above MXLIMIT_MAX_LEASES.
+MXLIMIT_C_API int mxlimit_release(mxlimit_limiter* limiter,
+                                  const uint64_t* leases, size_t count,
+                                  int64_t now_ns) MXLIMIT_C_NOEXCEPT;
 
 // -----------------------------------------------------------------------------
 // Helpers

@@ -26,6 +26,7 @@
 #ifndef MXLIMIT_DECISION_H_
 #define MXLIMIT_DECISION_H_
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string_view>
@@ -60,6 +61,22 @@ constexpr std::string_view LimitScopeName(LimitScope scope) {
   return "none";
 }
 
+// One lease of an in-flight limit (`Policy::concurrency`); 0 is none.
+using LeaseId = uint64_t;
+
+// Most leases one request takes: a set holds at most this many groups of
+// in-flight policies (`PolicySet::Compile` rejects more).
+inline constexpr size_t kMaxLeases = 4;
+
+// The leases an admitted request holds, one per in-flight policy that
+// applied. Give them back with `Limiter::Release` when the request is done.
+struct Leases {
+  uint8_t count = 0;
+  std::array<LeaseId, kMaxLeases> ids{};
+  const LeaseId* begin() const { return ids.data(); }
+  const LeaseId* end() const { return ids.data() + count; }
+};
+
 struct Decision {
   bool allowed = true;
   // Denied, and no wait helps: the cost exceeds the policy's burst, or the
@@ -73,6 +90,9 @@ struct Decision {
   // `layer` and `limited_by` then name the policy with the longest wait. 0
   // for every other decision.
   std::chrono::nanoseconds delay{0};
+  // Allowed: the leases taken for the request's in-flight policies (shadow
+  // ones included); release them when the request ends. Empty otherwise.
+  Leases leases;
   // Requests of cost 1 left right after this one, the smallest over every
   // enforcing policy that applied; `kUnlimitedRemaining` when no limited
   // policy applied.

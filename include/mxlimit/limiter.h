@@ -108,6 +108,18 @@ class Limiter {
   // Exempt requests and unlimited or blocked policies are not charged.
   void Charge(const Request& request, MonotonicTime now);
 
+  // Limiter::Release()
+  //
+  // Gives back the leases an admitted request took (`Decision::leases`, for
+  // its in-flight policies) once it is done, so that the next request of
+  // the same bucket may start. A lease that already ended (by its `lease`
+  // time, or released before) is skipped, so releasing twice is harmless.
+  // Also ends every lease whose time is up. Never allocates.
+  void Release(const Leases& leases, MonotonicTime now);
+  void Release(const Leases& leases) {
+    Release(leases, MonotonicTime::FromSteadyClock());
+  }
+
   // Limiter::Reload()
   //
   // Replaces the policies and exemptions for the next `Check`. Buckets of

@@ -39,6 +39,10 @@ struct TableOptions {
   size_t origin_capacity = 10'000;
   size_t room_capacity = 20'000;
   size_t target_capacity = 20'000;
+  // Leases of in-flight limits (`Policy::concurrency`) held at once, over
+  // every in-flight policy and bucket. When all are held, taking one ends
+  // the lease nearest its expiry first.
+  size_t lease_capacity = 10'000;
 
   // Capacities above this are rejected as absurd (memory is allocated up
   // front).

@@ -112,6 +112,24 @@ enum class OnLimit : uint8_t {
 inline constexpr std::chrono::nanoseconds kMaxDelayLimit =
     std::chrono::seconds(60);
 
+// An in-flight limit: at most `limit` admitted requests of one bucket at a
+// time. Each admission takes a lease (`Decision::leases`), given back by
+// `Limiter::Release`; a lease never given back ends by itself `lease` after
+// it was taken, so a handler that crashed leaks nothing for longer.
+struct Concurrency {
+  int limit = 0;
+  std::chrono::nanoseconds lease{0};
+  friend bool operator==(const Concurrency&, const Concurrency&) = default;
+};
+
+// Bounds of `Concurrency`: 1 <= limit <= kMaxConcurrency, 0 < lease <=
+// kMaxLease (a lease outliving its request holds the slot that long).
+inline constexpr int kMaxConcurrency = 64;
+// An in-flight policy with `on_limit: delay` admits at most this many
+// requests late per bucket beyond its limit; past them it denies.
+inline constexpr int kMaxQueuedLeases = 64;
+inline constexpr std::chrono::nanoseconds kMaxLease = std::chrono::hours(1);
+
 // How a `SharedLimiter` shares a policy's buckets among processes.
 enum class Sharing : uint8_t { kExact, kApproximate, kLocal };
 
@@ -158,13 +176,27 @@ struct Policy {
   // check; `kApproximate` in process, with charges sent to the store in
   // batches; `kLocal` in process only. docs/shared-state.md compares them.
   Sharing sharing = Sharing::kExact;
-  // `kDelay` (a limited rate only): a request this policy would deny with a
-  // wait of at most `max_delay` is admitted after that wait instead, and
-  // charged as if it had arrived then, as nginx `limit_req` without
-  // `nodelay` does (`Decision::delay`); a longer wait denies as `kDeny`
-  // does. 0 < max_delay <= kMaxDelayLimit with `kDelay`, 0 with `kDeny`.
+  // `kDelay` (a limited rate or an in-flight limit): a request this policy
+  // would deny with a wait of at most `max_delay` is admitted after that
+  // wait instead, and charged as if it had arrived then, as nginx
+  // `limit_req` without `nodelay` does (`Decision::delay`); a longer wait
+  // denies as `kDeny` does. An in-flight policy takes the lease at once and
+  // queues at most kMaxQueuedLeases so. 0 < max_delay <= kMaxDelayLimit
+  // with `kDelay`, 0 with `kDeny`.
   OnLimit on_limit = OnLimit::kDeny;
   std::chrono::nanoseconds max_delay{0};
+  // Set instead of a rate (which then stays `Rate::Unlimited()`): the
+  // policy limits requests in flight, not a rate. Always kept in process,
+  // whatever `sharing` says (a SharedLimiter shares rates only).
+  std::optional<Concurrency> concurrency;
+  // Query conditions: the policy applies only to requests whose query has
+  // none of `query_absent`'s parameters and all of `query_present`'s
+  // (names compared exactly, after percent-decoding). A policy with
+  // conditions competes only with policies of the same conditions and
+  // kind (rate or in flight) in its layer and scope: it is resolved beside
+  // the others, as shadow policies are, never instead of them.
+  std::vector<std::string> query_absent;
+  std::vector<std::string> query_present;
   // Set on the built-in defaults; operator policies win ties against them.
   bool builtin = false;
   // Where the policy was defined (config file line), for error messages; 0
@@ -205,11 +237,22 @@ std::string MethodProblem(std::string_view method);
 // "match VALUE ", e.g. "has no '*'; ...".
 std::string ShareThresholdProblem(std::span<const std::string> match);
 
-// `on_limit` with `max_delay`, on a policy of `rate`: `kDelay` needs a
-// limited rate and 0 < max_delay <= kMaxDelayLimit; `kDeny` no max_delay.
-// Worded to follow "on_limit: ".
+// `on_limit` with `max_delay`, on a policy of `rate` (or an in-flight one):
+// `kDelay` needs a limited rate or `in_flight`, and 0 < max_delay <=
+// kMaxDelayLimit; `kDeny` no max_delay. Worded to follow "on_limit: ".
 std::string OnLimitProblem(OnLimit on_limit, std::chrono::nanoseconds max_delay,
-                           const Rate& rate);
+                           const Rate& rate, bool in_flight = false);
+
+// `concurrency` on a policy of `rate`: 1 <= limit <= kMaxConcurrency,
+// 0 < lease <= kMaxLease, and no rate beside it. Worded to follow
+// "concurrency: ".
+std::string ConcurrencyProblem(const Concurrency& concurrency,
+                               const Rate& rate);
+
+// One name of `query_absent`/`query_present`: 1 to kMaxQueryNameBytes
+// bytes, none of them '&', '=', '#', a space or a control byte.
+inline constexpr size_t kMaxQueryNameBytes = 64;
+std::string QueryNameProblem(std::string_view name);
 
 // `layer`: 1 to `kMaxLayerNameBytes` of the characters `name` allows.
 std::string LayerProblem(std::string_view layer);
@@ -239,6 +282,23 @@ struct LayerOverflow {
 std::optional<LayerOverflow> FindLayerOverflow(
     std::span<const Policy> operator_policies, bool include_builtins);
 
+// The operator policy that brings one group too many into its set: a set
+// holds at most `kMaxResolved` (32) groups of (layer, scope, mode, kind and
+// query conditions), and at most `kMaxLeases` (4) of them in-flight ones (a
+// request holds one lease per group). Its index, the field at fault
+// ("concurrency" or "layer"), and the problem worded to follow the field's
+// name and ": ". Counts the built-ins in force first, as FindLayerOverflow
+// does; `all_shadow` is the top-level `shadow_mode`. `PolicySet::Compile`
+// and the YAML loader apply it. nullopt when the set fits.
+struct GroupOverflow {
+  size_t index = 0;
+  std::string_view field;
+  std::string problem;
+};
+std::optional<GroupOverflow> FindGroupOverflow(
+    std::span<const Policy> operator_policies, bool include_builtins,
+    bool all_shadow);
+
 // "" when `pattern` is already canonical; otherwise a note naming the
 // canonical pattern it is read as, for `mxlimit check-config` warnings, e.g.
 //   is read as "/_matrix/client/v3/login" (paths are compared in canonical
@@ -250,7 +310,8 @@ struct PolicyError {
   // Index of the offending policy in the validated list.
   size_t index = 0;
   // The field at fault: "name", "match", "methods", "share_threshold",
-  // "layer", "client_prefix" or "on_limit".
+  // "layer", "client_prefix", "on_limit", "concurrency", "query_absent" or
+  // "query_present".
   std::string_view field;
   // Names the policy, the field, the value and what was expected, e.g.
   //   policy "media" (line 12): share_threshold: got true, but match "/a/b"
@@ -269,8 +330,10 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 //
 // A reload keeps a policy's buckets (its clients' budgets carry over) when a
 // policy of the same name is in both configs and none of what shapes its
-// buckets changed: scope, rate, share_threshold, layer, client_prefix and
-// sharing. Matching patterns, methods and shadow mode may change freely.
+// buckets changed: scope, rate, concurrency, share_threshold, layer,
+// client_prefix and sharing. (Leases in flight are kept either way: they
+// end when released or by their lease time.) Matching patterns, methods and
+// shadow mode may change freely.
 
 // What a reload that replaces `before` by `after` (the same name) changes
 // that resets the policy's buckets, e.g. "rate 10/minute burst 3 -> 5/minute

@@ -82,18 +82,25 @@ enum class MatchVerdict : uint8_t {
   kOutranked,       // Eligible, but the chosen policy ranks higher.
   kMethodExcluded,  // Pattern matched; its `methods` exclude the request's.
   kNeedsUser,       // User-scope policy, and the request has no user.
-  kNeedsSubject     // Origin-, room- or target-scope policy, and the request
+  kNeedsSubject,    // Origin-, room- or target-scope policy, and the request
                     // has no origin, room placeholder or target account.
+  kQueryExcluded    // Pattern matched; its query conditions exclude the
+                    // request's query.
 };
 
 // What a request carries besides its client address. A policy whose scope's
 // subject is absent does not apply. The room is not listed: a request has
 // one exactly when its route has a `{roomId}` or `{roomIdOrAlias}`
 // placeholder (`PolicySet::RouteHasRoom`).
+//
+// `request_target` is the request target (path and query), read only when
+// some policy has query conditions (`Policy::query_absent`/`query_present`);
+// empty means no query.
 struct RequestSubjects {
   bool user = false;
   bool origin = false;
   bool target = false;
+  std::string_view request_target = {};
 };
 
 // Why one policy beat another: the first rule that separates them.
@@ -313,6 +320,11 @@ class PolicySet {
   bool HasScope(Scope scope) const {
     return scope_slots_[static_cast<size_t>(scope)] != 0;
   }
+  // Whether any policy of the set limits requests in flight.
+  bool HasConcurrency() const { return concurrency_slots_ != 0; }
+  // Whether the query of `request_target` meets the query conditions of
+  // policy `id` (true for a policy without any).
+  bool QueryConditionsHold(PolicyId id, std::string_view request_target) const;
 
   // True when every request on `route` with `method` resolves from the
   // route alone (compiled with `route_forms`; see `Compile`).
@@ -375,11 +387,20 @@ class PolicySet {
     uint8_t layer = 0;
     uint8_t slot = 0;
   };
-  // A (layer, scope, mode) group: at most one policy of each applies.
+  // A (layer, scope, mode, kind and query conditions) group: at most one
+  // policy of each applies. `condition` indexes conditions_ (0: none).
   struct Slot {
     uint8_t layer;
     Scope scope;
     bool shadow;
+    bool concurrency;
+    uint8_t condition;
+  };
+  // Query conditions some policies share.
+  struct Condition {
+    std::vector<std::string> absent;
+    std::vector<std::string> present;
+    bool Holds(std::string_view request_target) const;
   };
   struct InnerStar {
     uint16_t order;
@@ -408,7 +429,9 @@ class PolicySet {
                       uint32_t dropped_slots, uint16_t* best) const;
   // The slots of the scopes whose subject `subjects` (and the route, for
   // rooms) lacks.
-  uint32_t DroppedSlots(RouteId rid, RequestSubjects subjects) const;
+  uint32_t DroppedSlots(RouteId rid, const RequestSubjects& subjects) const;
+  // The slots whose query conditions the request target does not meet.
+  uint32_t ConditionDroppedSlots(std::string_view request_target) const;
   RouteId ClampRoute(RouteId route) const;
   RouteId BucketRoute(PolicyId id, RouteId route) const;
   const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
@@ -451,6 +474,10 @@ class PolicySet {
   std::vector<uint32_t> route_dropped_;
   // One bit per slot (lanes past slots_.size() are padding).
   uint32_t slot_bits_ = 0;
+  // conditions_[0] is "none"; per condition, its slots as bits.
+  std::vector<Condition> conditions_;
+  std::vector<uint32_t> condition_slots_;
+  uint32_t concurrency_slots_ = 0;
 };
 
 }  // namespace mxlimit

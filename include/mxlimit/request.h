@@ -19,6 +19,7 @@
 #ifndef MXLIMIT_REQUEST_H_
 #define MXLIMIT_REQUEST_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -57,6 +58,11 @@ struct Request {
   // request through early: policies with `on_limit: delay` then deny it as
   // `deny` policies do.
   bool may_delay = false;
+  // When above 0, the leases this request takes (in-flight policies) end
+  // by themselves after at most this long, instead of the policy's `lease`.
+  // For an embedder that cannot see the request finish and knows it ends
+  // sooner: mxlimitd sets a /sync long-poll's `timeout` plus one second.
+  std::chrono::nanoseconds max_lease{0};
   // Set for requests the embedder trusts (application services, admins):
   // neither checked nor charged.
   bool exempt = false;
@@ -74,6 +80,13 @@ struct Request {
 // allocates. mxlimitd, `mxlimit replay` and `explain` all read targets
 // through it, so every spelling of a request is judged alike.
 std::string_view OriginForm(std::string_view target);
+
+// What `Request::max_lease` should be for an embedder that never sees a
+// request end (mxlimitd, `mxlimit replay`): the `timeout` query parameter
+// of `target` (a /sync long-poll's, in milliseconds) plus one second; 0,
+// meaning the policy's own lease, when there is none or it is not a plain
+// decimal number. Values past an hour count as an hour. Never allocates.
+std::chrono::nanoseconds LeaseForTimeout(std::string_view target);
 
 }  // namespace mxlimit
 

@@ -134,6 +134,11 @@ class ShardedLimiter {
   // the other, each under its own shard's lock.
   void Charge(const Request& request, MonotonicTime now);
 
+  // ShardedLimiter::Release()
+  //
+  // `Limiter::Release`. The shards share one lease table, behind one lock.
+  void Release(const Leases& leases, MonotonicTime now);
+
   // ShardedLimiter::Reload()
   //
   // Validates and compiles `config` once; if that fails (or the `tables`

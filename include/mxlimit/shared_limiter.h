@@ -151,6 +151,10 @@ class SharedLimiter {
   // shared ones in the store too.
   void Charge(const Request& request, MonotonicTime now);
 
+  // `Limiter::Release`. Leases are this process's: in-flight limits are
+  // kept in process, never in the store.
+  void Release(const Leases& leases, MonotonicTime now);
+
   // `ShardedLimiter::Reload`. The `store` section cannot change without a
   // restart (FailedPrecondition; nothing changes): see CheckStoreReload.
   absl::Status Reload(const LimiterConfig& config);

@@ -91,6 +91,11 @@ struct LimiterStats {
   TableStats origin_table;
   TableStats room_table;
   TableStats target_table;
+  // The leases of in-flight limits: `size` held now, `admissions` taken,
+  // `evictions` ended early because all were held (`hits` unused).
+  TableStats lease_table;
+  uint64_t leases_released = 0;
+  uint64_t leases_expired = 0;
   // Requests that were exempt (neither checked nor charged).
   uint64_t exempt = 0;
   std::vector<PolicyStats> policies;

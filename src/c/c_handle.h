@@ -28,8 +28,13 @@ inline constexpr size_t kFirstDecisionSize =
     offsetof(mxlimit_decision, shadow_policy_len) + sizeof(size_t);
 
 static_assert(sizeof(mxlimit_options) == kFirstOptionsSize);
-// The second version appended `delay_ns`.
-static_assert(sizeof(mxlimit_decision) == kFirstDecisionSize + sizeof(int64_t));
+// The second version appended `delay_ns`; the third `leases` and
+// `lease_count` (padded to 8 bytes).
+inline constexpr size_t kSecondDecisionSize =
+    kFirstDecisionSize + sizeof(int64_t);
+static_assert(offsetof(mxlimit_decision, leases) == kSecondDecisionSize);
+static_assert(sizeof(mxlimit_decision) ==
+              kSecondDecisionSize + MXLIMIT_MAX_LEASES * sizeof(uint64_t) + 8);
 
 }  // namespace mxlimit::c_api
 

@@ -93,6 +93,9 @@ void WriteDecision(const Decision& d, mxlimit_decision* out) {
   c.shadow_policy = NonNull(d.shadow_policy);
   c.shadow_policy_len = d.shadow_policy.size();
   c.delay_ns = d.delay.count();
+  static_assert(MXLIMIT_MAX_LEASES == kMaxLeases);
+  c.lease_count = d.leases.count;
+  for (size_t i = 0; i < d.leases.count; ++i) c.leases[i] = d.leases.ids[i];
   const uint32_t size = out->struct_size;
   if (size == sizeof(mxlimit_decision)) {
     *out = c;
@@ -263,3 +266,19 @@ int64_t mxlimit_monotonic_now_ns(void) noexcept {
 }
 
 }  // extern "C"
+
+extern "C" int mxlimit_release(mxlimit_limiter* limiter, const uint64_t* leases,
+                               size_t count, int64_t now_ns) noexcept {
+  if (limiter == nullptr || (leases == nullptr && count != 0) ||
+      count > MXLIMIT_MAX_LEASES) {
+    return MXLIMIT_EINVAL;
+  }
+  mxlimit::Leases held;
+  held.count = static_cast<uint8_t>(count);
+  for (size_t i = 0; i < count; ++i) held.ids[i] = leases[i];
+  return Guarded(nullptr, [&] {
+    limiter->limiter->Release(held,
+                              mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}

@@ -50,6 +50,15 @@ using internal::ToAbsl;
 
 constexpr std::string_view kExplain = "explain";
 
+// A duration as the file spells it: the largest unit that divides it.
+std::string DurationText(std::chrono::nanoseconds d) {
+  const int64_t us =
+      std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  return us % 1'000'000 == 0 ? absl::StrCat(us / 1'000'000, "s")
+         : us % 1000 == 0    ? absl::StrCat(us / 1000, "ms")
+                             : absl::StrCat(us, "us");
+}
+
 std::string Describe(const Policy& p) {
   std::string prefix;
   if (p.client_prefix.has_value()) {
@@ -58,17 +67,22 @@ std::string Describe(const Policy& p) {
   }
   std::string delay;
   if (p.on_limit == OnLimit::kDelay) {
-    // As the file spells it: the largest unit that divides it.
-    const int64_t us =
-        std::chrono::duration_cast<std::chrono::microseconds>(p.max_delay)
-            .count();
-    const std::string text = us % 1'000'000 == 0
-                                 ? absl::StrCat(us / 1'000'000, "s")
-                             : us % 1000 == 0 ? absl::StrCat(us / 1000, "ms")
-                                              : absl::StrCat(us, "us");
-    delay = absl::StrCat(", delays up to ", text, " before denying");
+    delay = absl::StrCat(", delays up to ", DurationText(p.max_delay),
+                         " before denying");
   }
-  return absl::StrCat(p.name, " (", p.rate.ToString(),
+  const std::string limit =
+      p.concurrency.has_value()
+          ? absl::StrCat(p.concurrency->limit, " in flight, lease ",
+                         DurationText(p.concurrency->lease))
+          : p.rate.ToString();
+  std::string query;
+  for (const std::string& q : p.query_absent) {
+    absl::StrAppend(&query, ", without ?", EscapeForOutput(q));
+  }
+  for (const std::string& q : p.query_present) {
+    absl::StrAppend(&query, ", with ?", EscapeForOutput(q));
+  }
+  return absl::StrCat(p.name, " (", limit, query,
                       p.shadow_mode ? ", shadow" : "",
                       p.share_threshold ? ", shared" : "", prefix, delay,
                       p.builtin ? ", built-in" : "", ")");
@@ -133,8 +147,8 @@ void AppendMatches(const PolicySet& set,
   }
 }
 
-// The "chosen" section: per layer and scope, the enforcing policy and the
-// shadow beside it.
+// The "chosen" section: per layer and scope, the enforcing policies (a rate
+// one, and in-flight or query-conditioned ones beside it) and the shadows.
 void AppendChosen(const PolicySet& set, const PolicySet::Resolution& r,
                   bool anonymous, std::string& out) {
   out += "\nchosen:\n";
@@ -142,31 +156,32 @@ void AppendChosen(const PolicySet& set, const PolicySet::Resolution& r,
     const auto layer = static_cast<uint8_t>(i);
     for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
                         Scope::kTarget}) {
-      const ResolvedPolicy* enforcing = nullptr;
-      const ResolvedPolicy* shadow = nullptr;
+      std::vector<PolicyId> enforcing;
+      std::vector<PolicyId> shadows;
       for (const ResolvedPolicy& a : r.all()) {
         if (a.layer != layer || a.scope != scope) continue;
-        (a.shadow ? shadow : enforcing) = &a;
+        (a.shadow ? shadows : enforcing).push_back(a.policy);
       }
       const std::string where = absl::StrCat(ToAbsl(set.layer_name(layer)), "/",
                                              ToAbsl(ScopeName(scope)), ":");
-      std::string what;
-      if (enforcing != nullptr) {
-        what = Describe(set.policy(enforcing->policy));
-      } else if ((layer != 0 ||
-                  (scope != Scope::kIp && scope != Scope::kUser)) &&
-                 shadow == nullptr) {
+      if (enforcing.empty()) {
         // Other layers and subject scopes: only where something applies.
-        continue;
-      } else {
-        what = scope == Scope::kUser && anonymous ? "(none: anonymous request)"
-                                                  : "(none)";
+        if ((layer != 0 || (scope != Scope::kIp && scope != Scope::kUser)) &&
+            shadows.empty()) {
+          continue;
+        }
+        absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where,
+                                              scope == Scope::kUser && anonymous
+                                                  ? "(none: anonymous request)"
+                                                  : "(none)"));
       }
-      absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where, what));
-      if (shadow != nullptr) {
-        absl::StrAppend(&out,
-                        absl::StrFormat("  %-16s %s\n", "  beside it:",
-                                        Describe(set.policy(shadow->policy))));
+      for (const PolicyId id : enforcing) {
+        absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", where,
+                                              Describe(set.policy(id))));
+      }
+      for (const PolicyId id : shadows) {
+        absl::StrAppend(&out, absl::StrFormat("  %-16s %s\n", "  beside it:",
+                                              Describe(set.policy(id))));
       }
     }
   }
@@ -219,8 +234,9 @@ int RunExplain(const ExplainOptions& opts) {
   request.origin = opts.origin;
   request.target_user = opts.target_user;
   request.may_delay = true;
+  request.max_lease = LeaseForTimeout(request.target);
   const RequestSubjects subjects{!opts.user.empty(), !opts.origin.empty(),
-                                 !opts.target_user.empty()};
+                                 !opts.target_user.empty(), request.target};
 
   const Limiter& l = *limiter;
   const Route route = l.normalizer().Normalize(opts.method, request.target);

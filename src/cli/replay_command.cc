@@ -379,6 +379,7 @@ class ReplayLoop {
     request.origin = record.origin_server;
     // Replay judges as mxlimitd does, which holds delayed answers.
     request.may_delay = true;
+    request.max_lease = LeaseForTimeout(request.target);
     if (setup_.appservices != nullptr) {
       setup_.appservices->Apply(record, &request);
     }

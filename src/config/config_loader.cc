@@ -220,8 +220,8 @@ void ParseInto(std::string_view text, std::string_view file_name, size_t shards,
 
 void ReadTables(const Field& field, size_t shards, TableOptions& tables,
                 ConfigErrors& errors, ConfigErrors& warnings) {
-  static constexpr std::string_view kKeys[] = {"ip", "user", "origin", "room",
-                                               "target"};
+  static constexpr std::string_view kKeys[] = {"ip",   "user",   "origin",
+                                               "room", "target", "leases"};
   static constexpr std::string_view kIpKeys[] = {"capacity", "ipv4_prefix",
                                                  "ipv6_prefix"};
   static constexpr std::string_view kUserKeys[] = {"capacity"};
@@ -240,7 +240,8 @@ void ReadTables(const Field& field, size_t shards, TableOptions& tables,
   for (auto [name, capacity] :
        {std::pair<std::string_view, size_t*>{"origin", &tables.origin_capacity},
         {"room", &tables.room_capacity},
-        {"target", &tables.target_capacity}}) {
+        {"target", &tables.target_capacity},
+        {"leases", &tables.lease_capacity}}) {
     if (const Field* f = map.Find(name)) {
       MapFields table(*f, kUserKeys, /*null_is_empty=*/true, errors);
       ReadCapacity(table, /*shards=*/1, *capacity, errors, warnings);

@@ -38,11 +38,12 @@ using internal::QuoteForError;
 using internal::ToAbsl;
 
 constexpr std::string_view kPolicyKeys[] = {
-    "name",      "match",         "methods",
-    "scope",     "rate_limit",    "burst",
-    "unlimited", "shadow_mode",   "share_threshold",
-    "layer",     "client_prefix", "sharing",
-    "on_limit",  "max_delay"};
+    "name",         "match",         "methods",
+    "scope",        "rate_limit",    "burst",
+    "unlimited",    "shadow_mode",   "share_threshold",
+    "layer",        "client_prefix", "sharing",
+    "on_limit",     "max_delay",     "concurrency",
+    "query_absent", "query_present"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user", "origin", "room",
@@ -84,7 +85,12 @@ class PolicyReader {
     ReadFlags(policy);
     ReadLayer(policy);
     ReadClientPrefix(policy);
-    ReadRate(policy);
+    if (fields_.Find("concurrency") != nullptr) {
+      ReadConcurrency(policy);
+    } else {
+      ReadRate(policy);
+    }
+    ReadQueryConditions(policy);
     ReadSharing(policy);
     ReadOnLimit(policy);
     CheckRoomPatterns(policy);
@@ -351,12 +357,78 @@ class PolicyReader {
       return;
     }
     if (policy.on_limit == OnLimit::kDelay &&
-        policy.rate.kind() != Rate::Kind::kLimited) {
+        policy.rate.kind() != Rate::Kind::kLimited &&
+        !policy.concurrency.has_value()) {
       errors_.Add(on_limit->mark(),
                   absl::StrCat(on_limit->path,
                                ": got delay, but the policy has no limited "
                                "rate to wait for (unlimited, or "
                                "requests_per_unit: 0)"));
+    }
+  }
+
+  // `concurrency: {limit: N, lease: DURATION}`, instead of a rate.
+  void ReadConcurrency(Policy& policy) {
+    static constexpr std::string_view kKeys[] = {"limit", "lease"};
+    const Field* f = fields_.Find("concurrency");
+    for (std::string_view other : {"rate_limit", "unlimited", "burst"}) {
+      if (const Field* o = fields_.Find(other)) {
+        errors_.Add(o->key.Mark(),
+                    absl::StrCat(o->path,
+                                 ": an in-flight policy (concurrency, "
+                                 "line ",
+                                 f->key.Mark().line + 1,
+                                 ") has no rate; write the rate as another "
+                                 "policy"));
+      }
+    }
+    MapFields map(*f, kKeys, /*null_is_empty=*/false, errors_);
+    if (!f->value.IsMap()) return;
+    Concurrency c;
+    const Field* limit = map.Find("limit");
+    const Field* lease = map.Find("lease");
+    for (auto [key, field] :
+         {std::pair<std::string_view, const Field*>{"limit", limit},
+          {"lease", lease}}) {
+      if (field == nullptr) {
+        errors_.Add(f->value.Mark(),
+                    absl::StrCat(f->path, ": missing required key \"",
+                                 ToAbsl(key), "\""));
+      }
+    }
+    if (limit == nullptr || lease == nullptr) return;
+    std::optional<int64_t> n =
+        ReadIntegerInRange(*limit, 1, kMaxConcurrency, errors_);
+    std::optional<int64_t> us =
+        ReadDuration(*lease, 1000, 3'600'000'000, 1000,
+                     "a duration from 1ms to 3600s, such as 30s", errors_);
+    if (!n.has_value() || !us.has_value()) return;
+    c.limit = static_cast<int>(*n);
+    c.lease = std::chrono::microseconds(*us);
+    policy.rate = Rate::Unlimited();
+    policy.concurrency = c;
+  }
+
+  // `query_absent: [NAME, ...]` and `query_present: [NAME, ...]`.
+  void ReadQueryConditions(Policy& policy) {
+    for (auto [key, names] :
+         {std::pair<std::string_view, std::vector<std::string>*>{
+              "query_absent", &policy.query_absent},
+          {"query_present", &policy.query_present}}) {
+      const Field* f = fields_.Find(key);
+      if (f == nullptr) continue;
+      for (ListString& item :
+           ReadStringList(*f, "a list of query parameter names, e.g. [since]",
+                          "a query parameter name", errors_)) {
+        if (std::string problem = QueryNameProblem(item.text);
+            !problem.empty()) {
+          errors_.Add(item.mark,
+                      absl::StrCat(item.path, ": got ",
+                                   QuoteForError(item.text), ", ", problem));
+          continue;
+        }
+        names->push_back(std::move(item.text));
+      }
     }
   }
 
@@ -577,6 +649,12 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
           FindLayerOverflow(read, set.builtins)) {
     const auto& [mark, path] = layer_at[over->index];
     errors.Add(mark, absl::StrCat(path, ": ", over->problem));
+  }
+  if (std::optional<GroupOverflow> over =
+          FindGroupOverflow(read, set.builtins, set.all_shadow)) {
+    const PolicyShape& at = shapes[over->index];
+    errors.Add(at.mark, absl::StrCat(at.path, ".", ToAbsl(over->field), ": ",
+                                     over->problem));
   }
   // The whole set, built-ins included, is only known valid without errors.
   if (set.want_warnings && errors.empty() && first == 0) {

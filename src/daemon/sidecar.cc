@@ -112,6 +112,9 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   request.target = original.target;
   request.client = original.client;
   request.origin = original.origin;
+  // mxlimitd never sees a request end: a long-poll's leases last its
+  // timeout and a second, when that is shorter than the policy's lease.
+  request.max_lease = LeaseForTimeout(original.target);
   // A delayed admission holds its answer on the worker's timer; past
   // --max-held, such requests are denied instead.
   request.may_delay = held_.load(std::memory_order_relaxed) <

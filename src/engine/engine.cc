@@ -39,7 +39,7 @@ bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 RequestSubjects SubjectsOf(const Request& request) {
   return RequestSubjects{!request.user_id.empty(), !request.origin.empty(),
-                         !request.target_user.empty()};
+                         !request.target_user.empty(), request.target};
 }
 
 // What one bucket (null: a fresh one) says about a request: its GCRA verdict,
@@ -202,7 +202,11 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
     c.scope = a.scope;
     c.shadow = a.shadow;
     c.has_bucket = c.spec->rate.kind() == Rate::Kind::kLimited;
-    if (!c.has_bucket) continue;
+    c.in_flight = c.spec->concurrency.has_value();
+    if (!c.has_bucket && !c.in_flight) continue;
+    // Leases live in the shared tables, under their lock.
+    if (c.in_flight) [[unlikely]]
+      e.lock().Hold(*scope_tables_);
     // Written in place: a returned key copied whole would stall
     // store-to-load forwarding (it is built a word at a time).
     if (a.scope == Scope::kIp) {
@@ -219,7 +223,7 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
     } else {
       // The shared tables are read and written under their lock from here
       // to the end of the request.
-      e.scope_lock.Hold(*scope_tables_);
+      e.lock().Hold(*scope_tables_);
       AssignSubjectKey(request, a, path, e.route.id, subjects, c);
     }
   }
@@ -285,6 +289,8 @@ void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
       }
     }
     EvaluateCheck(c, state, now, cost);
+    if (c.in_flight) [[unlikely]]
+      EvaluateInFlight(c, now);
   }
 }
 
@@ -296,6 +302,7 @@ bool Engine::EvaluateSplit(Engine& ip, Engine& user, const Request& request,
   if (!ip.BeginEvaluate(request, kIpScope, ip_part, &prepared)) {
     return false;
   }
+  user_part.request_lock = &ip_part.scope_lock;
   const bool user_begun =
       user.BeginEvaluate(request, kUserScope, user_part, &prepared);
   ip.FinishEvaluate(request, now, ip_part);
@@ -316,6 +323,8 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                                     : NamedTable(c.scope).Peek(c.key.user);
     }
     EvaluateCheck(c, state, now, cost);
+    if (c.in_flight) [[unlikely]]
+      EvaluateInFlight(c, now);
   }
 }
 
@@ -393,8 +402,10 @@ MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
   auto consider = [&](const Evaluation& part, bool user_side) {
     for (const BucketCheck& c : part.all()) {
       if (!mine(c, user_side) || c.shadow || c.verdict.allowed) continue;
+      // An in-flight group queues at most kMaxQueuedLeases behind its limit.
       if (c.spec->on_limit != OnLimit::kDelay || c.verdict.never ||
-          c.verdict.retry_after > c.spec->max_delay) {
+          c.verdict.retry_after > c.spec->max_delay ||
+          (c.in_flight && c.queued > kMaxQueuedLeases)) {
         delayable = false;
         return;
       }
@@ -414,6 +425,12 @@ MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
     for (uint8_t i = 0; i < part.count; ++i) {
       BucketCheck& c = part.checks.items[i];
       if (!mine(c, user_side)) continue;
+      if (c.in_flight) {
+        // Its group has room by `later` (the wait covers its leases' ends),
+        // and it takes its lease now, so that later requests queue behind.
+        c.verdict.allowed = c.verdict.allowed || c.verdict.retry_after <= wait;
+        continue;
+      }
       EvaluateCheck(c, engine.LocatedState(c), later, cost);
     }
   };
@@ -426,9 +443,9 @@ MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
     auto restore = [&](const Engine& engine, Evaluation& part, bool user_side) {
       for (uint8_t i = 0; i < part.count; ++i) {
         BucketCheck& c = part.checks.items[i];
-        if (mine(c, user_side)) {
-          EvaluateCheck(c, engine.LocatedState(c), now, cost);
-        }
+        if (!mine(c, user_side)) continue;
+        EvaluateCheck(c, engine.LocatedState(c), now, cost);
+        if (c.in_flight) engine.EvaluateInFlight(c, now);
       }
     };
     restore(ip, ip_part, false);
@@ -477,6 +494,55 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
             : NamedTable(c.scope).Acquire({&c.key.user, c.hash}, 0);
     SettleOne(c, bucket, d, now, cost);
   }
+}
+
+void Engine::EvaluateInFlight(BucketCheck& c, MonotonicTime now) const {
+  const int64_t at = internal::ClampNow(now);
+  const LeaseGroupKey key = LeaseGroupOf(c);
+  const LeaseTable& leases = scope_tables_->leases;
+  const LeaseTable::Group g = leases.Find(key, at);
+  const auto limit = static_cast<uint32_t>(c.spec->concurrency->limit);
+  GcraVerdict& v = c.verdict;
+  v = GcraVerdict{};
+  v.allowed = g.in_flight < limit;
+  if (v.allowed) return;
+  // Requests admitted late (`on_limit: delay`) hold their leases from the
+  // decision on, so the group may hold more than `limit`: this request
+  // passes once all but limit - 1 of them have ended.
+  const size_t ahead =
+      std::min<size_t>(g.in_flight - limit + 1, LeaseTable::kMaxRanked);
+  c.queued = static_cast<uint8_t>(ahead);
+  const int64_t free_at =
+      ahead == 1 ? g.earliest_expiry_ns : leases.NthExpiry(key, at, ahead);
+  v.retry_after = std::chrono::nanoseconds(free_at - at);
+}
+
+void Engine::TakeLeases(const Evaluation& e, const Request& request,
+                        MonotonicTime now, MonotonicTime at, Decision& d) {
+  LeaseTable& leases = scope_tables_->leases;
+  const int64_t start = internal::ClampNow(at);
+  bool expired = false;
+  for (const BucketCheck& c : e.all()) {
+    if (!c.in_flight || !Charges(c, d) || d.leases.count == kMaxLeases) {
+      continue;
+    }
+    if (!expired) {
+      // Frees what is due before taking more (never what a delayed start
+      // is queued behind).
+      leases.Expire(internal::ClampNow(now));
+      expired = true;
+    }
+    std::chrono::nanoseconds lease = c.spec->concurrency->lease;
+    if (request.max_lease.count() > 0) {
+      lease = std::min(lease, request.max_lease);
+    }
+    d.leases.ids[d.leases.count++] =
+        leases.Acquire(LeaseGroupOf(c), start + lease.count());
+  }
+}
+
+void Engine::Release(std::span<const LeaseId> ids, MonotonicTime now) {
+  ReleaseLeases(*scope_tables_, ids, now);
 }
 
 void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
@@ -580,6 +646,9 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
     const MonotonicTime at =
         d.allowed ? now : TryDelay(*this, *this, request, now, e, e, d);
     Settle(e, d, at, std::max<int64_t>(request.cost, 0));
+    if (d.allowed && policies_->HasConcurrency()) [[unlikely]] {
+      TakeLeases(e, request, now, at, d);
+    }
     CountDecision(d);
   }
   return d;
@@ -609,6 +678,10 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   ip.Settle(ip_part, d, at, cost);
   user.Settle(user_part, d, at, cost);
+  if (d.allowed && policies.HasConcurrency()) [[unlikely]] {
+    ip.TakeLeases(ip_part, request, now, at, d);
+    user.TakeLeases(user_part, request, now, at, d);
+  }
   ip.CountDecision(d);
   return d;
 }
@@ -654,6 +727,13 @@ LimiterStats Engine::Stats() const {
     s.origin_table = table(scope_tables_->origin);
     s.room_table = table(scope_tables_->room);
     s.target_table = table(scope_tables_->target);
+    const LeaseTable& leases = scope_tables_->leases;
+    s.lease_table.size = leases.size();
+    s.lease_table.capacity = leases.capacity();
+    s.lease_table.admissions = leases.acquisitions();
+    s.lease_table.evictions = leases.evictions();
+    s.leases_released = leases.releases();
+    s.leases_expired = leases.expirations();
   }
   s.exempt = exempt_requests_;
   s.policies.reserve(policies_->size());
@@ -685,7 +765,7 @@ std::vector<std::string> Engine::DescribeBuckets(const Request& request) const {
   Evaluation e;
   Resolve(request, kBothScopes, e);
   for (const BucketCheck& c : e.all()) {
-    if (!c.has_bucket) continue;
+    if (!c.has_bucket && !c.in_flight) continue;
     std::string who;
     RouteId bucket_route;
     if (c.scope == Scope::kIp) {
@@ -728,8 +808,8 @@ std::vector<std::string> Engine::DescribeBuckets(const Request& request) const {
                                   : std::string(normalizer_->key(bucket_route));
     out.push_back(absl::StrCat(
         who, " | layer ", internal::ToAbsl(policies_->layer_name(c.layer)),
-        " | policy ", c.spec->name, c.shadow ? " (shadow)" : "", " | route ",
-        route));
+        " | policy ", c.spec->name, c.shadow ? " (shadow)" : "",
+        c.in_flight ? " (in flight: takes a lease)" : "", " | route ", route));
   }
   return out;
 }

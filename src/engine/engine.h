@@ -57,6 +57,11 @@ class Engine {
     uint8_t layer = 0;
     Scope scope = Scope::kIp;
     bool shadow = false;
+    // An in-flight policy: its key names a lease group (in ScopeTables'
+    // LeaseTable); `has_bucket` is false. Denied, `queued` is how many of
+    // the group's leases must end before it passes (1: the earliest).
+    bool in_flight = false;
+    uint8_t queued = 0;
     // Whether the policy has a bucket (a limited rate), the hash of its key,
     // and the table slot `Locate` found (0: not in the table yet).
     bool has_bucket = false;
@@ -102,9 +107,15 @@ class Engine {
     PolicyId user_policy = kNoPolicy;
     uint8_t count = 0;
     Checks checks;
-    // Held from the first origin, room or target check to the end of the
-    // request (see ScopeTables).
+    // Held from the first origin, room, target or in-flight check to the end
+    // of the request (see ScopeTables). The user half of a request split over
+    // two engines holds the IP half's (`request_lock`), so that a request
+    // takes the lock once.
     ScopeTablesLock scope_lock;
+    ScopeTablesLock* request_lock = nullptr;
+    ScopeTablesLock& lock() {
+      return request_lock != nullptr ? *request_lock : scope_lock;
+    }
     std::span<const BucketCheck> all() const { return {checks.items, count}; }
   };
 
@@ -253,6 +264,15 @@ class Engine {
   // carries a lead, so the mirror learns of buckets other processes drained.
   void Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
               int64_t cost, bool admit_leads = false);
+  // After Settle, for an allowed decision made at `now`: takes a lease for
+  // every in-flight check of `e` that `Charges`, ending at `at` (now, or
+  // now + the delay) + the policy's lease (or `request.max_lease` if
+  // shorter), into `d.leases`.
+  void TakeLeases(const Evaluation& e, const Request& request,
+                  MonotonicTime now, MonotonicTime at, Decision& d);
+  // Ends the leases `ids` (Limiter::Release); those already ended are
+  // skipped. Takes the scope tables' lock when shared.
+  void Release(std::span<const LeaseId> ids, MonotonicTime now);
   // --- For a SharedLimiter's mirror (cold paths). ---------------------------
   // Drops the buckets of every policy that is not `Sharing::kLocal`: the
   // store they mirrored lost its state.
@@ -324,6 +344,14 @@ class Engine {
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
+  // An in-flight check's verdict: allowed while its group holds fewer
+  // leases than the limit, else denied until the earliest one ends.
+  void EvaluateInFlight(BucketCheck& c, MonotonicTime now) const;
+  static LeaseGroupKey LeaseGroupOf(const BucketCheck& c) {
+    return c.scope == Scope::kIp
+               ? LeaseGroupKey::Of(static_cast<uint8_t>(c.scope), c.key.ip)
+               : LeaseGroupKey::Of(static_cast<uint8_t>(c.scope), c.key.user);
+  }
   bool IsExempt(const Request& request) const;
   // When `request` is exempt: marks `e` so, with its route, and returns true.
   bool MarkExempt(const Request& request, const PreparedRequest* prepared,

@@ -4,6 +4,7 @@
 // request path is in engine.cc.
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,14 @@ absl::Status Engine::CheckTablesUnchanged(const TableOptions& current,
           kDefaults.ipv6_prefix);
   compare("tables.user.capacity", current.user_capacity, next.user_capacity,
           kDefaults.user_capacity);
+  compare("tables.origin.capacity", current.origin_capacity,
+          next.origin_capacity, kDefaults.origin_capacity);
+  compare("tables.room.capacity", current.room_capacity, next.room_capacity,
+          kDefaults.room_capacity);
+  compare("tables.target.capacity", current.target_capacity,
+          next.target_capacity, kDefaults.target_capacity);
+  compare("tables.leases.capacity", current.lease_capacity, next.lease_capacity,
+          kDefaults.lease_capacity);
   if (changes.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "tables: capacities and prefixes are fixed at start-up; restart to "
@@ -122,6 +131,22 @@ absl::Status Engine::Reload(const LimiterConfig& config) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The bucket token a lease group's key carries (see LeaseGroupKey::Of).
+uint16_t LeaseToken(const LeaseGroupKey& g) {
+  if (g.words[0] == static_cast<uint8_t>(Scope::kIp)) {
+    IpBucketKey k;
+    std::memcpy(static_cast<void*>(&k), &g.words[1], sizeof(k));
+    return k.policy;
+  }
+  UserBucketKey k;
+  std::memcpy(static_cast<void*>(&k), &g.words[1], sizeof(k));
+  return k.policy();
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
     const LimiterConfig& config, const RouteNormalizer& normalizer) {
   absl::StatusOr<PolicySet> compiled = PolicySet::Compile(
@@ -163,6 +188,21 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
     return !kept[k.policy()];
   });
+  {
+    // The shared tables too (every shard drops the same tokens), and the
+    // leases of dropped in-flight policies: a token handed out again must
+    // not inherit another policy's buckets or leases.
+    ScopeTablesLock lock;
+    lock.Hold(*scope_tables_);
+    for (Scope scope : {Scope::kOrigin, Scope::kRoom, Scope::kTarget}) {
+      scope_tables_->of(scope).EraseIf(
+          [&](const internal::UserBucketKey& k, const GcraState&) {
+            return !kept[k.policy()];
+          });
+    }
+    scope_tables_->leases.EraseIf(
+        [&](const LeaseGroupKey& g) { return !kept[LeaseToken(g)]; });
+  }
 
   // Carry over per-policy counters of policies that kept their name.
   std::vector<PolicyCounters> counters(next->size());

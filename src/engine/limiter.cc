@@ -27,6 +27,10 @@ Decision Limiter::Peek(const Request& request, MonotonicTime now) const {
   return engine_->Peek(request, now);
 }
 
+void Limiter::Release(const Leases& leases, MonotonicTime now) {
+  engine_->Release({leases.begin(), leases.end()}, now);
+}
+
 void Limiter::Charge(const Request& request, MonotonicTime now) {
   engine_->Charge(request, now);
 }

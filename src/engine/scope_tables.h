@@ -1,5 +1,6 @@
 // The bucket tables of the subject scopes beyond address and user (origin,
-// room, target) and what finds a request's room. A Limiter's engine owns
+// room, target), the leases of in-flight limits (every scope's), and what
+// finds a request's room. A Limiter's engine owns
 // one; a ShardedLimiter's shards share one, so that a room's or an origin's
 // bucket is one bucket whichever shard a request's address and user land
 // in.
@@ -9,20 +10,26 @@
 // evaluation's `ScopeTablesLock`, until the request is settled: charges stay
 // all-or-nothing across every scope. It is always the last lock a request
 // takes (after its shards'), so no lock order cycle can form; requests
-// without such a policy never take it.
+// without such a policy (or an in-flight one) never take it.
 //
 // Internal: not installed, not part of the public API.
 
 #ifndef MXLIMIT_ENGINE_SCOPE_TABLES_H_
 #define MXLIMIT_ENGINE_SCOPE_TABLES_H_
 
+#include <span>
+
 #include "absl/base/thread_annotations.h"
+#include "mxlimit/decision.h"
 #include "mxlimit/internal/mutex.h"
 #include "mxlimit/options.h"
 #include "mxlimit/policy.h"
+#include "mxlimit/rate.h"
 #include "mxlimit/route.h"
+#include "mxlimit/time.h"
 #include "src/engine/bucket_keys.h"
 #include "src/engine/bucket_table.h"
+#include "src/engine/lease_table.h"
 #include "src/engine/room_locator.h"
 
 namespace mxlimit::internal {
@@ -39,6 +46,7 @@ struct ScopeTables {
         origin(tables.origin_capacity),
         room(tables.room_capacity),
         target(tables.target_capacity),
+        leases(tables.lease_capacity),
         rooms(normalizer) {}
 
   // REQUIRES: `scope` is kOrigin, kRoom or kTarget; `mu` held.
@@ -61,6 +69,7 @@ struct ScopeTables {
   Table origin;
   Table room;
   Table target;
+  LeaseTable leases;
   const RoomLocator rooms;
 };
 
@@ -85,6 +94,17 @@ class ScopeTablesLock {
  private:
   Mutex* mu_ = nullptr;
 };
+
+// Ends the leases `ids` (those already ended are skipped) and every lease
+// due at `now`, under the tables' lock when shared.
+inline void ReleaseLeases(ScopeTables& tables, std::span<const LeaseId> ids,
+                          MonotonicTime now) {
+  if (ids.empty()) return;
+  ScopeTablesLock lock;
+  lock.Hold(tables);
+  for (const LeaseId id : ids) tables.leases.Release(id);
+  tables.leases.Expire(ClampNow(now));
+}
 
 }  // namespace mxlimit::internal
 

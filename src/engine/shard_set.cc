@@ -290,6 +290,9 @@ LimiterStats ShardSet::Stats() const {
       sum.origin_table = one.origin_table;
       sum.room_table = one.room_table;
       sum.target_table = one.target_table;
+      sum.lease_table = one.lease_table;
+      sum.leases_released = one.leases_released;
+      sum.leases_expired = one.leases_expired;
     }
     sum.exempt += one.exempt;
     sum.fallback_allowed += one.fallback_allowed;

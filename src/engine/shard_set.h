@@ -119,6 +119,10 @@ class ShardSet {
 
   // `ShardedLimiter::Charge`: each scope under its own shard's lock.
   void Charge(const Request& request, MonotonicTime now);
+  // `ShardedLimiter::Release`: under the shared scope tables' lock alone.
+  void Release(const Leases& leases, MonotonicTime now) {
+    ReleaseLeases(*scope_tables_, {leases.begin(), leases.end()}, now);
+  }
 
   // Validates and compiles `config` once and installs it in every shard, or
   // changes nothing (see `ShardedLimiter::Reload`).

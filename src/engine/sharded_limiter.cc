@@ -82,6 +82,7 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   a.engine->Inspect(request, now, Engine::kIpScope, ip_part, &p);
   if (ip_part.exempt) return Engine::ExemptDecision(ip_part.route);
   Engine::Evaluation user_part;
+  user_part.request_lock = &ip_part.scope_lock;
   b.engine->Inspect(request, now, Engine::kUserScope, user_part, &p);
   Decision d = a.engine->Combine(ip_part, user_part);
   Engine::TryDelay(*a.engine, *b.engine, request, now, ip_part, user_part, d);
@@ -91,6 +92,10 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
 
 void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
   set_->Charge(request, now);
+}
+
+void ShardedLimiter::Release(const Leases& leases, MonotonicTime now) {
+  set_->Release(leases, now);
 }
 
 absl::Status ShardedLimiter::Reload(const LimiterConfig& config) {

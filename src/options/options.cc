@@ -23,6 +23,8 @@ absl::Status ValidateTableOptions(const TableOptions& t) {
   if (!s.ok()) return s;
   s = capacity("tables.target.capacity", t.target_capacity);
   if (!s.ok()) return s;
+  s = capacity("tables.leases.capacity", t.lease_capacity);
+  if (!s.ok()) return s;
   if (t.ipv4_prefix < 0 || t.ipv4_prefix > 32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tables.ip.ipv4_prefix: got ", t.ipv4_prefix, ", expected 0 to 32"));

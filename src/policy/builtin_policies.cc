@@ -11,6 +11,7 @@
 // through at once from a fresh bucket, then refill at the rate.
 
 #include <cassert>
+#include <chrono>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -55,6 +56,13 @@ struct BuiltinRow {
   int64_t burst;
   std::string_view source;
   std::optional<ClientPrefix> client_prefix = std::nullopt;
+  // In-flight rows: the limit and lease (the rate fields are then unused),
+  // and a query parameter the request must not carry.
+  int concurrency = 0;
+  int64_t lease_ms = 0;
+  std::string_view query_absent = {};
+  // `on_limit: delay` with this `max_delay` when above 0.
+  int64_t max_delay_ms = 0;
 };
 
 // clang-format off
@@ -102,6 +110,12 @@ const BuiltinRow kBuiltins[] = {
    "Synapse rc_invites.per_room: per_second 0.3 (= 18/minute), burst_count 10"},
   {"federation-per-origin", kRoute, kOrigin, "", "/_matrix/federation/*", true, 10, U::kSecond, 50,
    "mxlimit, from Synapse rc_federation: sleep_limit 10 per window_size 1000 ms as 10/second, reject_limit 50 (what Synapse queues before it rejects) as the burst"},
+  {"federation-in-flight", kRoute, kOrigin, "", "/_matrix/federation/*", true, 0, U::kSecond, 0,
+   "mxlimit, from Synapse rc_federation: concurrent 3 per origin, the rest queued (on_limit: delay, max_delay 5 s: reject_limit 50 at 10 a second); lease 300 ms, so that mxlimitd, which sees no request end, starts at most 10 a second per origin (sleep_limit per window)",
+   std::nullopt, 3, 300, {}, 5'000},
+  {"initial-sync-in-flight", kRoute, kUser, "GET", "/_matrix/client/v3/sync", false, 0, U::kSecond, 0,
+   "mxlimit, after element-hq/synapse#19506 (in-flight initial syncs): 2 per user without `since`, lease 180 s",
+   std::nullopt, 2, 180'000, "since"},
   {"login-per-account", kRoute, kTarget, "POST", "/_matrix/client/v3/login", false, 259, U::kDay, 5,
    "Synapse rc_login.account: per_second 0.003 (= 259.2/day, rounded down), burst_count 5; applies when the embedder sets the target account"},
   {"invites-per-invitee", kRoute, kTarget, "POST", "/_matrix/client/v3/rooms/{roomId}/invite", false, 259, U::kDay, 5,
@@ -135,16 +149,29 @@ std::vector<Policy> ParseBuiltins() {
   std::vector<Policy> out;
   out.reserve(std::size(kBuiltins));
   for (const BuiltinRow& row : kBuiltins) {
-    absl::StatusOr<Rate> rate =
-        Rate::Create(row.requests_per_unit, row.unit, row.burst);
-    assert(rate.ok() && "built-in rate rows are valid by construction");
     Policy p;
+    if (row.concurrency > 0) {
+      p.concurrency =
+          Concurrency{row.concurrency, std::chrono::milliseconds(row.lease_ms)};
+      if (!row.query_absent.empty()) {
+        p.query_absent.emplace_back(row.query_absent);
+      }
+    }
+    absl::StatusOr<Rate> rate = Rate::Unlimited();
+    if (!p.concurrency.has_value()) {
+      rate = Rate::Create(row.requests_per_unit, row.unit, row.burst);
+    }
+    assert(rate.ok() && "built-in rate rows are valid by construction");
     p.name = std::string(row.name);
     p.match = SplitList(row.match);
     p.methods = SplitList(row.methods);
     p.layer = std::string(row.layer);
     p.client_prefix = row.client_prefix;
     p.scope = row.scope;
+    if (row.max_delay_ms > 0) {
+      p.on_limit = OnLimit::kDelay;
+      p.max_delay = std::chrono::milliseconds(row.max_delay_ms);
+    }
     p.rate = rate.ok() ? *rate : Rate::Unlimited();
     p.share_threshold = row.share_threshold;
     p.builtin = true;

@@ -69,6 +69,8 @@ std::string_view MatchVerdictName(MatchVerdict verdict) {
       return "needs a user";
     case MatchVerdict::kNeedsSubject:
       return "needs its subject";
+    case MatchVerdict::kQueryExcluded:
+      return "query excluded";
   }
   return "?";
 }
@@ -136,6 +138,9 @@ std::vector<PolicyMatch> PolicySet::Explain(std::string_view method,
       pm.verdict = MatchVerdict::kNeedsSubject;
     } else if ((entry(order_of_policy[i]).methods & bit) == 0) {
       pm.verdict = MatchVerdict::kMethodExcluded;
+    } else if (!QueryConditionsHold(static_cast<PolicyId>(i),
+                                    subjects.request_target)) {
+      pm.verdict = MatchVerdict::kQueryExcluded;
     } else {
       pm.verdict = MatchVerdict::kOutranked;
     }

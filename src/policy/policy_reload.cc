@@ -3,6 +3,7 @@
 // `mxlimit check-config --reload-against` reports BucketResetReason, so the
 // two cannot disagree.
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@ std::string PrefixText(const std::optional<ClientPrefix>& prefix) {
 
 bool KeepsBuckets(const Policy& before, const Policy& after) {
   return before.scope == after.scope && before.rate == after.rate &&
+         before.concurrency == after.concurrency &&
          before.share_threshold == after.share_threshold &&
          before.layer == after.layer &&
          before.client_prefix == after.client_prefix &&
@@ -39,6 +41,15 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
   if (before.rate != after.rate) {
     return absl::StrCat("rate ", before.rate.ToString(), " -> ",
                         after.rate.ToString());
+  }
+  if (before.concurrency != after.concurrency) {
+    auto text = [](const std::optional<Concurrency>& c) {
+      return c.has_value()
+                 ? absl::StrCat("concurrency ", c->limit, " in flight")
+                 : std::string("no concurrency");
+    };
+    return absl::StrCat(text(before.concurrency), " -> ",
+                        text(after.concurrency));
   }
   if (before.share_threshold != after.share_threshold) {
     return absl::StrCat("share_threshold ",

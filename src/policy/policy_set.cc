@@ -23,12 +23,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "mxlimit/decision.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/prefix_trie.h"
 #include "src/engine/room_locator.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
+#include "src/util/query.h"
 #include "src/util/quote.h"
 
 namespace mxlimit {
@@ -99,23 +101,22 @@ uint16_t OrderOf(size_t index) { return static_cast<uint16_t>(index + 1); }
 
 // Resolution keeps one lane per (layer, scope, mode) group in a 32-bit set:
 // five scopes in eight layers could need more.
-void AddGroupProblems(std::span<const Policy> policies,
-                      std::vector<std::string>& problems) {
-  std::vector<std::tuple<std::string_view, Scope, bool>> groups;
-  for (const Policy& p : policies) {
-    const auto g =
-        std::make_tuple(std::string_view(p.layer), p.scope, p.shadow_mode);
-    if (std::find(groups.begin(), groups.end(), g) == groups.end()) {
-      groups.push_back(g);
-    }
+// What, beside layer, scope and mode, puts a policy in its own group: its
+// kind (rate or in flight) and its query conditions, as sorted names.
+struct GroupVariant {
+  bool concurrency = false;
+  std::vector<std::string> absent;
+  std::vector<std::string> present;
+  friend bool operator==(const GroupVariant&, const GroupVariant&) = default;
+};
+
+GroupVariant VariantOf(const Policy& p) {
+  GroupVariant v{p.concurrency.has_value(), p.query_absent, p.query_present};
+  for (std::vector<std::string>* names : {&v.absent, &v.present}) {
+    std::sort(names->begin(), names->end());
+    names->erase(std::unique(names->begin(), names->end()), names->end());
   }
-  if (groups.size() > kMaxResolved) {
-    problems.push_back(absl::StrCat(
-        "policies: got ", groups.size(),
-        " (layer, scope, shadow mode) groups (built-ins included), "
-        "expected at most ",
-        kMaxResolved, "; put policies of one scope in fewer layers"));
-  }
+  return v;
 }
 
 // A room-scope policy keys by the route's room placeholder: each of its
@@ -147,6 +148,60 @@ void AddRoomPatternProblems(std::span<const Policy> operator_policies,
 }
 
 }  // namespace
+
+std::optional<GroupOverflow> FindGroupOverflow(
+    std::span<const Policy> operator_policies, bool include_builtins,
+    bool all_shadow) {
+  using Group = std::tuple<std::string_view, Scope, bool, GroupVariant>;
+  std::vector<Group> groups;
+  size_t in_flight = 0;
+  // Whether `p` opens a group; counts it.
+  auto add = [&](const Policy& p) {
+    Group g{p.layer, p.scope, p.shadow_mode || all_shadow, VariantOf(p)};
+    if (std::find(groups.begin(), groups.end(), g) != groups.end()) {
+      return false;
+    }
+    groups.push_back(std::move(g));
+    in_flight += p.concurrency.has_value() ? 1 : 0;
+    return true;
+  };
+  static const std::vector<Policy>* const kBuiltins =
+      new std::vector<Policy>(BuiltinPolicies());
+  if (include_builtins) {
+    for (const Policy& b : *kBuiltins) {
+      const bool replaced =
+          std::any_of(operator_policies.begin(), operator_policies.end(),
+                      [&](const Policy& p) { return p.name == b.name; });
+      if (!replaced) add(b);
+    }
+  }
+  for (size_t i = 0; i < operator_policies.size(); ++i) {
+    const Policy& p = operator_policies[i];
+    if (!add(p)) continue;
+    if (p.concurrency.has_value() && in_flight > kMaxLeases) {
+      return GroupOverflow{
+          i, "concurrency",
+          absl::StrCat("in-flight group ", in_flight,
+                       " (layer, scope, mode and query conditions) of a set "
+                       "that holds at most ",
+                       kMaxLeases,
+                       ", built-ins included (a request holds one lease per "
+                       "group); give it the layer, scope and conditions of "
+                       "another in-flight policy")};
+    }
+    if (groups.size() > kMaxResolved) {
+      return GroupOverflow{
+          i, "layer",
+          absl::StrCat("group ", groups.size(),
+                       " (layer, scope, mode, kind and query conditions) of a "
+                       "set that holds at most ",
+                       kMaxResolved,
+                       ", built-ins included; put policies of one scope in "
+                       "fewer layers")};
+    }
+  }
+  return std::nullopt;
+}
 
 PreparedRouteForms::PreparedRouteForms(std::span<const RouteForm> forms) {
   for (const RouteForm& form : forms) {
@@ -255,7 +310,15 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
         p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
         ": layer: ", over->problem));
   }
-  AddGroupProblems(set.policies_, problems);
+  if (std::optional<GroupOverflow> over = FindGroupOverflow(
+          std::span<const Policy>(set.policies_.data(), operator_count),
+          include_builtins, all_shadow)) {
+    const Policy& p = set.policies_[over->index];
+    problems.push_back(absl::StrCat(
+        "policy ", QuoteForError(p.name),
+        p.source_line > 0 ? absl::StrCat(" (line ", p.source_line, ")") : "",
+        ": ", ToAbsl(over->field), ": ", over->problem));
+  }
   AddRoomPatternProblems(
       std::span<const Policy>(set.policies_.data(), operator_count), route_keys,
       problems);
@@ -280,29 +343,53 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
 }
 
 void PolicySet::AssignSlots() {
-  // Slots: the (layer, scope, mode) groups some policy belongs to, in
-  // resolution order.
+  // Slots: the (layer, scope, mode, variant) groups some policy belongs
+  // to, in resolution order; variants in order of first appearance.
   const size_t n = policies_.size();
   info_.resize(n);
+  std::vector<GroupVariant> variants;
+  std::vector<size_t> variant_of(n);
+  conditions_.assign(1, Condition{});
+  std::vector<uint8_t> condition_of_variant;
+  for (size_t i = 0; i < n; ++i) {
+    GroupVariant v = VariantOf(policies_[i]);
+    auto it = std::find(variants.begin(), variants.end(), v);
+    variant_of[i] = static_cast<size_t>(it - variants.begin());
+    if (it != variants.end()) continue;
+    uint8_t condition = 0;
+    if (!v.absent.empty() || !v.present.empty()) {
+      Condition c{v.absent, v.present};
+      auto found = std::find_if(
+          conditions_.begin(), conditions_.end(), [&](const Condition& x) {
+            return x.absent == c.absent && x.present == c.present;
+          });
+      condition = static_cast<uint8_t>(found - conditions_.begin());
+      if (found == conditions_.end()) conditions_.push_back(std::move(c));
+    }
+    condition_of_variant.push_back(condition);
+    variants.push_back(std::move(v));
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);
     for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
                         Scope::kTarget}) {
       for (bool shadow : {false, true}) {
-        bool used = false;
-        for (size_t i = 0; i < n && !used; ++i) {
-          const Policy& p = policies_[i];
-          used = p.layer == layers_[layer] && p.scope == scope &&
-                 p.shadow_mode == shadow;
-        }
-        if (!used) continue;
-        const auto slot = static_cast<uint8_t>(slots_.size());
-        slots_.push_back(Slot{layer, scope, shadow});
-        for (size_t i = 0; i < n; ++i) {
-          const Policy& p = policies_[i];
-          if (p.layer == layers_[layer] && p.scope == scope &&
-              p.shadow_mode == shadow) {
-            info_[i] = PolicyInfo{p.share_threshold, layer, slot};
+        for (size_t v = 0; v < variants.size(); ++v) {
+          auto member = [&](size_t i) {
+            const Policy& p = policies_[i];
+            return p.layer == layers_[layer] && p.scope == scope &&
+                   p.shadow_mode == shadow && variant_of[i] == v;
+          };
+          bool used = false;
+          for (size_t i = 0; i < n && !used; ++i) used = member(i);
+          if (!used) continue;
+          const auto slot = static_cast<uint8_t>(slots_.size());
+          slots_.push_back(Slot{layer, scope, shadow, variants[v].concurrency,
+                                condition_of_variant[v]});
+          for (size_t i = 0; i < n; ++i) {
+            if (member(i)) {
+              info_[i] = PolicyInfo{policies_[i].share_threshold, layer, slot};
+            }
           }
         }
       }
@@ -493,9 +580,12 @@ void PolicySet::BuildRawSide() {
               });
     if (!list.empty()) inner_slots_.push_back(static_cast<uint8_t>(slot));
   }
+  condition_slots_.assign(conditions_.size(), 0);
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
     scope_slots_[static_cast<size_t>(slots_[slot].scope)] |= 1u << slot;
     slot_bits_ |= 1u << slot;
+    condition_slots_[slots_[slot].condition] |= 1u << slot;
+    if (slots_[slot].concurrency) concurrency_slots_ |= 1u << slot;
   }
   route_dropped_.assign(route_has_room_.size(), 0);
   for (size_t r = 0; r < route_has_room_.size(); ++r) {
@@ -600,12 +690,40 @@ std::optional<PolicyId> PolicySet::Find(std::string_view name) const {
   return it->second;
 }
 
-uint32_t PolicySet::DroppedSlots(RouteId rid, RequestSubjects subjects) const {
+uint32_t PolicySet::DroppedSlots(RouteId rid,
+                                 const RequestSubjects& subjects) const {
   // Branch-free: each absent subject's slots, masked in.
   auto all_if = [](bool absent) { return 0u - static_cast<uint32_t>(absent); };
-  return route_dropped_[rid] | (scope_slots_[1] & all_if(!subjects.user)) |
-         (scope_slots_[2] & all_if(!subjects.origin)) |
-         (scope_slots_[4] & all_if(!subjects.target));
+  const uint32_t dropped = route_dropped_[rid] |
+                           (scope_slots_[1] & all_if(!subjects.user)) |
+                           (scope_slots_[2] & all_if(!subjects.origin)) |
+                           (scope_slots_[4] & all_if(!subjects.target));
+  if (conditions_.size() <= 1) return dropped;
+  return dropped | ConditionDroppedSlots(subjects.request_target);
+}
+
+uint32_t PolicySet::ConditionDroppedSlots(
+    std::string_view request_target) const {
+  uint32_t dropped = 0;
+  for (size_t c = 1; c < conditions_.size(); ++c) {
+    if (!conditions_[c].Holds(request_target)) dropped |= condition_slots_[c];
+  }
+  return dropped;
+}
+
+bool PolicySet::Condition::Holds(std::string_view request_target) const {
+  for (const std::string& name : absent) {
+    if (internal::QueryHasParameter(request_target, name)) return false;
+  }
+  for (const std::string& name : present) {
+    if (!internal::QueryHasParameter(request_target, name)) return false;
+  }
+  return true;
+}
+
+bool PolicySet::QueryConditionsHold(PolicyId id,
+                                    std::string_view request_target) const {
+  return conditions_[slots_[info_[id].slot].condition].Holds(request_target);
 }
 
 PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,

@@ -154,16 +154,50 @@ std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope) {
   return problem;
 }
 
+std::string ConcurrencyProblem(const Concurrency& concurrency,
+                               const Rate& rate) {
+  if (concurrency.limit < 1 || concurrency.limit > kMaxConcurrency) {
+    return absl::StrCat("got limit ", concurrency.limit, ", expected 1 to ",
+                        kMaxConcurrency, " requests in flight");
+  }
+  if (concurrency.lease.count() <= 0 || concurrency.lease > kMaxLease) {
+    return "expected a lease above 0 and at most 1h (how long an admitted "
+           "request may hold its slot when it is never released)";
+  }
+  if (rate.kind() != Rate::Kind::kUnlimited) {
+    return absl::StrCat("expected no rate beside it, got ", rate.ToString(),
+                        " (an in-flight policy limits concurrency alone; "
+                        "write the rate as another policy)");
+  }
+  return {};
+}
+
+std::string QueryNameProblem(std::string_view name) {
+  if (name.empty() || name.size() > kMaxQueryNameBytes) {
+    return absl::StrCat("expected a query parameter name of 1 to ",
+                        kMaxQueryNameBytes, " bytes");
+  }
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f || c == '&' || c == '=' || c == '#') {
+      return "expected a query parameter name without '&', '=', '#', "
+             "spaces or control bytes";
+    }
+  }
+  return {};
+}
+
 std::string OnLimitProblem(OnLimit on_limit, std::chrono::nanoseconds max_delay,
-                           const Rate& rate) {
+                           const Rate& rate, bool in_flight) {
   if (on_limit == OnLimit::kDeny) {
     return max_delay.count() == 0
                ? std::string()
                : "max_delay is set, but on_limit is deny; set on_limit: "
                  "delay or remove max_delay";
   }
-  if (rate.kind() != Rate::Kind::kLimited) {
-    return "got delay, but the policy has no limited rate to wait for";
+  if (rate.kind() != Rate::Kind::kLimited && !in_flight) {
+    return "got delay, but the policy has no limited rate or in-flight "
+           "limit to wait for";
   }
   if (max_delay.count() <= 0 || max_delay > kMaxDelayLimit) {
     return "got delay, but max_delay must be above 0 and at most 60s";
@@ -292,9 +326,29 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
       }
     }
 
-    if (std::string problem = OnLimitProblem(p.on_limit, p.max_delay, p.rate);
+    if (std::string problem = OnLimitProblem(p.on_limit, p.max_delay, p.rate,
+                                             p.concurrency.has_value());
         !problem.empty()) {
       add(i, "on_limit", absl::StrCat(who, ": on_limit: ", problem));
+    }
+
+    if (p.concurrency.has_value()) {
+      if (std::string problem = ConcurrencyProblem(*p.concurrency, p.rate);
+          !problem.empty()) {
+        add(i, "concurrency", absl::StrCat(who, ": concurrency: ", problem));
+      }
+    }
+    for (const auto& [field, names] :
+         {std::pair<std::string_view, const std::vector<std::string>*>{
+              "query_absent", &p.query_absent},
+          {"query_present", &p.query_present}}) {
+      for (const std::string& q : *names) {
+        if (std::string problem = QueryNameProblem(q); !problem.empty()) {
+          add(i, field,
+              absl::StrCat(who, ": ", ToAbsl(field), ": got ", QuoteForError(q),
+                           ", ", problem));
+        }
+      }
     }
 
     if (p.share_threshold && !p.match.empty()) {

@@ -238,6 +238,7 @@ void SharedCore::Evaluate(Shard& a, Shard& b, const Request& request,
     a.engine->Inspect(request, now, first, pass.ip_part, &prepared);
     if (pass.ip_part.exempt) return;
     if (pass.split) {
+      pass.user_part.request_lock = &pass.ip_part.scope_lock;
       b.engine->Inspect(request, now, Engine::kUserScope, pass.user_part,
                         &prepared);
     }
@@ -338,6 +339,14 @@ void SharedCore::Finish(Shard& a, Shard& b, const Owners& o, Pass& pass,
                         int64_t cost, bool from_store) {
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
+  if (d.allowed && a.engine->policies().HasConcurrency()) [[unlikely]] {
+    // In-flight limits are kept in process: their leases are this
+    // process's (docs/shared-state.md).
+    a.engine->TakeLeases(pass.ip_part, request, now, now, d);
+    if (pass.split) {
+      b.engine->TakeLeases(pass.user_part, request, now, now, d);
+    }
+  }
   a.engine->CountDecision(d);
   if (d.allowed) QueueCharges(a, b, o, pass, d, request, now, cost);
   ShardSet::PinNames(a, b, d);

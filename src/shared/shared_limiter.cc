@@ -145,6 +145,10 @@ Decision SharedLimiter::Peek(const Request& request, MonotonicTime now) const {
   return core_->Peek(request, now);
 }
 
+void SharedLimiter::Release(const Leases& leases, MonotonicTime now) {
+  mirror_->Release(leases, now);
+}
+
 void SharedLimiter::Charge(const Request& request, MonotonicTime now) {
   if (core_ == nullptr) return mirror_->Charge(request, now);
   core_->Charge(request, now);

@@ -109,7 +109,16 @@ void WriteTables(Writer& w, const LimiterStats& s) {
     w.Label("table", "origin").Sample(s.origin_table.*c.field);
     w.Label("table", "room").Sample(s.room_table.*c.field);
     w.Label("table", "target").Sample(s.target_table.*c.field);
+    if (c.field != &TableStats::hits) {
+      w.Label("table", "leases").Sample(s.lease_table.*c.field);
+    }
   }
+  w.Begin("mxlimit_leases_released", Type::kCounter,
+          "In-flight leases given back by Release.");
+  w.Sample(s.leases_released);
+  w.Begin("mxlimit_leases_expired", Type::kCounter,
+          "In-flight leases that ended by their lease time.");
+  w.Sample(s.leases_expired);
 }
 
 void WritePolicies(Writer& w, const LimiterStats& s) {

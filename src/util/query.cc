@@ -51,6 +51,48 @@ bool internal::QueryParameter(std::string_view target, std::string_view name,
   return true;
 }
 
+namespace {
+
+// Whether `raw` (one parameter name as sent) decodes to `name`.
+bool NameDecodesTo(std::string_view raw, std::string_view name) {
+  size_t n = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '%' && i + 2 < raw.size()) {
+      const int hi = internal::HexDigitValue(raw[i + 1]);
+      const int lo = internal::HexDigitValue(raw[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        c = static_cast<char>(hi << 4 | lo);
+        i += 2;
+      }
+    } else if (c == '+') {
+      c = ' ';
+    }
+    if (n == name.size() || name[n] != c) return false;
+    ++n;
+  }
+  return n == name.size();
+}
+
+}  // namespace
+
+bool internal::QueryHasParameter(std::string_view target,
+                                 std::string_view name) {
+  const size_t fragment = target.find('#');
+  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view()
+                                          : query.substr(amp + 1);
+    if (NameDecodesTo(pair.substr(0, pair.find('=')), name)) return true;
+  }
+  return false;
+}
+
 std::string_view AppserviceUserId(std::string_view target,
                                   std::span<char> buffer) {
   std::string_view value;

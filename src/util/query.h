@@ -21,6 +21,11 @@ bool QueryParameter(std::string_view target, std::string_view name,
                     std::span<char> buffer, std::string_view& value,
                     bool& found);
 
+// Whether the query of `target` has a parameter whose name, decoded as
+// above, is `name` (with or without a value). A malformed escape in a name
+// is compared as written. Allocation-free.
+bool QueryHasParameter(std::string_view target, std::string_view name);
+
 }  // namespace mxlimit::internal
 
 #endif  // MXLIMIT_UTIL_QUERY_H_

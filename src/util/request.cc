@@ -1,7 +1,11 @@
 #include "mxlimit/request.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "src/util/query.h"
 
 namespace mxlimit {
 
@@ -16,6 +20,27 @@ std::string_view OriginForm(std::string_view target) {
     return rest.substr(slash);
   }
   return target;
+}
+
+}  // namespace mxlimit
+
+namespace mxlimit {
+
+std::chrono::nanoseconds LeaseForTimeout(std::string_view target) {
+  char buf[64];
+  std::string_view value;
+  bool found = false;
+  if (!internal::QueryParameter(target, "timeout", buf, value, found) ||
+      !found || value.empty()) {
+    return std::chrono::nanoseconds(0);
+  }
+  constexpr int64_t kHourMs = 3'600'000;
+  int64_t ms = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return std::chrono::nanoseconds(0);
+    ms = std::min(ms * 10 + (c - '0'), kHourMs);
+  }
+  return std::chrono::milliseconds(ms) + std::chrono::seconds(1);
 }
 
 }  // namespace mxlimit

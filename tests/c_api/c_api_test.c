@@ -6,6 +6,7 @@
  * Usage: c_api_test DATA_DIR (tests/data: bad_config.yaml and its .errors). */
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,69 @@ static void test_subjects_and_delays(void) {
   mxlimit_limiter_free(limiter);
 }
 
+/* The built-in initial-sync-in-flight: two initial syncs per user hold a
+   lease each, released by mxlimit_release or ended by their lease time. */
+static void test_leases(void) {
+  mxlimit_limiter* limiter = new_from_yaml(NULL);
+  if (limiter == NULL) return;
+  const char* sync = "/_matrix/client/v3/sync";
+  const char* user = "@a:example.org";
+  mxlimit_decision first =
+      check_at(limiter, "GET", sync, "203.0.113.9", user, 0);
+  EXPECT_INT(first.allowed, 1);
+  EXPECT_INT(first.lease_count, 1);
+  mxlimit_decision second =
+      check_at(limiter, "GET", sync, "203.0.113.9", user, 0);
+  EXPECT_INT(second.allowed, 1);
+  EXPECT_INT(second.lease_count, 1);
+  EXPECT_INT(first.leases[0] != second.leases[0], 1);
+  mxlimit_decision third =
+      check_at(limiter, "GET", sync, "203.0.113.9", user, 0);
+  EXPECT_INT(third.allowed, 0);
+  EXPECT_INT(third.lease_count, 0);
+  EXPECT_INT(third.limited_by, MXLIMIT_SCOPE_USER);
+  EXPECT_STRN(third.policy, third.policy_len, "initial-sync-in-flight");
+  EXPECT_INT(third.retry_after_ns, 180000000000);
+  /* An incremental sync is not counted. */
+  EXPECT_INT(check_at(limiter, "GET", "/_matrix/client/v3/sync?since=s1",
+                      "203.0.113.9", user, 0)
+                 .allowed,
+             1);
+  EXPECT_STATUS(mxlimit_release(limiter, first.leases, first.lease_count, 0),
+                MXLIMIT_OK);
+  EXPECT_INT(check_at(limiter, "GET", sync, "203.0.113.9", user, 0).allowed, 1);
+  /* Twice: nothing more is freed. */
+  EXPECT_STATUS(mxlimit_release(limiter, first.leases, first.lease_count, 0),
+                MXLIMIT_OK);
+  EXPECT_INT(check_at(limiter, "GET", sync, "203.0.113.9", user, 0).allowed, 0);
+  /* After the lease time (180 s) every lease has ended. */
+  EXPECT_INT(
+      check_at(limiter, "GET", sync, "203.0.113.9", user, 181000000000).allowed,
+      1);
+  EXPECT_STATUS(mxlimit_release(NULL, first.leases, 1, 0), MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_release(limiter, NULL, 1, 0), MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_release(limiter, first.leases, 5, 0), MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_release(limiter, NULL, 0, 0), MXLIMIT_OK);
+
+  /* A caller built before leases existed passes the second version's size:
+     nothing past delay_ns is written. */
+  mxlimit_decision old;
+  memset(&old, 0xAA, sizeof(old));
+  old.struct_size = (uint32_t)offsetof(mxlimit_decision, leases);
+  uint8_t client[16];
+  parse_ip("203.0.113.10", client);
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, sync, strlen(sync), client,
+                              "@b:example.org", 14, 1, 0, 0, &old),
+                MXLIMIT_OK);
+  EXPECT_INT(old.allowed, 1);
+  const unsigned char* tail = (const unsigned char*)&old.leases;
+  for (size_t i = 0; i < sizeof(old) - offsetof(mxlimit_decision, leases);
+       ++i) {
+    EXPECT_INT(tail[i], 0xAA);
+  }
+  mxlimit_limiter_free(limiter);
+}
+
 /* --- Operator policies: never, shadow, user scope, peek, charge ----------- */
 
 static const char kPolicies[] =
@@ -406,7 +470,7 @@ static void test_shadow_policy_reports_without_denying(void) {
 static void test_user_scope_peek_and_charge(void) {
   mxlimit_limiter* limiter = new_from_yaml(kPolicies);
   if (limiter == NULL) return;
-  const char* sync = "/_matrix/client/v3/sync";
+  const char* sync = "/_matrix/client/v3/sync?since=s1";
   /* Peeking charges nothing: five peeks, then the burst of two is whole. */
   for (int i = 0; i < 5; ++i) {
     EXPECT_INT(
@@ -478,7 +542,7 @@ static void test_reload_keeps_old_names_valid(void) {
   char yaml[512];
   mxlimit_limiter* limiter = new_from_yaml(sync_policy("p-one", yaml, 512));
   if (limiter == NULL) return;
-  const char* sync = "/_matrix/client/v3/sync";
+  const char* sync = "/_matrix/client/v3/sync?since=s1";
   EXPECT_INT(check_at(limiter, "GET", sync, "192.0.2.1", "@a:x.org", 0).allowed,
              1);
   const mxlimit_decision old =
@@ -540,7 +604,7 @@ static void test_files(void) {
   EXPECT(err == NULL);
   EXPECT(limiter != NULL);
   if (limiter == NULL) return;
-  const char* sync = "/_matrix/client/v3/sync";
+  const char* sync = "/_matrix/client/v3/sync?since=s1";
   check_at(limiter, "GET", sync, "192.0.2.1", "@a:x.org", 0);
   mxlimit_decision d =
       check_at(limiter, "GET", sync, "192.0.2.1", "@a:x.org", 0);
@@ -940,6 +1004,7 @@ int main(int argc, char** argv) {
   test_default_config_limits_message_send_per_user();
   test_default_config_limits_joins_per_room();
   test_subjects_and_delays();
+  test_leases();
   test_never_has_no_retry_after();
   test_shadow_policy_reports_without_denying();
   test_user_scope_peek_and_charge();

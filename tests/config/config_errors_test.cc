@@ -76,7 +76,8 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       ElementsAre("test.yaml:5:5: unknown key \"colour\" in policies[0]; "
                   "known keys: name, match, methods, scope, rate_limit, "
                   "burst, unlimited, shadow_mode, share_threshold, layer, "
-                  "client_prefix, sharing, on_limit, max_delay"));
+                  "client_prefix, sharing, on_limit, max_delay, "
+                  "concurrency, query_absent, query_present"));
   EXPECT_THAT(
       Errors("policies:\n  - name: a\n    match: /a\n"
              "    rate_limit: { unit: day, requests_per_unit: 1, burts: 1 }\n"),
@@ -107,7 +108,7 @@ TEST(ConfigErrorTest, WrongTypes) {
                           "expected an integer from 1 to 100000000"));
   EXPECT_THAT(Errors("tables: [1, 2]\n"),
               ElementsAre("test.yaml:1:9: tables: got a list, expected a map "
-                          "with keys ip, user, origin, room, target"));
+                          "with keys ip, user, origin, room, target, leases"));
   EXPECT_THAT(Errors("exempt:\n  ips: 10.0.0.0/8\n"),
               ElementsAre("test.yaml:2:8: exempt.ips: got 10.0.0.0/8, "
                           "expected a list of networks, e.g. "

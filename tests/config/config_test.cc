@@ -143,7 +143,7 @@ TEST(ConfigTest, AnchorsAndAliasesShareARate) {
   EXPECT_EQ(config.policies[1].rate, MakeRate(10, TimeUnit::kMinute));
 }
 
-class ConfigFileTest : public testing::Test {
+class ConfigFileTest : public ::testing::Test {
  protected:
   std::string WriteFile(std::string_view name, std::string_view contents) {
     std::filesystem::path path = dir_ / std::string(name);
@@ -151,10 +151,11 @@ class ConfigFileTest : public testing::Test {
     return path.string();
   }
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()) /
-           ("mxlimit_config_test_" +
-            std::string(
-                testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ =
+        std::filesystem::path(::testing::TempDir()) /
+        ("mxlimit_config_test_" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -1,4 +1,5 @@
-// The built-in `federation-per-origin` against a model of Synapse's per-host
+// The built-ins `federation-per-origin` and `federation-in-flight` against a
+// model of Synapse's per-host
 // federation limiter (`_PerHostRatelimiter`, synapse/util/ratelimitutils.py;
 // rc_federation's defaults: window 1 s, sleep_limit 10, sleep_delay 500 ms,
 // reject_limit 50, concurrent 3), written from its documented behaviour, on
@@ -16,6 +17,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -107,38 +109,87 @@ constexpr Phase kTrace[] = {
     {"sustained 20/s for 10 s", 200, 50 * kMs, 0},
 };
 
-TEST(FederationModelTest, TheBuiltInAgainstSynapsesPerHostLimiter) {
-  auto limiter = *Limiter::Create(LimiterConfig{});  // built-ins on
+// The built-ins as an embedder runs them: it holds a delayed request for
+// its delay (`may_delay`), serves it for the model's service time, and
+// releases its leases then (`releases`); or, as mxlimitd, never sees it end.
+class MxlimitHost {
+ public:
+  explicit MxlimitHost(bool releases)
+      : releases_(releases), limiter_(*Limiter::Create(LimiterConfig{})) {
+    request_ =
+        MakeRequest("PUT", "/_matrix/federation/v1/send/t", "203.0.113.5");
+    request_.origin = "remote.example";
+    request_.may_delay = true;
+  }
+
+  // Whether a request arriving at `t` is denied.
+  bool Arrive(int64_t t) {
+    while (!done_.empty() && done_.top().first <= t) {
+      limiter_->Release(done_.top().second,
+                        MonotonicTime::FromNanoseconds(done_.top().first));
+      done_.pop();
+    }
+    const Decision d =
+        limiter_->Check(request_, MonotonicTime::FromNanoseconds(t));
+    if (d.allowed && releases_) {
+      done_.push({t + d.delay.count() + kService, d.leases});
+    }
+    return !d.allowed;
+  }
+
+  static constexpr int64_t kService = 50 * kMs;
+
+ private:
+  struct Later {
+    bool operator()(const std::pair<int64_t, Leases>& a,
+                    const std::pair<int64_t, Leases>& b) const {
+      return a.first > b.first;
+    }
+  };
+  bool releases_;
+  std::unique_ptr<Limiter> limiter_;
+  Request request_;
+  std::priority_queue<std::pair<int64_t, Leases>,
+                      std::vector<std::pair<int64_t, Leases>>, Later>
+      done_;
+};
+
+TEST(FederationModelTest, TheBuiltInsAgainstSynapsesPerHostLimiter) {
   SynapsePerHostModel synapse;
-  Request r =
-      MakeRequest("PUT", "/_matrix/federation/v1/send/t", "203.0.113.5");
-  r.origin = "remote.example";
+  MxlimitHost embedded(/*releases=*/true);
+  MxlimitHost sidecar(/*releases=*/false);
   int64_t t = 1000 * kMs;
   for (const Phase& phase : kTrace) {
     int ours = 0;
+    int sidecar_denied = 0;
     int theirs = 0;
     for (int i = 0; i < phase.requests; ++i) {
-      ours += !limiter->Check(r, MonotonicTime::FromNanoseconds(t)).allowed;
+      ours += embedded.Arrive(t);
+      sidecar_denied += sidecar.Arrive(t);
       theirs += synapse.Arrive(t);
       t += phase.spacing_ns;
     }
     t += phase.quiet_after_ns;
     RecordProperty(std::string(phase.name),
-                   std::to_string(ours) + " denied by mxlimit, " +
+                   std::to_string(ours) + " denied by mxlimit embedded, " +
+                       std::to_string(sidecar_denied) + " by mxlimitd, " +
                        std::to_string(theirs) + " rejected by Synapse");
     SCOPED_TRACE(phase.name);
     if (phase.quiet_after_ns == 0) {
       // Sustained: Synapse delays past 10/s but serves everything (three
-      // slots of 50 ms outpace 20/s); a rate denies what exceeds 10/s past
-      // the burst of 50. The GCRA arithmetic: 200 arrivals over 10 s at
-      // 10/s with 50 of burst admit 50 + 100 (one per 100 ms), minus the
-      // first interval.
+      // slots of 50 ms outpace 20/s); federation-per-origin denies what
+      // exceeds 10/s past its burst of 50. The GCRA arithmetic: 200
+      // arrivals over 10 s at 10/s with 50 of burst admit 50 + 100 (one per
+      // 100 ms), minus the first interval.
       EXPECT_EQ(theirs, 0);
       EXPECT_GE(ours, 45);
       EXPECT_LE(ours, 55);
+      EXPECT_GE(sidecar_denied, ours);
     } else if (phase.requests <= 50) {
-      // Within the burst of 50, and within Synapse's queue: both admit all.
+      // Within the burst of 50, and within Synapse's queue: all admitted,
+      // the requests past three in flight queued (delayed), not denied.
       EXPECT_EQ(ours, 0);
+      EXPECT_EQ(sidecar_denied, 0);
       EXPECT_EQ(theirs, 0);
     } else {
       // Past 50 at once both refuse the excess, mxlimit somewhat more:
@@ -148,6 +199,7 @@ TEST(FederationModelTest, TheBuiltInAgainstSynapsesPerHostLimiter) {
       // mxlimit's burst of 50 counts every admitted request.
       EXPECT_GE(ours, theirs);
       EXPECT_LE(ours, theirs * 14 / 10 + 2);
+      EXPECT_GE(sidecar_denied, ours);
     }
   }
 }

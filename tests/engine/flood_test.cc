@@ -136,11 +136,12 @@ TEST(FloodTest, DistinctHugeUserIdsShareOneOverflowBucket) {
   for (int i = 0; i < kFlood; ++i) {
     const std::string n = std::to_string(i);
     user.replace(1, n.size(), n);
-    allowed += limiter
-                   ->Check(MakeRequest("GET", "/_matrix/client/v3/sync",
-                                       "2001:db8::1", user),
-                           At(0))
-                   .allowed;
+    allowed +=
+        limiter
+            ->Check(MakeRequest("GET", "/_matrix/client/v3/sync?since=s1",
+                                "2001:db8::1", user),
+                    At(0))
+            .allowed;
   }
   EXPECT_EQ(limiter->Stats().user_table.size, kBucketsPerClient);
   EXPECT_EQ(allowed, BurstOf(*limiter, "catch-all-user"));

@@ -84,5 +84,47 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
   EXPECT_EQ((*limiter)->Stats().ip_table.size, 64u);
 }
 
+TEST(LimiterAllocationTest, LeasesTakenReleasedAndExpiredAllocateNothing) {
+  // The built-ins' in-flight policies (initial syncs per user, federation
+  // per origin) over a lease table small enough to evict.
+  LimiterConfig config;
+  config.tables.lease_capacity = 16;
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  std::vector<std::string> users;
+  std::vector<std::string> origins;
+  for (int i = 0; i < 100; ++i) {
+    users.push_back("@user" + std::to_string(i) + ":example.org");
+    origins.push_back("server" + std::to_string(i) + ".example.org");
+  }
+  std::vector<Request> requests;
+  for (size_t i = 0; i < 2000; ++i) {
+    Request r = MakeRequest("GET", "/_matrix/client/v3/sync?timeout=0",
+                            "192.0.2.1", users[i % users.size()]);
+    if (i % 2 == 1) {
+      r = MakeRequest("GET", "/_matrix/federation/v1/query/profile",
+                      "198.51.100.7", "");
+      r.origin = origins[i % origins.size()];
+    }
+    requests.push_back(r);
+  }
+  const long before = ::mxlimit::testing::AllocationCount();
+  int64_t t = 0;
+  size_t with_leases = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Decision d = (*limiter)->Check(requests[i], At(t));
+    with_leases += d.leases.count > 0 ? 1 : 0;
+    // Every third is released; the rest end by their lease time.
+    if (i % 3 == 0) (*limiter)->Release(d.leases, At(t));
+    if (i % 100 == 99) ++t;
+  }
+  EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 0);
+  EXPECT_GT(with_leases, 1000u);
+  const LimiterStats s = (*limiter)->Stats();
+  EXPECT_LE(s.lease_table.size, 16u);
+  EXPECT_GT(s.lease_table.evictions, 0u);
+  EXPECT_GT(s.leases_released, 0u);
+}
+
 }  // namespace
 }  // namespace mxlimit

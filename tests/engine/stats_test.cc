@@ -204,7 +204,7 @@ TEST(StatsTest, EachFamilyIsWrittenWhole) {
       // or _info to the family name; the text format names it fully).
       ASSERT_EQ(family.substr(0, current.size()), current) << line;
     }
-    EXPECT_EQ(help_lines, 11);
+    EXPECT_EQ(help_lines, 13);
   }
 }
 

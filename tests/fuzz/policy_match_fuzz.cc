@@ -179,6 +179,13 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
     const uint8_t more = in.Byte();
     if (more & 1) p.layer = (more & 2) ? "net" : "agg";
     p.shadow_mode = (more & 4) != 0;
+    // Now and then an in-flight policy, or one with query conditions.
+    if (more & 0x20) {
+      p.rate = Rate::Unlimited();
+      p.concurrency = Concurrency{3, std::chrono::seconds(1)};
+    }
+    if (more & 0x40) p.query_absent = {"since"};
+    if (more & 0x80) p.query_present = {(more & 1) ? "timeout" : "since"};
     // Now and then one of the scopes whose subject the request may lack.
     if (const int extra = (more >> 3) & 3; extra != 0) {
       constexpr Scope kExtra[] = {Scope::kOrigin, Scope::kRoom, Scope::kTarget};
@@ -190,10 +197,11 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
     policies.push_back(std::move(p));
   }
   const std::string_view method = kMethods[in.Byte() % kMethods.size()];
+  const std::string_view target = in.Rest();
   const RequestSubjects subjects{.user = (flags & 2) != 0,
                                  .origin = (flags & 8) != 0,
-                                 .target = (flags & 16) != 0};
-  const std::string_view target = in.Rest();
+                                 .target = (flags & 16) != 0,
+                                 .request_target = target};
   const std::string_view path = QueryFreePath(target);
 
   absl::StatusOr<PolicySet> set = PolicySet::Compile(
@@ -212,7 +220,7 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
       set->Resolve(method, route.id, path, subjects);
   const testing::NaiveResolution naive =
       testing::NaiveResolve(*set, method, route.key, path, subjects);
-  MXLIMIT_FUZZ_CHECK(testing::AsNaive(r) == naive);
+  MXLIMIT_FUZZ_CHECK(testing::AsNaive(*set, r) == naive);
 
   auto expected_route = [&](PolicyId id) -> RouteId {
     if (id == kNoPolicy) return kFallbackRouteId;
@@ -227,8 +235,7 @@ void RunPolicySet(FuzzInput& in, bool default_table) {
   testing::NaiveResolution explained;
   for (const PolicyMatch& m : set->Explain(method, route.id, path, subjects)) {
     if (m.verdict != MatchVerdict::kChosen) continue;
-    const auto slot = std::make_tuple(static_cast<int>(m.layer),
-                                      static_cast<int>(m.scope), m.shadow);
+    const testing::NaiveSlot slot = testing::NaiveSlotOf(*set, m.policy);
     MXLIMIT_FUZZ_CHECK(explained.count(slot) == 0);  // One chosen per group.
     explained[slot] = m.policy;
   }

@@ -25,7 +25,8 @@ TEST(BuiltinPoliciesTest, AreValidAndMarkedBuiltin) {
   EXPECT_TRUE(ValidatePolicies(builtins).empty());
   for (const Policy& p : builtins) {
     EXPECT_TRUE(p.builtin) << p.name;
-    EXPECT_FALSE(p.rate.unlimited()) << p.name;
+    // An in-flight row has a limit instead of a rate.
+    EXPECT_NE(p.rate.unlimited(), !p.concurrency.has_value()) << p.name;
     EXPECT_FALSE(p.rate.blocked()) << p.name;
     EXPECT_FALSE(BuiltinPolicySource(p.name).empty()) << p.name;
   }
@@ -95,7 +96,14 @@ TEST(BuiltinPoliciesTest, DocsTableListsEveryBuiltinWithItsRateAndPattern) {
     for (const std::string& m : p.match) {
       EXPECT_THAT(row, ::testing::HasSubstr("`" + m + "`")) << p.name;
     }
-    EXPECT_THAT(row, ::testing::HasSubstr(p.rate.ToString())) << p.name;
+    EXPECT_THAT(row, ::testing::HasSubstr(
+                         p.concurrency.has_value()
+                             ? absl::StrCat(p.concurrency->limit, " in flight")
+                             : p.rate.ToString()))
+        << p.name;
+    for (const std::string& q : p.query_absent) {
+      EXPECT_THAT(row, ::testing::HasSubstr("without `" + q + "`")) << p.name;
+    }
     EXPECT_THAT(row, ::testing::HasSubstr(absl::StrCat(
                          "| ", internal::ToAbsl(ScopeName(p.scope)), " |")))
         << p.name;

@@ -583,7 +583,8 @@ TEST(CanonicalPathTest, ResolveAgreesWithTheNaiveRulesOnEncodedPaths) {
       const Route route = normalizer.Normalize("PUT", target);
       const std::string_view path = QueryFreePath(target);
       EXPECT_EQ(
-          ::mxlimit::testing::AsNaive(set.Resolve("PUT", route.id, path, user)),
+          ::mxlimit::testing::AsNaive(set,
+                                      set.Resolve("PUT", route.id, path, user)),
           ::mxlimit::testing::NaiveResolve(set, "PUT", route.key, path, user))
           << target;
     }
@@ -610,9 +611,23 @@ TEST(BuiltinLayersTest, PreflightIsChargedOnlyToTheAggregateCaps) {
 
 TEST(BuiltinLayersTest, DefaultRequestHasFourBuckets) {
   auto l = Make({});
-  const Request sync = MakeRequest("GET", "/_matrix/client/v3/sync",
+  const Request sync = MakeRequest("GET", "/_matrix/client/v3/sync?since=s1",
                                    "192.0.2.1", "@a:example.org");
   EXPECT_EQ(l->DescribeBuckets(sync).size(), 4u);
+  // An initial sync (no `since`) also takes a lease of
+  // initial-sync-in-flight, beside the same four.
+  const Request initial = MakeRequest("GET", "/_matrix/client/v3/sync",
+                                      "192.0.2.1", "@a:example.org");
+  const std::vector<std::string> buckets = l->DescribeBuckets(initial);
+  ASSERT_EQ(buckets.size(), 5u);
+  EXPECT_EQ(std::count_if(buckets.begin(), buckets.end(),
+                          [](const std::string& b) {
+                            return b.find(
+                                       "policy initial-sync-in-flight (in "
+                                       "flight: takes a lease)") !=
+                                   std::string::npos;
+                          }),
+            1);
   EXPECT_EQ(Applied(*l, sync, "route", Scope::kIp), "catch-all-ip");
   EXPECT_EQ(Applied(*l, sync, "route", Scope::kUser), "catch-all-user");
   EXPECT_EQ(Applied(*l, sync, "aggregate", Scope::kIp), "aggregate-per-ip");

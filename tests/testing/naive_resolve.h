@@ -6,6 +6,7 @@
 #ifndef MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
 #define MXLIMIT_TESTS_TESTING_NAIVE_RESOLVE_H_
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -20,8 +21,61 @@
 
 namespace mxlimit::testing {
 
-// (layer, scope, shadow) -> the policy that applies there.
-using NaiveResolution = std::map<std::tuple<int, int, bool>, PolicyId>;
+// (layer, scope, shadow, kind and query conditions) -> the policy that
+// applies there.
+using NaiveSlot = std::tuple<int, int, bool, std::string>;
+using NaiveResolution = std::map<NaiveSlot, PolicyId>;
+
+// A policy's kind and query conditions, as text: policies compete only
+// with those of the same.
+inline std::string NaiveVariant(const Policy& p) {
+  std::vector<std::string> absent = p.query_absent;
+  std::vector<std::string> present = p.query_present;
+  std::sort(absent.begin(), absent.end());
+  std::sort(present.begin(), present.end());
+  absent.erase(std::unique(absent.begin(), absent.end()), absent.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  std::string v = p.concurrency.has_value() ? "in flight" : "rate";
+  for (const std::string& a : absent) v += " -" + a;
+  for (const std::string& q : present) v += " +" + q;
+  return v;
+}
+
+inline NaiveSlot NaiveSlotOf(const PolicySet& set, PolicyId id) {
+  const Policy& p = set.policy(id);
+  return {static_cast<int>(set.layer_of(id)), static_cast<int>(p.scope),
+          p.shadow_mode, NaiveVariant(p)};
+}
+
+// Whether the query of `target` names `name`, decoded the slow way.
+inline bool NaiveQueryHas(std::string_view target, std::string_view name) {
+  target = target.substr(0, target.find('#'));
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  std::string query(target.substr(q + 1));
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t end = query.find('&', start);
+    if (end == std::string::npos) end = query.size();
+    std::string key = query.substr(start, end - start);
+    key = key.substr(0, key.find('='));
+    std::string decoded;
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (key[i] == '%' && i + 2 < key.size() &&
+          std::isxdigit(static_cast<unsigned char>(key[i + 1])) != 0 &&
+          std::isxdigit(static_cast<unsigned char>(key[i + 2])) != 0) {
+        decoded +=
+            static_cast<char>(std::stoi(key.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += key[i] == '+' ? ' ' : key[i];
+      }
+    }
+    if (!key.empty() && decoded == name) return true;
+    start = end + 1;
+  }
+  return false;
+}
 
 inline std::string NaiveCanonical(std::string_view pattern) {
   if (pattern == kFallbackRouteKey) return std::string(pattern);
@@ -97,11 +151,18 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
   const std::string key = NaiveCanonical(route_key);
   const std::string canonical_path = internal::CanonicalPath(path);
   NaiveResolution out;
-  std::map<std::tuple<int, int, bool>, std::tuple<int, bool, size_t, int, int>>
-      best_rank;
+  std::map<NaiveSlot, std::tuple<int, bool, size_t, int, int>> best_rank;
   for (PolicyId id = 0; id < set.size(); ++id) {
     const Policy& p = set.policy(id);
     if (!NaiveHasSubject(p.scope, route_key, subjects)) continue;
+    bool query_ok = true;
+    for (const std::string& a : p.query_absent) {
+      query_ok &= !NaiveQueryHas(subjects.request_target, a);
+    }
+    for (const std::string& q : p.query_present) {
+      query_ok &= NaiveQueryHas(subjects.request_target, q);
+    }
+    if (!query_ok) continue;
     bool method_ok = p.methods.empty();
     for (const std::string& m : p.methods) method_ok |= m == method;
     if (!method_ok) continue;
@@ -111,9 +172,7 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
           internal::GlobMatch(c, key) ||
           (c != kFallbackRouteKey && internal::GlobMatch(c, canonical_path));
       if (!hit) continue;
-      const auto slot =
-          std::make_tuple(static_cast<int>(set.layer_of(id)),
-                          static_cast<int>(p.scope), p.shadow_mode);
+      const NaiveSlot slot = NaiveSlotOf(set, id);
       const auto rank = NaiveRank(p, id, j);
       auto it = best_rank.find(slot);
       if (it == best_rank.end() || rank > it->second) {
@@ -133,10 +192,11 @@ inline NaiveResolution NaiveResolve(const PolicySet& set,
   return NaiveResolve(set, method, route_key, path, RequestSubjects{has_user});
 }
 
-inline NaiveResolution AsNaive(const PolicySet::Resolution& r) {
+inline NaiveResolution AsNaive(const PolicySet& set,
+                               const PolicySet::Resolution& r) {
   NaiveResolution out;
   for (const ResolvedPolicy& a : r.all()) {
-    out[{a.layer, static_cast<int>(a.scope), a.shadow}] = a.policy;
+    out[NaiveSlotOf(set, a.policy)] = a.policy;
   }
   return out;
 }

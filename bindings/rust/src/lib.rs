@@ -283,6 +283,28 @@ pub struct Decision<'a> {
     pub route_key: &'a str,
     /// The first shadow policy that would have denied ("" if none).
     pub shadow_policy: &'a str,
+    /// The leases taken for the request's in-flight policies: give them back
+    /// with [`Limiter::release`] when the request is done (a lease never
+    /// released ends by itself after its policy's `lease`).
+    pub leases: Leases,
+}
+
+/// The leases one admitted request holds (at most four).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Leases {
+    ids: [u64; sys::MXLIMIT_MAX_LEASES],
+    count: usize,
+}
+
+impl Leases {
+    /// The lease ids, as the library handed them out.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids[..self.count]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// Borrows a (pointer, length) string of the library, which outlives `'a`.
@@ -319,6 +341,10 @@ impl<'a> Decision<'a> {
             policy: borrowed(raw.policy, raw.policy_len),
             route_key: borrowed(raw.route_key, raw.route_key_len),
             shadow_policy: borrowed(raw.shadow_policy, raw.shadow_policy_len),
+            leases: Leases {
+                ids: raw.leases,
+                count: (raw.lease_count as usize).min(sys::MXLIMIT_MAX_LEASES),
+            },
         }
     }
 
@@ -546,6 +572,19 @@ impl Limiter {
                 request.flags(),
                 request.now_ns,
             )
+        };
+        result(rc, ptr::null_mut())
+    }
+
+    /// Gives back the leases of a request that is done (`decision.leases`),
+    /// so that the next request of the same in-flight bucket may start.
+    /// Releasing twice, or a lease that already ended, does nothing.
+    /// `now_ns` is the time [`Request::at`] uses.
+    pub fn release(&self, leases: &Leases, now_ns: i64) -> Result<(), Error> {
+        let ids = leases.ids();
+        // SAFETY: a live limiter and `ids.len()` valid lease ids.
+        let rc = unsafe {
+            sys::mxlimit_release(self.raw.as_ptr(), ids.as_ptr(), ids.len(), now_ns)
         };
         result(rc, ptr::null_mut())
     }

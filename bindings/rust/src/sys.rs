@@ -47,6 +47,8 @@ pub struct mxlimit_decision {
     pub shadow_policy: *const c_char,
     pub shadow_policy_len: usize,
     pub delay_ns: i64,
+    pub leases: [u64; MXLIMIT_MAX_LEASES],
+    pub lease_count: u32,
 }
 
 impl Default for mxlimit_decision {
@@ -68,6 +70,8 @@ impl Default for mxlimit_decision {
             shadow_policy: std::ptr::null(),
             shadow_policy_len: 0,
             delay_ns: 0,
+            leases: [0; MXLIMIT_MAX_LEASES],
+            lease_count: 0,
         }
     }
 }
@@ -96,10 +100,17 @@ pub const MXLIMIT_SCOPE_ROOM: u8 = 4;
 pub const MXLIMIT_SCOPE_TARGET: u8 = 5;
 
 pub const MXLIMIT_UNLIMITED_REMAINING: i64 = i64::MAX;
+pub const MXLIMIT_MAX_LEASES: usize = 4;
 pub const MXLIMIT_RETRY_AFTER_MAX: usize = 20;
 pub const MXLIMIT_BODY_MAX: usize = 96;
 
 extern "C" {
+    pub fn mxlimit_release(
+        limiter: *mut mxlimit_limiter,
+        leases: *const u64,
+        count: usize,
+        now_ns: i64,
+    ) -> c_int;
     pub fn mxlimit_version() -> u32;
     pub fn mxlimit_status_name(status: c_int) -> *const c_char;
     pub fn mxlimit_free(p: *mut c_void);

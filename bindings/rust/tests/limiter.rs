@@ -24,9 +24,9 @@ fn version_is_the_crates() {
 
 #[test]
 fn structs_have_the_c_layout() {
-    // x86_64 / aarch64: what gcc lays out for c.h (16 + 2 * 8 + 6 * 8, and
-    // delay_ns appended after 0.1.0).
-    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 88);
+    // x86_64 / aarch64: what gcc lays out for c.h (16 + 2 * 8 + 6 * 8, then
+    // delay_ns, then four leases and their count, padded).
+    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 128);
     assert_eq!(std::mem::size_of::<sys::mxlimit_options>(), 8);
 }
 
@@ -188,7 +188,7 @@ fn never_peek_and_charge() {
         "{\"errcode\":\"M_LIMIT_EXCEEDED\",\"error\":\"Too many requests\"}"
     );
 
-    let sync = Request::new("GET", "/_matrix/client/v3/sync", ip("192.0.2.1"))
+    let sync = Request::new("GET", "/_matrix/client/v3/sync?since=s1", ip("192.0.2.1"))
         .user("@u:x.org")
         .at(0);
     for _ in 0..5 {
@@ -250,7 +250,7 @@ fn names_stay_valid_across_reloads_and_files_reload() {
     let path = dir.join("mxlimit.yaml");
     std::fs::write(&path, sync_policy("from-file")).unwrap();
     let limiter = Limiter::from_file(&path).unwrap();
-    let sync = Request::new("GET", "/_matrix/client/v3/sync", ip("192.0.2.1"))
+    let sync = Request::new("GET", "/_matrix/client/v3/sync?since=s1", ip("192.0.2.1"))
         .user("@a:x.org")
         .at(0);
     limiter.check(&sync).unwrap();
@@ -301,7 +301,7 @@ fn threads_share_one_limiter() {
                 for _ in 0..40 {
                     for (u, user) in users.iter().enumerate() {
                         let client = IpAddr::from([10, w as u8, u as u8, 1]);
-                        let r = Request::new("GET", "/_matrix/client/v3/sync", client)
+                        let r = Request::new("GET", "/_matrix/client/v3/sync?since=s1", client)
                             .user(user)
                             .at(0);
                         let d = limiter.check(&r).unwrap();
@@ -361,4 +361,39 @@ fn helpers() {
         "{}",
         metrics
     );
+}
+
+#[test]
+fn leases_are_released_and_end_by_themselves() {
+    // The built-in initial-sync-in-flight: two initial syncs per user.
+    let limiter = Limiter::from_yaml("", "empty.yaml").unwrap();
+    let sync = Request::new("GET", "/_matrix/client/v3/sync", ip("203.0.113.9"))
+        .user("@a:x.org")
+        .at(0);
+    let first = limiter.check(&sync).unwrap();
+    assert!(first.allowed);
+    assert_eq!(first.leases.ids().len(), 1);
+    let first_leases = first.leases;
+    assert!(limiter.check(&sync).unwrap().allowed);
+    let d = limiter.check(&sync).unwrap();
+    assert_eq!(
+        (d.allowed, d.limited_by, d.policy),
+        (false, Scope::User, "initial-sync-in-flight")
+    );
+    assert!(d.leases.is_empty());
+    assert_eq!(d.retry_after, Duration::from_secs(180));
+    // An incremental sync is not counted.
+    let incremental =
+        Request::new("GET", "/_matrix/client/v3/sync?since=s1", ip("203.0.113.9"))
+            .user("@a:x.org")
+            .at(0);
+    assert!(limiter.check(&incremental).unwrap().allowed);
+    limiter.release(&first_leases, 0).unwrap();
+    assert!(limiter.check(&sync).unwrap().allowed);
+    // Released twice: nothing changes.
+    limiter.release(&first_leases, 0).unwrap();
+    assert!(!limiter.check(&sync).unwrap().allowed);
+    // After the lease time every lease has ended.
+    let later = sync.at(181_000_000_000);
+    assert!(limiter.check(&later).unwrap().allowed);
 }

@@ -22,6 +22,8 @@ FAMILIES = {
     "mxlimit_table_admissions": ("counter", "mxlimit_table_admissions"),
     "mxlimit_table_evictions": ("counter", "mxlimit_table_evictions"),
     "mxlimit_table_hits": ("counter", "mxlimit_table_hits"),
+    "mxlimit_leases_released": ("counter", "mxlimit_leases_released"),
+    "mxlimit_leases_expired": ("counter", "mxlimit_leases_expired"),
     "mxlimit_exempt_requests": ("counter", "mxlimit_exempt_requests"),
     "mxlimit_policy_info": ("gauge", "mxlimit_policy"),
     "mxlimit_policy_requests": ("counter", "mxlimit_policy_requests"),

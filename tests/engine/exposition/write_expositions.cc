@@ -68,12 +68,12 @@ void Traffic(L& limiter) {
     limiter.Check(
         MakeRequest("GET", "/_matrix/client/v3/publicRooms", "192.0.2.2"),
         At(0));
-    limiter.Check(MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.3",
-                              "@alice:example.org"),
+    limiter.Check(MakeRequest("GET", "/_matrix/client/v3/sync?since=s1",
+                              "192.0.2.3", "@alice:example.org"),
                   At(0));
     limiter.Check(MakeRequest("GET", "/no/such/route", "192.0.2.4"), At(0));
-    limiter.Check(MakeRequest("GET", "/_matrix/client/v3/sync", "192.0.2.5",
-                              "@bridge:example.org"),
+    limiter.Check(MakeRequest("GET", "/_matrix/client/v3/sync?since=s1",
+                              "192.0.2.5", "@bridge:example.org"),
                   At(0));
   }
 }
