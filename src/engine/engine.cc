@@ -387,69 +387,68 @@ Decision Engine::Combine(const Evaluation& ip_part,
   return d;
 }
 
+bool Engine::OwnCheck(const BucketCheck& c, bool lone, bool user_side) {
+  return lone || (user_side ? c.scope != Scope::kIp : c.scope == Scope::kIp);
+}
+
+bool Engine::AddDelayWait(const Evaluation& part, bool lone, bool user_side,
+                          std::chrono::nanoseconds& wait) {
+  for (const BucketCheck& c : part.all()) {
+    if (!OwnCheck(c, lone, user_side) || c.shadow || c.verdict.allowed) {
+      continue;
+    }
+    // An in-flight group queues at most kMaxQueuedLeases behind its limit.
+    if (c.spec->on_limit != OnLimit::kDelay || c.verdict.never ||
+        c.verdict.retry_after > c.spec->max_delay ||
+        (c.in_flight && c.queued > kMaxQueuedLeases)) {
+      return false;
+    }
+    wait = std::max(wait, c.verdict.retry_after);
+  }
+  return true;
+}
+
+void Engine::ReevaluateOwn(Evaluation& part, bool lone, bool user_side,
+                           MonotonicTime at, int64_t cost,
+                           const std::chrono::nanoseconds* wait) const {
+  for (uint8_t i = 0; i < part.count; ++i) {
+    BucketCheck& c = part.checks.items[i];
+    if (!OwnCheck(c, lone, user_side)) continue;
+    if (c.in_flight && wait != nullptr) {
+      // Its group has room by `at` (the wait covers its leases' ends), and
+      // it takes its lease at once, so that later requests queue behind.
+      c.verdict.allowed = c.verdict.allowed || c.verdict.retry_after <= *wait;
+      continue;
+    }
+    EvaluateCheck(c, LocatedState(c), at, cost);
+    if (c.in_flight) EvaluateInFlight(c, at);
+  }
+}
+
 MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
                                const Request& request, MonotonicTime now,
                                Evaluation& ip_part, Evaluation& user_part,
                                Decision& d) {
   if (d.allowed || d.never || !request.may_delay) return now;
   const bool lone = &ip_part == &user_part;
-  // The checks of each part that are its own (as Combine reads them).
-  auto mine = [&](const BucketCheck& c, bool user_side) {
-    return lone || (user_side ? c.scope != Scope::kIp : c.scope == Scope::kIp);
-  };
   std::chrono::nanoseconds wait{0};
-  bool delayable = true;
-  auto consider = [&](const Evaluation& part, bool user_side) {
-    for (const BucketCheck& c : part.all()) {
-      if (!mine(c, user_side) || c.shadow || c.verdict.allowed) continue;
-      // An in-flight group queues at most kMaxQueuedLeases behind its limit.
-      if (c.spec->on_limit != OnLimit::kDelay || c.verdict.never ||
-          c.verdict.retry_after > c.spec->max_delay ||
-          (c.in_flight && c.queued > kMaxQueuedLeases)) {
-        delayable = false;
-        return;
-      }
-      wait = std::max(wait, c.verdict.retry_after);
-    }
-  };
-  consider(ip_part, false);
-  if (!lone) consider(user_part, true);
-  if (!delayable || wait.count() <= 0) return now;
-
+  if (!AddDelayWait(ip_part, lone, false, wait) ||
+      (!lone && !AddDelayWait(user_part, lone, true, wait)) ||
+      wait.count() <= 0) {
+    return now;
+  }
   const MonotonicTime later =
       MonotonicTime::FromNanoseconds(now.nanoseconds() + wait.count());
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   // The buckets are as Evaluate found them: nothing has been settled yet.
-  auto reevaluate = [&](const Engine& engine, Evaluation& part,
-                        bool user_side) {
-    for (uint8_t i = 0; i < part.count; ++i) {
-      BucketCheck& c = part.checks.items[i];
-      if (!mine(c, user_side)) continue;
-      if (c.in_flight) {
-        // Its group has room by `later` (the wait covers its leases' ends),
-        // and it takes its lease now, so that later requests queue behind.
-        c.verdict.allowed = c.verdict.allowed || c.verdict.retry_after <= wait;
-        continue;
-      }
-      EvaluateCheck(c, engine.LocatedState(c), later, cost);
-    }
-  };
-  reevaluate(ip, ip_part, false);
-  if (!lone) reevaluate(user, user_part, true);
+  ip.ReevaluateOwn(ip_part, lone, false, later, cost, &wait);
+  if (!lone) user.ReevaluateOwn(user_part, lone, true, later, cost, &wait);
   Decision admitted = ip.Combine(ip_part, user_part);
   if (!admitted.allowed) {
     // Cannot happen for the delaying policies; if another check still
     // denies, the denial stands (re-evaluated at `now` again).
-    auto restore = [&](const Engine& engine, Evaluation& part, bool user_side) {
-      for (uint8_t i = 0; i < part.count; ++i) {
-        BucketCheck& c = part.checks.items[i];
-        if (!mine(c, user_side)) continue;
-        EvaluateCheck(c, engine.LocatedState(c), now, cost);
-        if (c.in_flight) engine.EvaluateInFlight(c, now);
-      }
-    };
-    restore(ip, ip_part, false);
-    if (!lone) restore(user, user_part, true);
+    ip.ReevaluateOwn(ip_part, lone, false, now, cost, nullptr);
+    if (!lone) user.ReevaluateOwn(user_part, lone, true, now, cost, nullptr);
     return now;
   }
   admitted.delay = wait;

@@ -10,6 +10,7 @@
 #ifndef MXLIMIT_ENGINE_ENGINE_H_
 #define MXLIMIT_ENGINE_ENGINE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -344,6 +345,20 @@ class Engine {
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
+  // TryDelay's steps. Whether `c` is the part's own check (as Combine reads
+  // them: all of a lone engine's; a split request's IP-scope checks on the
+  // IP side, the others on the user side).
+  static bool OwnCheck(const BucketCheck& c, bool lone, bool user_side);
+  // Raises `wait` to the longest wait of the part's own denying checks;
+  // false when one of them cannot be delayed.
+  static bool AddDelayWait(const Evaluation& part, bool lone, bool user_side,
+                           std::chrono::nanoseconds& wait);
+  // Evaluates the part's own checks again at `at`. With `wait` (a delayed
+  // admission), an in-flight check whose wait is within it is allowed
+  // instead; without, in-flight checks are evaluated at `at` too.
+  void ReevaluateOwn(Evaluation& part, bool lone, bool user_side,
+                     MonotonicTime at, int64_t cost,
+                     const std::chrono::nanoseconds* wait) const;
   // An in-flight check's verdict: allowed while its group holds fewer
   // leases than the limit, else denied until the earliest one ends.
   void EvaluateInFlight(BucketCheck& c, MonotonicTime now) const;

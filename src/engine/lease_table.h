@@ -89,7 +89,7 @@ class LeaseTable {
 
   // Most leases of one group that `NthExpiry` ranks: an in-flight limit
   // (at most kMaxConcurrency) and as many queued behind it.
-  static constexpr size_t kMaxRanked = 2 * kMaxConcurrency;
+  static constexpr size_t kMaxRanked = 2 * size_t{kMaxConcurrency};
 
   // The `n`-th earliest expiry (1-based) among the group's leases still
   // running at `now_ns`: when, with no lease released early, the group holds

@@ -110,6 +110,39 @@ struct GroupVariant {
   friend bool operator==(const GroupVariant&, const GroupVariant&) = default;
 };
 
+GroupVariant VariantOf(const Policy& p);
+
+// The distinct variants of a set's policies in order of first appearance,
+// each policy's, and each variant's query conditions: an index into
+// `conditions` + 1 (0: none).
+struct Variants {
+  std::vector<GroupVariant> list;
+  std::vector<size_t> of_policy;
+  std::vector<uint8_t> condition;
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>
+      conditions;
+};
+
+Variants CollectVariants(std::span<const Policy> policies) {
+  Variants out;
+  for (const Policy& p : policies) {
+    GroupVariant v = VariantOf(p);
+    auto it = std::find(out.list.begin(), out.list.end(), v);
+    out.of_policy.push_back(static_cast<size_t>(it - out.list.begin()));
+    if (it != out.list.end()) continue;
+    uint8_t condition = 0;
+    if (!v.absent.empty() || !v.present.empty()) {
+      const auto pair = std::make_pair(v.absent, v.present);
+      auto c = std::find(out.conditions.begin(), out.conditions.end(), pair);
+      condition = static_cast<uint8_t>(c - out.conditions.begin() + 1);
+      if (c == out.conditions.end()) out.conditions.push_back(pair);
+    }
+    out.condition.push_back(condition);
+    out.list.push_back(std::move(v));
+  }
+  return out;
+}
+
 GroupVariant VariantOf(const Policy& p) {
   GroupVariant v{p.concurrency.has_value(), p.query_absent, p.query_present};
   for (std::vector<std::string>* names : {&v.absent, &v.present}) {
@@ -347,27 +380,13 @@ void PolicySet::AssignSlots() {
   // to, in resolution order; variants in order of first appearance.
   const size_t n = policies_.size();
   info_.resize(n);
-  std::vector<GroupVariant> variants;
-  std::vector<size_t> variant_of(n);
+  Variants found = CollectVariants(policies_);
+  const std::vector<GroupVariant>& variants = found.list;
+  const std::vector<size_t>& variant_of = found.of_policy;
+  const std::vector<uint8_t>& condition_of_variant = found.condition;
   conditions_.assign(1, Condition{});
-  std::vector<uint8_t> condition_of_variant;
-  for (size_t i = 0; i < n; ++i) {
-    GroupVariant v = VariantOf(policies_[i]);
-    auto it = std::find(variants.begin(), variants.end(), v);
-    variant_of[i] = static_cast<size_t>(it - variants.begin());
-    if (it != variants.end()) continue;
-    uint8_t condition = 0;
-    if (!v.absent.empty() || !v.present.empty()) {
-      Condition c{v.absent, v.present};
-      auto found = std::find_if(
-          conditions_.begin(), conditions_.end(), [&](const Condition& x) {
-            return x.absent == c.absent && x.present == c.present;
-          });
-      condition = static_cast<uint8_t>(found - conditions_.begin());
-      if (found == conditions_.end()) conditions_.push_back(std::move(c));
-    }
-    condition_of_variant.push_back(condition);
-    variants.push_back(std::move(v));
+  for (auto& [absent, present] : found.conditions) {
+    conditions_.push_back(Condition{std::move(absent), std::move(present)});
   }
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);

@@ -48,6 +48,30 @@ std::string NameProblem(std::string_view name, size_t max_bytes) {
                       " letters, digits, '.', '_', ':' or '-'");
 }
 
+// The problems of `concurrency`, `query_absent` and `query_present`, each
+// passed to `add(field, message)`.
+template <typename Add>
+void AddInFlightProblems(const Policy& p, const std::string& who,
+                         const Add& add) {
+  if (p.concurrency.has_value()) {
+    if (std::string problem = ConcurrencyProblem(*p.concurrency, p.rate);
+        !problem.empty()) {
+      add("concurrency", absl::StrCat(who, ": concurrency: ", problem));
+    }
+  }
+  for (const auto& [field, names] :
+       {std::pair<std::string_view, const std::vector<std::string>*>{
+            "query_absent", &p.query_absent},
+        {"query_present", &p.query_present}}) {
+    for (const std::string& q : *names) {
+      if (std::string problem = QueryNameProblem(q); !problem.empty()) {
+        add(field, absl::StrCat(who, ": ", ToAbsl(field), ": got ",
+                                QuoteForError(q), ", ", problem));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view SharingName(Sharing sharing) {
@@ -332,24 +356,9 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
       add(i, "on_limit", absl::StrCat(who, ": on_limit: ", problem));
     }
 
-    if (p.concurrency.has_value()) {
-      if (std::string problem = ConcurrencyProblem(*p.concurrency, p.rate);
-          !problem.empty()) {
-        add(i, "concurrency", absl::StrCat(who, ": concurrency: ", problem));
-      }
-    }
-    for (const auto& [field, names] :
-         {std::pair<std::string_view, const std::vector<std::string>*>{
-              "query_absent", &p.query_absent},
-          {"query_present", &p.query_present}}) {
-      for (const std::string& q : *names) {
-        if (std::string problem = QueryNameProblem(q); !problem.empty()) {
-          add(i, field,
-              absl::StrCat(who, ": ", ToAbsl(field), ": got ", QuoteForError(q),
-                           ", ", problem));
-        }
-      }
-    }
+    AddInFlightProblems(p, who, [&](std::string_view field, std::string m) {
+      add(i, field, std::move(m));
+    });
 
     if (p.share_threshold && !p.match.empty()) {
       if (std::string problem = ShareThresholdProblem(p.match);
