@@ -3,9 +3,11 @@
 // beside them; and the query conditions that tell an initial sync from an
 // incremental one.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -366,6 +368,49 @@ TEST(ConcurrencyTest, ShardedLimiterSharesLeasesAcrossShards) {
                                       "@u:example.org"),
                           AtMs(1))
                   .allowed);
+}
+
+TEST(ConcurrencyThreadsTest, NeverMoreThanTheLimitInFlight) {
+  // Four threads check and release one user's in-flight requests (and a
+  // per-address in-flight policy beside it) through a ShardedLimiter: the
+  // leases held at once never exceed the limit.
+  LimiterConfig config;
+  Policy per_user = InFlight(3, seconds(30));
+  per_user.scope = Scope::kUser;
+  Policy per_ip = InFlight(50, seconds(30));
+  per_ip.name = "search-per-address";
+  per_ip.layer = "network";
+  config.policies = {per_user, per_ip};
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> made =
+      ShardedLimiter::Create(config, 4);
+  ASSERT_TRUE(made.ok()) << made.status();
+  ShardedLimiter& limiter = **made;
+  std::atomic<int> held{0};
+  std::atomic<int> most{0};
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string ip = "10.2.0." + std::to_string(t + 1);
+      const Request r =
+          MakeRequest("POST", kDirectorySearch, ip, "@u:example.org");
+      for (int i = 0; i < 2'000; ++i) {
+        const Decision d = limiter.Check(r, AtMs(1));
+        if (!d.allowed) continue;
+        ++admitted;
+        const int now_held = ++held;
+        int seen = most.load();
+        while (now_held > seen && !most.compare_exchange_weak(seen, now_held)) {
+        }
+        --held;
+        limiter.Release(d.leases, AtMs(1));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_LE(most.load(), 3);
+  EXPECT_GT(admitted.load(), 0);
+  EXPECT_EQ(limiter.Stats().lease_table.size, 0u);
 }
 
 TEST(ConcurrencyTest, ValidationNamesTheField) {
