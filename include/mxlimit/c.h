@@ -324,7 +324,9 @@ typedef struct mxlimit_decision {
   // in-flight policy (`concurrency:`) that applied; give them back with
   // mxlimit_release when the request is done. A lease never released ends
   // by itself after its policy's `lease`. `lease_count` is 0 for every
-  // other decision.
+  // other decision. (A caller built before these fields passes a smaller
+  // `struct_size`: its leases are released at once, since it could never
+  // give them back, so in-flight limits do not apply to its requests.)
   uint64_t leases[MXLIMIT_MAX_LEASES];
   uint32_t lease_count;
 } mxlimit_decision;

@@ -330,9 +330,10 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 //
 // A reload keeps a policy's buckets (its clients' budgets carry over) when a
 // policy of the same name is in both configs and none of what shapes its
-// buckets changed: scope, rate, concurrency, share_threshold, layer,
-// client_prefix and sharing. (Leases in flight are kept either way: they
-// end when released or by their lease time.) Matching patterns, methods and
+// buckets changed: scope, rate, whether it limits requests in flight,
+// share_threshold, layer, client_prefix and sharing. An in-flight policy
+// whose limit or lease changes keeps its leases: they count against the new
+// limit and end by the lease time they were taken with. Matching patterns, methods and
 // shadow mode may change freely.
 
 // What a reload that replaces `before` by `after` (the same name) changes

@@ -120,6 +120,21 @@ static_assert(static_cast<uint8_t>(LimitScope::kTarget) ==
               MXLIMIT_SCOPE_TARGET);
 static_assert(kUnlimitedRemaining == MXLIMIT_UNLIMITED_REMAINING);
 
+// mxlimit_check's decision for a caller whose struct is `struct_size` bytes.
+// A caller built before leases existed cannot see them, so it could never
+// give them back: its leases are released at once (in-flight limits do not
+// hold its requests back; their own leases would only run out).
+Decision CheckFor(mxlimit_limiter& limiter, const Request& request,
+                  int64_t now_ns, uint32_t struct_size) {
+  const MonotonicTime now = MonotonicTime::FromNanoseconds(now_ns);
+  Decision d = limiter.limiter->Check(request, now);
+  if (d.leases.count > 0 && struct_size < sizeof(mxlimit_decision)) {
+    limiter.limiter->Release(d.leases, now);
+    d.leases = Leases{};
+  }
+  return d;
+}
+
 // mxlimit_check and mxlimit_peek: validates the flat arguments, then fills
 // `out` with what `decide` answers for the request they describe.
 template <typename Decider>
@@ -171,8 +186,8 @@ int mxlimit_check(mxlimit_limiter* limiter, const char* method,
   return mxlimit::c_api::Decide(
       limiter, method, method_len, target, target_len, client, user_id,
       user_id_len, {}, cost, flags, out, [&](const mxlimit::Request& request) {
-        return limiter->limiter->Check(
-            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+        return mxlimit::c_api::CheckFor(*limiter, request, now_ns,
+                                        out->struct_size);
       });
 }
 
@@ -188,8 +203,8 @@ int mxlimit_check_subjects(mxlimit_limiter* limiter, const char* method,
       limiter, method, method_len, target, target_len, client, user_id,
       user_id_len, {origin, origin_len, target_user, target_user_len}, cost,
       flags, out, [&](const mxlimit::Request& request) {
-        return limiter->limiter->Check(
-            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+        return mxlimit::c_api::CheckFor(*limiter, request, now_ns,
+                                        out->struct_size);
       });
 }
 

@@ -677,7 +677,9 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   ip.Settle(ip_part, d, at, cost);
   user.Settle(user_part, d, at, cost);
-  if (d.allowed && policies.HasConcurrency()) [[unlikely]] {
+  // Either engine's set: while a ShardedLimiter reloads, shards differ.
+  if (d.allowed && (policies.HasConcurrency() ||
+                    user.policies_->HasConcurrency())) [[unlikely]] {
     ip.TakeLeases(ip_part, request, now, at, d);
     user.TakeLeases(user_part, request, now, at, d);
   }

@@ -42,6 +42,10 @@ namespace mxlimit::internal {
 // Which of the subjects policies key by `request` carries.
 RequestSubjects SubjectsOf(const Request& request);
 
+// Drops the origin, room and target buckets and the leases whose bucket
+// token is not `kept` (indexed by token), under the tables' lock.
+void EraseStaleShared(ScopeTables& tables, const std::vector<bool>& kept);
+
 class Engine {
  public:
   // Which scopes of a request one engine evaluates: a lone Limiter does both;
@@ -302,8 +306,14 @@ class Engine {
                                            const RouteOptions& next);
   static absl::StatusOr<std::shared_ptr<const PolicySet>> CompilePolicies(
       const LimiterConfig& config, const RouteNormalizer& normalizer);
+  // `kept_tokens` null (a lone engine): also drops the buckets and leases
+  // of the shared tables whose tokens the install freed or handed out
+  // again. Else the caller driving several engines over one ScopeTables
+  // gets the kept tokens and calls EraseStaleShared once, after every
+  // engine installed (each computes the same set).
   void Install(std::shared_ptr<const PolicySet> next,
-               const ExemptOptions& exempt);
+               const ExemptOptions& exempt,
+               std::vector<bool>* kept_tokens = nullptr);
 
   // The decision for an exempt request (Evaluation::exempt) on `route`.
   static Decision ExemptDecision(const Route& route);

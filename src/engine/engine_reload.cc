@@ -156,8 +156,24 @@ absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
   return std::make_shared<const PolicySet>(*std::move(compiled));
 }
 
+void EraseStaleShared(ScopeTables& tables, const std::vector<bool>& kept) {
+  // A token handed out again must not inherit another policy's buckets or
+  // leases.
+  ScopeTablesLock lock;
+  lock.Hold(tables);
+  for (Scope scope : {Scope::kOrigin, Scope::kRoom, Scope::kTarget}) {
+    tables.of(scope).EraseIf(
+        [&](const internal::UserBucketKey& k, const GcraState&) {
+          return !kept[k.policy()];
+        });
+  }
+  tables.leases.EraseIf(
+      [&](const LeaseGroupKey& g) { return !kept[LeaseToken(g)]; });
+}
+
 void Engine::Install(std::shared_ptr<const PolicySet> next,
-                     const ExemptOptions& exempt) {
+                     const ExemptOptions& exempt,
+                     std::vector<bool>* kept_tokens) {
   // A policy keeps its bucket token (and so its buckets) when its name is
   // in both sets and KeepsBuckets (policy.h) says so; every other token is
   // free, and the buckets still carrying one are dropped before it is handed
@@ -188,20 +204,10 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
     return !kept[k.policy()];
   });
-  {
-    // The shared tables too (every shard drops the same tokens), and the
-    // leases of dropped in-flight policies: a token handed out again must
-    // not inherit another policy's buckets or leases.
-    ScopeTablesLock lock;
-    lock.Hold(*scope_tables_);
-    for (Scope scope : {Scope::kOrigin, Scope::kRoom, Scope::kTarget}) {
-      scope_tables_->of(scope).EraseIf(
-          [&](const internal::UserBucketKey& k, const GcraState&) {
-            return !kept[k.policy()];
-          });
-    }
-    scope_tables_->leases.EraseIf(
-        [&](const LeaseGroupKey& g) { return !kept[LeaseToken(g)]; });
+  if (kept_tokens != nullptr) {
+    *kept_tokens = kept;
+  } else {
+    EraseStaleShared(*scope_tables_, kept);
   }
 
   // Carry over per-policy counters of policies that kept their name.

@@ -25,24 +25,20 @@ LeaseTable::LeaseTable(size_t capacity)
   assert(capacity >= 1 && capacity <= kMaxCapacity);
   group_index_.reserve(IndexReserve(capacity));
   heap_.reserve(capacity);
-  Clear();
+  // Free lists in index order.
+  for (size_t i = 1; i <= capacity_; ++i) {
+    leases_[i].next = i < capacity_ ? static_cast<uint32_t>(i + 1) : 0;
+    groups_[i].head = i < capacity_ ? static_cast<uint32_t>(i + 1) : 0;
+  }
+  free_lease_ = 1;
+  free_lease_tail_ = static_cast<uint32_t>(capacity_);
+  free_group_ = 1;
 }
 
 void LeaseTable::Clear() {
-  group_index_.clear();
-  heap_.clear();
-  // Free lists in index order; generations survive, so old ids stay dead.
-  for (size_t i = 1; i <= capacity_; ++i) {
-    if (leases_[i].group != 0) {
-      ++leases_[i].generation;
-      leases_[i].group = 0;
-    }
-    leases_[i].next = i < capacity_ ? static_cast<uint32_t>(i + 1) : 0;
-    groups_[i].head = i < capacity_ ? static_cast<uint32_t>(i + 1) : 0;
-    groups_[i].count = 0;
-  }
-  free_lease_ = 1;
-  free_group_ = 1;
+  // One by one: abseil's clear() would free the index's reservation, and
+  // the request path would allocate to grow it again.
+  EraseIf([](const LeaseGroupKey&) { return true; });
 }
 
 size_t LeaseTable::memory_bytes() const {
@@ -120,6 +116,7 @@ LeaseId LeaseTable::Acquire(const LeaseGroupKey& key, int64_t expiry_ns) {
   const uint32_t li = free_lease_;
   Lease& l = leases_[li];
   free_lease_ = l.next;
+  if (free_lease_ == 0) free_lease_tail_ = 0;
   GroupRecord& g = groups_[gi];
   l.expiry = expiry_ns;
   l.group = gi;
@@ -162,8 +159,13 @@ void LeaseTable::End(uint32_t i) {
   }
   ++l.generation;
   l.group = 0;
-  l.next = free_lease_;
-  free_lease_ = i;
+  l.next = 0;
+  if (free_lease_tail_ != 0) {
+    leases_[free_lease_tail_].next = i;
+  } else {
+    free_lease_ = i;
+  }
+  free_lease_tail_ = i;
 }
 
 void LeaseTable::HeapSwap(size_t a, size_t b) {

@@ -173,7 +173,11 @@ class LeaseTable {
   std::vector<GroupRecord> groups_;
   absl::flat_hash_set<uint32_t, GroupHash, GroupEq> group_index_;
   std::vector<uint32_t> heap_;
-  uint32_t free_lease_ = 0;  // Free lists through `next` / `head`.
+  // Free lists through `next` / `head`. Leases are reused first in, first
+  // out, so a record's generation turns over as slowly as the table allows
+  // (a stale id stays dead for 2^32 reuses of its own record).
+  uint32_t free_lease_ = 0;
+  uint32_t free_lease_tail_ = 0;
   uint32_t free_group_ = 0;
   uint64_t acquisitions_ = 0;
   uint64_t evictions_ = 0;

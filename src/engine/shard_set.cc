@@ -261,13 +261,19 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
   // Everything that can fail is done: from here on every shard installs.
   const std::vector<std::string_view> names = InternNames(**compiled, false);
   const std::vector<std::string_view> layers = InternNames(**compiled, true);
+  std::vector<bool> kept;
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[i];
     MutexLock lock(s.mu);
-    s.engine->Install(*compiled, config.exempt);
+    s.engine->Install(*compiled, config.exempt, &kept);
     s.names = names;
     s.layers = layers;
   }
+  // The shared tables once, after every shard: what a shard still on the
+  // old policies wrote under a token the reload hands out again goes too
+  // (and with it what a reloaded shard wrote meanwhile: a few requests'
+  // state, the price of not stopping every shard at once).
+  EraseStaleShared(*scope_tables_, kept);
   return absl::OkStatus();
 }
 

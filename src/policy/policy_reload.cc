@@ -26,7 +26,7 @@ std::string PrefixText(const std::optional<ClientPrefix>& prefix) {
 
 bool KeepsBuckets(const Policy& before, const Policy& after) {
   return before.scope == after.scope && before.rate == after.rate &&
-         before.concurrency == after.concurrency &&
+         before.concurrency.has_value() == after.concurrency.has_value() &&
          before.share_threshold == after.share_threshold &&
          before.layer == after.layer &&
          before.client_prefix == after.client_prefix &&
@@ -42,7 +42,7 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
     return absl::StrCat("rate ", before.rate.ToString(), " -> ",
                         after.rate.ToString());
   }
-  if (before.concurrency != after.concurrency) {
+  if (before.concurrency.has_value() != after.concurrency.has_value()) {
     auto text = [](const std::optional<Concurrency>& c) {
       return c.has_value()
                  ? absl::StrCat("concurrency ", c->limit, " in flight")

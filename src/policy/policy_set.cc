@@ -773,7 +773,10 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
     const RouteId bucket = o.share_threshold ? kSharedBucketRoute : rid;
     r.applied[r.count++] =
         ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow};
-    if (slot.layer == 0 && !slot.shadow) {
+    // The default layer's plain rate policies name the decision's
+    // ip_policy/user_policy (one slot per scope holds them).
+    if (slot.layer == 0 && !slot.shadow && !slot.concurrency &&
+        slot.condition == 0) {
       if (slot.scope == Scope::kIp) {
         r.ip = o.policy;
         r.ip_bucket_route = bucket;

@@ -402,6 +402,15 @@ static void test_leases(void) {
                               "@b:example.org", 14, 1, 0, 0, &old),
                 MXLIMIT_OK);
   EXPECT_INT(old.allowed, 1);
+  /* It could never give its leases back, so it is not held to the in-flight
+     limit: a third initial sync passes. */
+  for (int i = 0; i < 2; ++i) {
+    old.struct_size = (uint32_t)offsetof(mxlimit_decision, leases);
+    EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, sync, strlen(sync), client,
+                                "@b:example.org", 14, 1, 0, 0, &old),
+                  MXLIMIT_OK);
+    EXPECT_INT(old.allowed, 1);
+  }
   const unsigned char* tail = (const unsigned char*)&old.leases;
   for (size_t i = 0; i < sizeof(old) - offsetof(mxlimit_decision, leases);
        ++i) {

@@ -138,6 +138,9 @@ TEST(ConcurrencyTest, InitialSyncStormIsCappedWhileIncrementalSyncsFlow) {
   }
   EXPECT_EQ(initial.size(), 2u);
   EXPECT_EQ(denied, 18);
+  // The decision names the user scope's rate policy, not the in-flight one.
+  EXPECT_EQ(initial[0].user_policy,
+            *limiter->policies().Find("catch-all-user"));
   // The same user's incremental syncs (and an r0 spelling of one) pass.
   for (int i = 0; i < 20; ++i) {
     const std::string target =

@@ -191,7 +191,7 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
       for (bool has_user : {false, true}) {
         const PolicySet::Resolution want =
             ::mxlimit::testing::ResolutionFromExplain(
-                set->Explain(req.method, req.route, req.path, has_user));
+                *set, set->Explain(req.method, req.route, req.path, has_user));
         PolicySet::Resolution got =
             set->Resolve(req.method, req.route, req.path, has_user);
         ASSERT_EQ(got, want) << "round " << round << " " << req.method << " "

@@ -204,13 +204,17 @@ inline NaiveResolution AsNaive(const PolicySet& set,
 // The resolution `Explain`'s chosen policies describe (Explain lists groups
 // in resolution order).
 inline PolicySet::Resolution ResolutionFromExplain(
-    const std::vector<PolicyMatch>& matches) {
+    const PolicySet& set, const std::vector<PolicyMatch>& matches) {
   PolicySet::Resolution want;
   for (const PolicyMatch& m : matches) {
     if (m.verdict != MatchVerdict::kChosen) continue;
     want.applied[want.count++] =
         ResolvedPolicy{m.policy, m.bucket_route, m.layer, m.scope, m.shadow};
-    if (m.layer != 0 || m.shadow) continue;
+    const Policy& p = set.policy(m.policy);
+    if (m.layer != 0 || m.shadow || p.concurrency.has_value() ||
+        !p.query_absent.empty() || !p.query_present.empty()) {
+      continue;
+    }
     (m.scope == Scope::kIp ? want.ip : want.user) = m.policy;
     (m.scope == Scope::kIp ? want.ip_bucket_route : want.user_bucket_route) =
         m.bucket_route;
