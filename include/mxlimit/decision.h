@@ -90,9 +90,6 @@ struct Decision {
   // `layer` and `limited_by` then name the policy with the longest wait. 0
   // for every other decision.
   std::chrono::nanoseconds delay{0};
-  // Allowed: the leases taken for the request's in-flight policies (shadow
-  // ones included); release them when the request ends. Empty otherwise.
-  Leases leases;
   // Requests of cost 1 left right after this one, the smallest over every
   // enforcing policy that applied; `kUnlimitedRemaining` when no limited
   // policy applied.
@@ -127,6 +124,10 @@ struct Decision {
   // (kNoPolicy-like 0xFFFF when none).
   PolicyId ip_policy = 0xFFFF;
   PolicyId user_policy = 0xFFFF;
+
+  // Allowed: the leases taken for the request's in-flight policies (shadow
+  // ones included); release them when the request ends. Empty otherwise.
+  Leases leases;
 };
 
 // NOTE: the string views in a Decision point into the Limiter (policy names,

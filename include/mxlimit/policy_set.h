@@ -428,7 +428,8 @@ class PolicySet {
   void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
                       uint32_t dropped_slots, uint16_t* best) const;
   // The slots of the scopes whose subject `subjects` (and the route, for
-  // rooms) lacks.
+  // rooms) lacks. Query conditions are applied apart (Resolve reads the
+  // query only when a conditional slot found a policy).
   uint32_t DroppedSlots(RouteId rid, const RequestSubjects& subjects) const;
   // The slots whose query conditions the request target does not meet.
   uint32_t ConditionDroppedSlots(std::string_view request_target) const;
@@ -477,6 +478,8 @@ class PolicySet {
   // conditions_[0] is "none"; per condition, its slots as bits.
   std::vector<Condition> conditions_;
   std::vector<uint32_t> condition_slots_;
+  // Every slot with query conditions.
+  uint32_t conditional_slots_ = 0;
   uint32_t concurrency_slots_ = 0;
 };
 

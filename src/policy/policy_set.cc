@@ -604,6 +604,7 @@ void PolicySet::BuildRawSide() {
     scope_slots_[static_cast<size_t>(slots_[slot].scope)] |= 1u << slot;
     slot_bits_ |= 1u << slot;
     condition_slots_[slots_[slot].condition] |= 1u << slot;
+    if (slots_[slot].condition != 0) conditional_slots_ |= 1u << slot;
     if (slots_[slot].concurrency) concurrency_slots_ |= 1u << slot;
   }
   route_dropped_.assign(route_has_room_.size(), 0);
@@ -713,12 +714,9 @@ uint32_t PolicySet::DroppedSlots(RouteId rid,
                                  const RequestSubjects& subjects) const {
   // Branch-free: each absent subject's slots, masked in.
   auto all_if = [](bool absent) { return 0u - static_cast<uint32_t>(absent); };
-  const uint32_t dropped = route_dropped_[rid] |
-                           (scope_slots_[1] & all_if(!subjects.user)) |
-                           (scope_slots_[2] & all_if(!subjects.origin)) |
-                           (scope_slots_[4] & all_if(!subjects.target));
-  if (conditions_.size() <= 1) return dropped;
-  return dropped | ConditionDroppedSlots(subjects.request_target);
+  return route_dropped_[rid] | (scope_slots_[1] & all_if(!subjects.user)) |
+         (scope_slots_[2] & all_if(!subjects.origin)) |
+         (scope_slots_[4] & all_if(!subjects.target));
 }
 
 uint32_t PolicySet::ConditionDroppedSlots(
@@ -764,6 +762,18 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
 
   // The slots that found a policy, as a bit set.
   uint32_t found = FoundSlots(best, lanes) & slot_bits_ & ~dropped;
+  // Query conditions are read only for the slots they could drop: most
+  // requests reach none of them, and then the query is never looked at.
+  if ((found & conditional_slots_) != 0) [[unlikely]] {
+    // The query alone when the target starts with the path (an engine's
+    // views do): no path byte is scanned again.
+    std::string_view target = subjects.request_target;
+    if (target.data() == query_free_path.data() &&
+        target.size() > query_free_path.size()) {
+      target.remove_prefix(query_free_path.size());
+    }
+    found &= ~ConditionDroppedSlots(target);
+  }
   Resolution r;
   while (found != 0) {
     const auto s = static_cast<size_t>(std::countr_zero(found));

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "mxlimit/policy_set.h"
 #include "tests/testing/counting_new.h"
+#include "tests/testing/naive_resolve.h"
 #include "tests/testing/policy_testing.h"
 
 namespace mxlimit {
@@ -64,18 +65,8 @@ TEST(PolicySetAllocTest, ResolveDoesNotAllocate) {
   std::vector<PolicySet::Resolution> expected;
   for (const Request& r : requests) {
     for (bool user : {false, true}) {
-      PolicySet::Resolution want;
-      for (const PolicyMatch& m :
-           set->Explain(r.method, r.route, r.path, user)) {
-        if (m.verdict != MatchVerdict::kChosen) continue;
-        want.applied[want.count++] = ResolvedPolicy{m.policy, m.bucket_route,
-                                                    m.layer, m.scope, m.shadow};
-        if (m.layer != 0 || m.shadow) continue;
-        (m.scope == Scope::kIp ? want.ip : want.user) = m.policy;
-        (m.scope == Scope::kIp ? want.ip_bucket_route
-                               : want.user_bucket_route) = m.bucket_route;
-      }
-      expected.push_back(want);
+      expected.push_back(::mxlimit::testing::ResolutionFromExplain(
+          *set, set->Explain(r.method, r.route, r.path, user)));
     }
   }
 
