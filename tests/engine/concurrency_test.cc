@@ -339,20 +339,27 @@ TEST(ConcurrencyTest, AReloadKeepsLeasesOfKeptPoliciesAndDropsTheRest) {
   EXPECT_FALSE(limiter->Check(r, AtMs(3)).allowed);
 }
 
-TEST(ConcurrencyTest, ShardedLimiterSharesLeasesAcrossShards) {
+// A ShardedLimiter with `per_user` searches in flight per user and, in
+// another layer, 50 per address: both halves of a request split over two
+// shards have an in-flight check, so they must take the one scope-tables
+// lock together.
+absl::StatusOr<std::unique_ptr<ShardedLimiter>> ShardedInFlight(int per_user,
+                                                                size_t shards) {
   LimiterConfig config;
-  Policy p = InFlight(2, seconds(30));
-  p.scope = Scope::kUser;
+  Policy user = InFlight(per_user, seconds(30));
+  user.scope = Scope::kUser;
   Policy per_ip = InFlight(50, seconds(30));
   per_ip.name = "search-per-address";
   per_ip.layer = "network";
-  config.policies = {p, per_ip};
+  config.policies = {user, per_ip};
+  return ShardedLimiter::Create(config, shards);
+}
+
+TEST(ConcurrencyTest, ShardedLimiterSharesLeasesAcrossShards) {
   absl::StatusOr<std::unique_ptr<ShardedLimiter>> limiter =
-      ShardedLimiter::Create(config, 8);
+      ShardedInFlight(2, 8);
   ASSERT_TRUE(limiter.ok()) << limiter.status();
   // One user from many addresses (so many IP shards): still two in flight.
-  // An ip-scope in-flight policy on the same request too, so both halves of
-  // a split request take the one scope-tables lock.
   std::vector<Decision> held;
   int denied = 0;
   for (int i = 0; i < 40; ++i) {
@@ -377,15 +384,7 @@ TEST(ConcurrencyThreadsTest, NeverMoreThanTheLimitInFlight) {
   // Four threads check and release one user's in-flight requests (and a
   // per-address in-flight policy beside it) through a ShardedLimiter: the
   // leases held at once never exceed the limit.
-  LimiterConfig config;
-  Policy per_user = InFlight(3, seconds(30));
-  per_user.scope = Scope::kUser;
-  Policy per_ip = InFlight(50, seconds(30));
-  per_ip.name = "search-per-address";
-  per_ip.layer = "network";
-  config.policies = {per_user, per_ip};
-  absl::StatusOr<std::unique_ptr<ShardedLimiter>> made =
-      ShardedLimiter::Create(config, 4);
+  absl::StatusOr<std::unique_ptr<ShardedLimiter>> made = ShardedInFlight(3, 4);
   ASSERT_TRUE(made.ok()) << made.status();
   ShardedLimiter& limiter = **made;
   std::atomic<int> held{0};
