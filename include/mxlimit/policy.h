@@ -333,8 +333,8 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 // buckets changed: scope, rate, whether it limits requests in flight,
 // share_threshold, layer, client_prefix and sharing. An in-flight policy
 // whose limit or lease changes keeps its leases: they count against the new
-// limit and end by the lease time they were taken with. Matching patterns, methods and
-// shadow mode may change freely.
+// limit and end by the lease time they were taken with. Matching patterns,
+// methods and shadow mode may change freely.
 
 // What a reload that replaces `before` by `after` (the same name) changes
 // that resets the policy's buckets, e.g. "rate 10/minute burst 3 -> 5/minute
