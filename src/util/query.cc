@@ -7,16 +7,27 @@
 #include "mxlimit/internal/hex.h"
 
 namespace mxlimit {
+namespace {
+
+// The query of `target`: after its first '?', up to any '#'. False when it
+// has none.
+bool QueryOf(std::string_view target, std::string_view& query) {
+  const size_t fragment = target.find('#');
+  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  query = target.substr(q + 1);
+  return true;
+}
+
+}  // namespace
 
 bool internal::QueryParameter(std::string_view target, std::string_view name,
                               std::span<char> buffer, std::string_view& value,
                               bool& found) {
   found = false;
-  const size_t fragment = target.find('#');
-  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return true;
-  std::string_view query = target.substr(q + 1);
+  std::string_view query;
+  if (!QueryOf(target, query)) return true;
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
@@ -78,11 +89,8 @@ bool NameDecodesTo(std::string_view raw, std::string_view name) {
 
 bool internal::QueryHasParameter(std::string_view target,
                                  std::string_view name) {
-  const size_t fragment = target.find('#');
-  if (fragment != std::string_view::npos) target = target.substr(0, fragment);
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return false;
-  std::string_view query = target.substr(q + 1);
+  std::string_view query;
+  if (!QueryOf(target, query)) return false;
   // (Two vectorised scans: find_first_of tests each byte against the set.)
   if (query.find('%') == std::string_view::npos &&
       query.find('+') == std::string_view::npos) {
