@@ -492,7 +492,9 @@ void RunConcurrency(benchmark::State& state) {
     }
   }
   // Every request is admitted (each lease is back before the next).
-  if (admitted != state.iterations()) state.SkipWithError("denied");
+  if (admitted != static_cast<size_t>(state.iterations())) {
+    state.SkipWithError("denied");
+  }
   state.SetItemsProcessed(state.iterations());
 }
 

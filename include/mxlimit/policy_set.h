@@ -398,8 +398,14 @@ class PolicySet {
   };
   // Query conditions some policies share.
   struct Condition {
-    std::vector<std::string> absent;
-    std::vector<std::string> present;
+    // A parameter name, and whether it reads the same raw and decoded
+    // (internal::IsPlainQueryName), found once.
+    struct Name {
+      std::string text;
+      bool plain = false;
+    };
+    std::vector<Name> absent;
+    std::vector<Name> present;
     bool Holds(std::string_view request_target) const;
   };
   struct InnerStar {
@@ -423,7 +429,8 @@ class PolicySet {
   struct HeadIndex;
   internal::MethodMask RouteOnlyMethods(
       std::span<const PreparedRouteForms::Glob> globs,
-      std::span<const char> matches_key, const HeadIndex& index) const;
+      std::span<const char> matches_key, uint32_t table,
+      const HeadIndex& index) const;
   // The raw-path half of Resolve: folds every raw-path match into `best`.
   void ResolveRawPath(std::string_view query_free_path, internal::MethodClass m,
                       uint32_t dropped_slots, uint16_t* best) const;
@@ -473,6 +480,9 @@ class PolicySet {
   // scope's where it has no room).
   std::vector<bool> route_has_room_;
   std::vector<uint32_t> route_dropped_;
+  // The slots a request drops for the subjects it lacks, by which it has
+  // (bit 0: a user, 1: an origin, 2: a target).
+  std::array<uint32_t, 8> subject_dropped_{};
   // One bit per slot (lanes past slots_.size() are padding).
   uint32_t slot_bits_ = 0;
   // conditions_[0] is "none"; per condition, its slots as bits.

@@ -51,12 +51,10 @@ void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
                            MonotonicTime now, int64_t cost) {
   static constexpr GcraState kFreshBucket;
   const GcraState& bucket = state != nullptr ? *state : kFreshBucket;
-  if (c.spec->on_limit == OnLimit::kDelay) [[unlikely]] {
-    c.verdict = GcraEvaluateQueued(c.spec->rate, bucket, now, cost,
-                                   c.spec->max_delay.count());
-    return;
-  }
-  c.verdict = GcraEvaluate(c.spec->rate, bucket, now, cost);
+  // With no queue, GcraEvaluateQueued is GcraEvaluate: one call, no branch.
+  const int64_t queue_ns =
+      c.spec->on_limit == OnLimit::kDelay ? c.spec->max_delay.count() : 0;
+  c.verdict = GcraEvaluateQueued(c.spec->rate, bucket, now, cost, queue_ns);
 }
 
 Engine::Engine(const TableOptions& tables,
@@ -136,9 +134,17 @@ void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
 // A request's origin, room and target, each found once (on its first check)
 // however many policies of its scope apply.
 struct Engine::Subjects {
+  // The origin's key for the last network it was bound to (an unverified
+  // origin's policies usually share one prefix, so it is hashed once).
+  bool origin_found = false;
+  bool origin_valid = false;
+  IpAddress origin_network;
+  internal::UserBucketKey origin_key;
   bool room_found = false;
-  RoomValue room;
+  internal::UserBucketKey room_key;
   std::array<char, kMaxRoomBytes> room_buf;
+  bool target_found = false;
+  internal::UserBucketKey target_key;
 };
 
 void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
@@ -147,30 +153,44 @@ void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
   const PolicyId token = bucket_token_[a.policy];
   switch (a.scope) {
     case Scope::kOrigin: {
-      const bool valid = request.origin.size() <= kMaxServerNameBytes &&
+      if (!s.origin_found) {
+        s.origin_valid = request.origin.size() <= kMaxServerNameBytes &&
                          IsWellFormedServerName(request.origin);
-      if (request.origin_verified) {
-        c.key.user.AssignValue(request.origin, valid, nullptr, token,
-                               a.bucket_route, user_key_secret_);
-      } else {
-        const IpAddress network = ip_masks_[a.policy].Apply(request.client);
-        c.key.user.AssignValue(request.origin, valid, &network, token,
-                               a.bucket_route, user_key_secret_);
       }
+      const IpAddress network = request.origin_verified
+                                    ? IpAddress{}
+                                    : ip_masks_[a.policy].Apply(request.client);
+      if (!s.origin_found || network != s.origin_network) {
+        s.origin_key.AssignValue(request.origin, s.origin_valid,
+                                 request.origin_verified ? nullptr : &network,
+                                 token, a.bucket_route, user_key_secret_);
+        s.origin_network = network;
+        s.origin_found = true;
+      }
+      c.key.user = s.origin_key;
+      c.key.user.Rekey(token, a.bucket_route);
       return;
     }
     case Scope::kRoom:
       if (!s.room_found) {
-        s.room = scope_tables_->rooms.Find(route, path, s.room_buf);
+        const RoomValue room =
+            scope_tables_->rooms.Find(route, path, s.room_buf);
+        s.room_key.AssignValue(room.value, room.valid, nullptr, token,
+                               a.bucket_route, user_key_secret_);
         s.room_found = true;
       }
-      c.key.user.AssignValue(s.room.value, s.room.valid, nullptr, token,
-                             a.bucket_route, user_key_secret_);
+      c.key.user = s.room_key;
+      c.key.user.Rekey(token, a.bucket_route);
       return;
     case Scope::kTarget:
-      c.key.user.AssignValue(request.target_user,
-                             IsWellFormedUserId(request.target_user), nullptr,
-                             token, a.bucket_route, user_key_secret_);
+      if (!s.target_found) {
+        s.target_key.AssignValue(
+            request.target_user, IsWellFormedUserId(request.target_user),
+            nullptr, token, a.bucket_route, user_key_secret_);
+        s.target_found = true;
+      }
+      c.key.user = s.target_key;
+      c.key.user.Rekey(token, a.bucket_route);
       return;
     case Scope::kIp:
     case Scope::kUser:
@@ -196,17 +216,21 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
     BucketCheck& c = e.checks.Add(e.count);
+    const Policy& spec = policies_->policy(a.policy);
     c.policy = a.policy;
-    c.spec = &policies_->policy(a.policy);
     c.layer = a.layer;
     c.scope = a.scope;
     c.shadow = a.shadow;
-    c.has_bucket = c.spec->rate.kind() == Rate::Kind::kLimited;
-    c.in_flight = c.spec->concurrency.has_value();
-    if (!c.has_bucket && !c.in_flight) continue;
-    // Leases live in the shared tables, under their lock.
-    if (c.in_flight) [[unlikely]]
+    c.in_flight = spec.concurrency.has_value();
+    c.has_bucket = spec.rate.kind() == Rate::Kind::kLimited;
+    c.spec = &spec;
+    // An in-flight policy has no bucket.
+    if (!c.has_bucket) [[unlikely]] {
+      if (!c.in_flight) continue;
+      // Leases live in the shared tables, under their lock.
+      e.in_flight = true;
       e.lock().Hold(*scope_tables_);
+    }
     // Written in place: a returned key copied whole would stall
     // store-to-load forwarding (it is built a word at a time).
     if (a.scope == Scope::kIp) {
@@ -499,10 +523,15 @@ void Engine::EvaluateInFlight(BucketCheck& c, MonotonicTime now) const {
   const int64_t at = internal::ClampNow(now);
   const LeaseGroupKey key = LeaseGroupOf(c);
   const LeaseTable& leases = scope_tables_->leases;
-  const LeaseTable::Group g = leases.Find(key, at);
+  // Hashed once: TakeLeases finds the group again by it.
+  c.hash =
+      c.scope == Scope::kIp ? leases.Hash(c.key.ip) : leases.Hash(c.key.user);
+  const LeaseTable::HashedGroup group{&key, c.hash};
+  const LeaseTable::Group g = leases.Find(group, at);
   const auto limit = static_cast<uint32_t>(c.spec->concurrency->limit);
   GcraVerdict& v = c.verdict;
   v = GcraVerdict{};
+  c.queued = 0;
   v.allowed = g.in_flight < limit;
   if (v.allowed) return;
   // Requests admitted late (`on_limit: delay`) hold their leases from the
@@ -512,7 +541,7 @@ void Engine::EvaluateInFlight(BucketCheck& c, MonotonicTime now) const {
       std::min<size_t>(g.in_flight - limit + 1, LeaseTable::kMaxRanked);
   c.queued = static_cast<uint8_t>(ahead);
   const int64_t free_at =
-      ahead == 1 ? g.earliest_expiry_ns : leases.NthExpiry(key, at, ahead);
+      ahead == 1 ? g.earliest_expiry_ns : leases.NthExpiry(group, at, ahead);
   v.retry_after = std::chrono::nanoseconds(free_at - at);
 }
 
@@ -535,8 +564,9 @@ void Engine::TakeLeases(const Evaluation& e, const Request& request,
     if (request.max_lease.count() > 0) {
       lease = std::min(lease, request.max_lease);
     }
+    const LeaseGroupKey key = LeaseGroupOf(c);
     d.leases.ids[d.leases.count++] =
-        leases.Acquire(LeaseGroupOf(c), start + lease.count());
+        leases.Acquire({&key, c.hash}, start + lease.count());
   }
 }
 
@@ -645,7 +675,7 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
     const MonotonicTime at =
         d.allowed ? now : TryDelay(*this, *this, request, now, e, e, d);
     Settle(e, d, at, std::max<int64_t>(request.cost, 0));
-    if (d.allowed && policies_->HasConcurrency()) [[unlikely]] {
+    if (d.allowed && e.in_flight) [[unlikely]] {
       TakeLeases(e, request, now, at, d);
     }
     CountDecision(d);
@@ -677,9 +707,7 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   ip.Settle(ip_part, d, at, cost);
   user.Settle(user_part, d, at, cost);
-  // Either engine's set: while a ShardedLimiter reloads, shards differ.
-  if (d.allowed && (policies.HasConcurrency() ||
-                    user.policies_->HasConcurrency())) [[unlikely]] {
+  if (d.allowed && (ip_part.in_flight || user_part.in_flight)) [[unlikely]] {
     ip.TakeLeases(ip_part, request, now, at, d);
     user.TakeLeases(user_part, request, now, at, d);
   }

@@ -56,22 +56,28 @@ class Engine {
 
   // One resolved policy's part of a request: where its bucket is and what
   // that bucket alone answers.
+  // Built only by AddChecks, which writes every field without an
+  // initializer here before anything reads it (a request builds several, so
+  // fields written twice cost every request).
   struct BucketCheck {
-    PolicyId policy = kNoPolicy;
-    const Policy* spec = nullptr;
-    uint8_t layer = 0;
-    Scope scope = Scope::kIp;
-    bool shadow = false;
+    PolicyId policy;
+    const Policy* spec;
+    uint8_t layer;
+    Scope scope;
+    bool shadow;
     // An in-flight policy: its key names a lease group (in ScopeTables'
     // LeaseTable); `has_bucket` is false. Denied, `queued` is how many of
-    // the group's leases must end before it passes (1: the earliest).
-    bool in_flight = false;
-    uint8_t queued = 0;
-    // Whether the policy has a bucket (a limited rate), the hash of its key,
-    // and the table slot `Locate` found (0: not in the table yet).
-    bool has_bucket = false;
+    // the group's leases must end before it passes (1: the earliest), as
+    // EvaluateInFlight sets it.
+    bool in_flight;
+    uint8_t queued;
+    // Whether the policy has a bucket (a limited rate), the hash of its key
+    // (in flight: of its lease group; set by BeginEvaluate and
+    // EvaluateInFlight), and the table slot `Locate` found (0: not in the
+    // table yet).
+    bool has_bucket;
     uint32_t slot = 0;
-    size_t hash = 0;
+    size_t hash;
     // What the bucket alone answers, with its lead and slack (see Combine).
     GcraVerdict verdict;
     union Key {
@@ -111,6 +117,8 @@ class Engine {
     PolicyId ip_policy = kNoPolicy;
     PolicyId user_policy = kNoPolicy;
     uint8_t count = 0;
+    // Whether a check is in flight: only then are leases taken.
+    bool in_flight = false;
     Checks checks;
     // Held from the first origin, room, target or in-flight check to the end
     // of the request (see ScopeTables). The user half of a request split over

@@ -44,13 +44,12 @@ void LeaseTable::Clear() {
 size_t LeaseTable::memory_bytes() const {
   return leases_.capacity() * sizeof(Lease) +
          groups_.capacity() * sizeof(GroupRecord) +
-         heap_.capacity() * sizeof(uint32_t) +
+         heap_.capacity() * sizeof(HeapEntry) +
          group_index_.capacity() * (sizeof(uint32_t) + 1);
 }
 
-LeaseTable::Group LeaseTable::Find(const LeaseGroupKey& key,
-                                   int64_t now_ns) const {
-  auto it = group_index_.find(key);
+LeaseTable::Group LeaseTable::Find(HashedGroup group, int64_t now_ns) const {
+  auto it = group_index_.find(group);
   if (it == group_index_.end()) return {};
   Group out;
   for (uint32_t i = groups_[*it].head; i != 0; i = leases_[i].next) {
@@ -64,10 +63,10 @@ LeaseTable::Group LeaseTable::Find(const LeaseGroupKey& key,
   return out;
 }
 
-int64_t LeaseTable::NthExpiry(const LeaseGroupKey& key, int64_t now_ns,
+int64_t LeaseTable::NthExpiry(HashedGroup group, int64_t now_ns,
                               size_t n) const {
   assert(n >= 1 && n <= kMaxRanked);
-  auto it = group_index_.find(key);
+  auto it = group_index_.find(group);
   if (it == group_index_.end()) return 0;
   // The n smallest so far, sorted: a group holds few leases.
   std::array<int64_t, kMaxRanked> least;
@@ -87,30 +86,32 @@ int64_t LeaseTable::NthExpiry(const LeaseGroupKey& key, int64_t now_ns,
 }
 
 void LeaseTable::Expire(int64_t now_ns) {
-  while (!heap_.empty() && leases_[heap_[0]].expiry <= now_ns) {
+  while (!heap_.empty() && heap_[0].expiry <= now_ns) {
     ++expirations_;
-    End(heap_[0]);
+    End(heap_[0].lease);
   }
 }
 
-LeaseId LeaseTable::Acquire(const LeaseGroupKey& key, int64_t expiry_ns) {
+LeaseId LeaseTable::Acquire(HashedGroup group, int64_t expiry_ns) {
   ++acquisitions_;
   if (free_lease_ == 0) {
     // Full: the lease nearest its end goes first.
     ++evictions_;
-    End(heap_[0]);
+    End(heap_[0].lease);
   }
   uint32_t gi;
-  auto it = group_index_.find(key);
+  auto it = group_index_.find(group);
   if (it != group_index_.end()) {
     gi = *it;
+    if (groups_[gi].count == 0) UnlinkEmpty(gi);
   } else {
-    // Never empty here: a group holds at least one lease, and a lease is
-    // free.
-    gi = free_group_;
-    assert(gi != 0);
-    free_group_ = groups_[gi].head;
-    groups_[gi] = GroupRecord{key, 0, 0};
+    gi = TakeGroupRecord();
+    GroupRecord& g = groups_[gi];
+    g.key = *group.key;
+    g.hash = group.hash;
+    g.head = 0;
+    g.count = 0;
+    g.indexed = true;
     group_index_.insert(gi);
   }
   const uint32_t li = free_lease_;
@@ -126,9 +127,46 @@ LeaseId LeaseTable::Acquire(const LeaseGroupKey& key, int64_t expiry_ns) {
   g.head = li;
   ++g.count;
   l.heap_pos = static_cast<uint32_t>(heap_.size());
-  heap_.push_back(li);
+  heap_.push_back(HeapEntry{expiry_ns, li});
   HeapUp(l.heap_pos);
   return MakeId(li, l.generation);
+}
+
+uint32_t LeaseTable::TakeGroupRecord() {
+  if (free_group_ == 0) {
+    // Every record is indexed. The caller has a free lease, so at most
+    // capacity - 1 leases are held and some group is empty.
+    assert(empty_head_ != 0);
+    DropEmptyGroup(empty_head_);
+  }
+  const uint32_t gi = free_group_;
+  free_group_ = groups_[gi].head;
+  return gi;
+}
+
+void LeaseTable::UnlinkEmpty(uint32_t g) {
+  GroupRecord& r = groups_[g];
+  if (r.empty_prev != 0) {
+    groups_[r.empty_prev].empty_next = r.empty_next;
+  } else {
+    empty_head_ = r.empty_next;
+  }
+  if (r.empty_next != 0) {
+    groups_[r.empty_next].empty_prev = r.empty_prev;
+  } else {
+    empty_tail_ = r.empty_prev;
+  }
+  r.empty_prev = 0;
+  r.empty_next = 0;
+}
+
+void LeaseTable::DropEmptyGroup(uint32_t g) {
+  UnlinkEmpty(g);
+  group_index_.erase(HashedGroup{&groups_[g].key, groups_[g].hash});
+  GroupRecord& r = groups_[g];
+  r.indexed = false;
+  r.head = free_group_;
+  free_group_ = g;
 }
 
 bool LeaseTable::Release(LeaseId id) {
@@ -153,9 +191,15 @@ void LeaseTable::End(uint32_t i) {
   }
   if (l.next != 0) leases_[l.next].prev = l.prev;
   if (--g.count == 0) {
-    group_index_.erase(l.group);
-    g.head = free_group_;
-    free_group_ = l.group;
+    // Kept, most recently emptied last.
+    g.empty_prev = empty_tail_;
+    g.empty_next = 0;
+    if (empty_tail_ != 0) {
+      groups_[empty_tail_].empty_next = l.group;
+    } else {
+      empty_head_ = l.group;
+    }
+    empty_tail_ = l.group;
   }
   ++l.generation;
   l.group = 0;
@@ -168,44 +212,47 @@ void LeaseTable::End(uint32_t i) {
   free_lease_tail_ = i;
 }
 
-void LeaseTable::HeapSwap(size_t a, size_t b) {
-  std::swap(heap_[a], heap_[b]);
-  leases_[heap_[a]].heap_pos = static_cast<uint32_t>(a);
-  leases_[heap_[b]].heap_pos = static_cast<uint32_t>(b);
-}
-
+// Both sifts move a hole rather than swap: each level moves one entry and
+// writes one heap position, and the sifted entry is written once.
 void LeaseTable::HeapUp(size_t pos) {
+  const HeapEntry moving = heap_[pos];
   while (pos > 0) {
     const size_t parent = (pos - 1) / 2;
-    if (leases_[heap_[parent]].expiry <= leases_[heap_[pos]].expiry) break;
-    HeapSwap(pos, parent);
+    if (heap_[parent].expiry <= moving.expiry) break;
+    Place(pos, heap_[parent]);
     pos = parent;
   }
+  Place(pos, moving);
 }
 
 void LeaseTable::HeapDown(size_t pos) {
   const size_t n = heap_.size();
+  const HeapEntry moving = heap_[pos];
   while (true) {
     const size_t left = 2 * pos + 1;
     if (left >= n) break;
     size_t least = left;
-    if (left + 1 < n &&
-        leases_[heap_[left + 1]].expiry < leases_[heap_[left]].expiry) {
+    if (left + 1 < n && heap_[left + 1].expiry < heap_[left].expiry) {
       least = left + 1;
     }
-    if (leases_[heap_[pos]].expiry <= leases_[heap_[least]].expiry) break;
-    HeapSwap(pos, least);
+    if (moving.expiry <= heap_[least].expiry) break;
+    Place(pos, heap_[least]);
     pos = least;
   }
+  Place(pos, moving);
 }
 
 void LeaseTable::HeapRemove(size_t pos) {
   const size_t last = heap_.size() - 1;
   if (pos != last) {
-    HeapSwap(pos, last);
+    const HeapEntry moved = heap_[last];
     heap_.pop_back();
-    HeapUp(pos);
-    HeapDown(pos);
+    Place(pos, moved);
+    if (pos > 0 && heap_[(pos - 1) / 2].expiry > moved.expiry) {
+      HeapUp(pos);
+    } else {
+      HeapDown(pos);
+    }
   } else {
     heap_.pop_back();
   }

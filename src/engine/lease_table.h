@@ -11,13 +11,16 @@
 //   - a slab of `capacity + 1` leases (record 0 unused, so a `LeaseId` is
 //     never 0): expiry, generation, the group, links to the group's other
 //     leases, and the lease's position in the heap;
-//   - a slab of `capacity + 1` groups (a group exists only while it holds a
-//     lease, so there are never more groups than leases): the bucket's key,
-//     its first lease and how many it holds; found through an
+//   - a slab of `capacity + 1` groups: the bucket's key and its hash, its
+//     first lease and how many it holds; found through an
 //     `absl::flat_hash_set<uint32_t>` of slab indices sized, as
-//     BucketTable's index is, so that churn rehashes in place;
-//   - a binary min-heap of lease indices by expiry, so that the leases due
-//     end in O(log n) each, without a scan.
+//     BucketTable's index is, so that churn rehashes in place. A group that
+//     has lost its last lease stays indexed, on a least-recently-emptied
+//     list, until its record is needed for another group: a bucket whose
+//     requests come and go (one federation request at a time, say) finds
+//     its group again instead of erasing and inserting it each time;
+//   - a binary min-heap of (expiry, lease) pairs, so that the leases due end
+//     in O(log n) each, without a scan.
 //
 // When every lease is taken, `Acquire` ends the one nearest its expiry first
 // (counted in `evictions()`): a flood of distinct buckets costs evictions,
@@ -39,8 +42,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "mxlimit/decision.h"
+#include "src/engine/bucket_keys.h"
 
 namespace mxlimit::internal {
 
@@ -59,10 +62,6 @@ struct LeaseGroupKey {
     return g;
   }
   friend bool operator==(const LeaseGroupKey&, const LeaseGroupKey&) = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const LeaseGroupKey& k) {
-    return H::combine_contiguous(std::move(h), k.words.data(), k.words.size());
-  }
 };
 
 class LeaseTable {
@@ -75,6 +74,20 @@ class LeaseTable {
   LeaseTable(const LeaseTable&) = delete;
   LeaseTable& operator=(const LeaseTable&) = delete;
 
+  // A group's key with its hash (`Hash`): a request hashes its group once
+  // for `Find`, `NthExpiry` and `Acquire`. `key` must outlive it.
+  struct HashedGroup {
+    const LeaseGroupKey* key;
+    size_t hash;
+  };
+  // The hash of the group whose key is `bucket_key` (seeded per table, as
+  // a bucket table's is, since clients choose part of every key). Equal
+  // bucket keys of different scopes may share a hash; the keys still differ.
+  size_t Hash(const IpBucketKey& bucket_key) const { return hash_(bucket_key); }
+  size_t Hash(const UserBucketKey& bucket_key) const {
+    return hash_(bucket_key);
+  }
+
   // Ends every lease whose expiry is at or before `now_ns`.
   void Expire(int64_t now_ns);
 
@@ -85,7 +98,7 @@ class LeaseTable {
     uint32_t in_flight = 0;
     int64_t earliest_expiry_ns = 0;
   };
-  Group Find(const LeaseGroupKey& key, int64_t now_ns) const;
+  Group Find(HashedGroup group, int64_t now_ns) const;
 
   // Most leases of one group that `NthExpiry` ranks: an in-flight limit
   // (at most kMaxConcurrency) and as many queued behind it.
@@ -95,10 +108,10 @@ class LeaseTable {
   // running at `now_ns`: when, with no lease released early, the group holds
   // fewer than in_flight - n + 1. 0 when it holds fewer than `n`.
   // REQUIRES: 1 <= n <= kMaxRanked.
-  int64_t NthExpiry(const LeaseGroupKey& key, int64_t now_ns, size_t n) const;
+  int64_t NthExpiry(HashedGroup group, int64_t now_ns, size_t n) const;
 
-  // Takes a lease in `key`'s group, ending at `expiry_ns`.
-  LeaseId Acquire(const LeaseGroupKey& key, int64_t expiry_ns);
+  // Takes a lease in `group`, ending at `expiry_ns`.
+  LeaseId Acquire(HashedGroup group, int64_t expiry_ns);
 
   // Ends the lease `id`; false when it had ended already.
   bool Release(LeaseId id);
@@ -106,17 +119,23 @@ class LeaseTable {
   // Ends every lease and drops every group.
   void Clear();
 
-  // Ends every lease of the groups `drop(key)` is true for. O(capacity): for
-  // reloads, not the request path.
+  // Ends every lease of the groups `drop(key)` is true for, and drops
+  // those groups. O(capacity): for reloads, not the request path.
   template <typename Pred>
   void EraseIf(const Pred& drop) {
     for (size_t i = 1; i <= capacity_; ++i) {
       const uint32_t g = leases_[i].group;
       if (g != 0 && drop(groups_[g].key)) End(static_cast<uint32_t>(i));
     }
+    for (size_t g = 1; g <= capacity_; ++g) {
+      if (groups_[g].indexed && groups_[g].count == 0 && drop(groups_[g].key)) {
+        DropEmptyGroup(static_cast<uint32_t>(g));
+      }
+    }
   }
 
   size_t size() const { return heap_.size(); }
+  // Groups indexed: those holding leases and those kept empty.
   size_t groups() const { return group_index_.size(); }
   size_t capacity() const { return capacity_; }
   uint64_t acquisitions() const { return acquisitions_; }
@@ -136,49 +155,67 @@ class LeaseTable {
   };
   struct GroupRecord {
     LeaseGroupKey key;
-    uint32_t head = 0;
+    size_t hash = 0;
+    uint32_t head = 0;  // First lease; in the free list, the next record.
     uint32_t count = 0;
+    // Links of the least-recently-emptied list, while `count` is 0.
+    uint32_t empty_prev = 0;
+    uint32_t empty_next = 0;
+    bool indexed = false;
   };
   struct GroupHash {
     using is_transparent = void;
     const std::vector<GroupRecord>* slab;
-    size_t operator()(uint32_t i) const {
-      return absl::Hash<LeaseGroupKey>()((*slab)[i].key);
-    }
-    size_t operator()(const LeaseGroupKey& k) const {
-      return absl::Hash<LeaseGroupKey>()(k);
-    }
+    size_t operator()(uint32_t i) const { return (*slab)[i].hash; }
+    size_t operator()(HashedGroup g) const { return g.hash; }
   };
   struct GroupEq {
     using is_transparent = void;
     const std::vector<GroupRecord>* slab;
     const LeaseGroupKey& KeyOf(uint32_t i) const { return (*slab)[i].key; }
-    const LeaseGroupKey& KeyOf(const LeaseGroupKey& k) const { return k; }
+    const LeaseGroupKey& KeyOf(HashedGroup g) const { return *g.key; }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
       return KeyOf(a) == KeyOf(b);
     }
   };
+  struct HeapEntry {
+    int64_t expiry;
+    uint32_t lease;
+  };
 
-  // Ends lease `i`: out of the heap and its group (dropping an emptied
-  // group), back to the free list.
+  // Ends lease `i`: out of the heap and its group (an emptied group goes to
+  // the end of the empty list), back to the free list.
   void End(uint32_t i);
+  // A record for a new group: a free one, else the least recently emptied
+  // group's, dropped.
+  uint32_t TakeGroupRecord();
+  void DropEmptyGroup(uint32_t g);
+  void UnlinkEmpty(uint32_t g);
   void HeapUp(size_t pos);
   void HeapDown(size_t pos);
-  void HeapSwap(size_t a, size_t b);
   void HeapRemove(size_t pos);
+  // Puts `entry` at heap position `pos` and records the position.
+  void Place(size_t pos, HeapEntry entry) {
+    heap_[pos] = entry;
+    leases_[entry.lease].heap_pos = static_cast<uint32_t>(pos);
+  }
 
   size_t capacity_;
   std::vector<Lease> leases_;
   std::vector<GroupRecord> groups_;
   absl::flat_hash_set<uint32_t, GroupHash, GroupEq> group_index_;
-  std::vector<uint32_t> heap_;
+  BucketKeyHash hash_;
+  std::vector<HeapEntry> heap_;
   // Free lists through `next` / `head`. Leases are reused first in, first
   // out, so a record's generation turns over as slowly as the table allows
   // (a stale id stays dead for 2^32 reuses of its own record).
   uint32_t free_lease_ = 0;
   uint32_t free_lease_tail_ = 0;
   uint32_t free_group_ = 0;
+  // The empty groups, least recently emptied first.
+  uint32_t empty_head_ = 0;
+  uint32_t empty_tail_ = 0;
   uint64_t acquisitions_ = 0;
   uint64_t evictions_ = 0;
   uint64_t expirations_ = 0;

@@ -385,8 +385,16 @@ void PolicySet::AssignSlots() {
   const std::vector<size_t>& variant_of = found.of_policy;
   const std::vector<uint8_t>& condition_of_variant = found.condition;
   conditions_.assign(1, Condition{});
+  auto names = [](std::vector<std::string>& texts) {
+    std::vector<Condition::Name> out;
+    for (std::string& text : texts) {
+      const bool plain = internal::IsPlainQueryName(text);
+      out.push_back(Condition::Name{std::move(text), plain});
+    }
+    return out;
+  };
   for (auto& [absent, present] : found.conditions) {
-    conditions_.push_back(Condition{std::move(absent), std::move(present)});
+    conditions_.push_back(Condition{names(absent), names(present)});
   }
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);
@@ -553,8 +561,8 @@ void PolicySet::BuildRouteSide(const PreparedRouteForms& route_forms) {
     route_table_.push_back(table->second);
     if (!route_only_candidate(r)) continue;
     for (uint16_t order : candidates) matches_key[order - 1] = 1;
-    route_only_[r] =
-        RouteOnlyMethods(route_forms.by_route_[r], matches_key, index);
+    route_only_[r] = RouteOnlyMethods(route_forms.by_route_[r], matches_key,
+                                      route_table_.back(), index);
     for (uint16_t order : candidates) matches_key[order - 1] = 0;
   }
 }
@@ -607,6 +615,14 @@ void PolicySet::BuildRawSide() {
     if (slots_[slot].condition != 0) conditional_slots_ |= 1u << slot;
     if (slots_[slot].concurrency) concurrency_slots_ |= 1u << slot;
   }
+  for (size_t has = 0; has < subject_dropped_.size(); ++has) {
+    auto unless = [&](size_t bit, Scope scope) {
+      return (has & bit) != 0 ? 0u : scope_slots_[static_cast<size_t>(scope)];
+    };
+    subject_dropped_[has] = unless(1, Scope::kUser) |
+                            unless(2, Scope::kOrigin) |
+                            unless(4, Scope::kTarget);
+  }
   route_dropped_.assign(route_has_room_.size(), 0);
   for (size_t r = 0; r < route_has_room_.size(); ++r) {
     if (!route_has_room_[r]) route_dropped_[r] = scope_slots_[3];
@@ -616,21 +632,36 @@ void PolicySet::BuildRawSide() {
 // The methods for which a route's paths need no raw-path walk: those of no
 // raw-path pattern that could match one of its paths without already
 // matching its key (a pattern that matches the key is in the route's table,
-// so meeting it again on the path changes nothing). A pattern and a form glob
-// can only overlap when one's literal head starts with the other's, so each
-// glob looks at those entries alone: the heads its head starts with (one
-// walk of the index), then those that extend it.
+// so meeting it again on the path changes nothing), and could beat what the
+// route's table (`table`) holds for its slot under that method (a pattern
+// ranked below it can never be chosen there, and another pattern of the
+// same policy chooses the same policy). A pattern and a form glob can
+// only overlap when one's literal head starts with the other's, so each glob
+// looks at those entries alone: the heads its head starts with (one walk of
+// the index), then those that extend it.
 MethodMask PolicySet::RouteOnlyMethods(
     std::span<const PreparedRouteForms::Glob> globs,
-    std::span<const char> matches_key, const HeadIndex& index) const {
+    std::span<const char> matches_key, uint32_t table,
+    const HeadIndex& index) const {
+  const size_t stride = internal::kMethodClassCount * lanes_;
+  const uint16_t* row = cells_.data() + table * stride;
   MethodMask relevant = 0;
   // True once every method is relevant (nothing left to learn).
   // `surely`: the pair overlaps without a search.
   auto consider = [&](size_t i, std::string_view glob, bool surely) {
     const Entry& e = entries_[i];
-    if (matches_key[i] || (e.methods & ~relevant) == 0) return false;
+    if (matches_key[i]) return false;
+    MethodMask beats = 0;
+    for (int m = 0; m < internal::kMethodClassCount; ++m) {
+      const uint16_t held = row[m * lanes_ + e.slot];
+      if ((e.methods & (1u << m)) != 0 && OrderOf(i) > held &&
+          order_info_[held].policy != e.policy) {
+        beats |= static_cast<MethodMask>(1u << m);
+      }
+    }
+    if ((beats & ~relevant) == 0) return false;
     if (surely || internal::GlobsOverlap(e.canonical, glob)) {
-      relevant |= e.methods;
+      relevant |= beats;
     }
     return relevant == internal::kAllMethods;
   };
@@ -712,11 +743,10 @@ std::optional<PolicyId> PolicySet::Find(std::string_view name) const {
 
 uint32_t PolicySet::DroppedSlots(RouteId rid,
                                  const RequestSubjects& subjects) const {
-  // Branch-free: each absent subject's slots, masked in.
-  auto all_if = [](bool absent) { return 0u - static_cast<uint32_t>(absent); };
-  return route_dropped_[rid] | (scope_slots_[1] & all_if(!subjects.user)) |
-         (scope_slots_[2] & all_if(!subjects.origin)) |
-         (scope_slots_[4] & all_if(!subjects.target));
+  const size_t has = static_cast<size_t>(subjects.user) |
+                     static_cast<size_t>(subjects.origin) << 1 |
+                     static_cast<size_t>(subjects.target) << 2;
+  return route_dropped_[rid] | subject_dropped_[has];
 }
 
 uint32_t PolicySet::ConditionDroppedSlots(
@@ -729,11 +759,15 @@ uint32_t PolicySet::ConditionDroppedSlots(
 }
 
 bool PolicySet::Condition::Holds(std::string_view request_target) const {
-  for (const std::string& name : absent) {
-    if (internal::QueryHasParameter(request_target, name)) return false;
+  for (const Name& name : absent) {
+    if (internal::QueryHasParameter(request_target, name.text, name.plain)) {
+      return false;
+    }
   }
-  for (const std::string& name : present) {
-    if (!internal::QueryHasParameter(request_target, name)) return false;
+  for (const Name& name : present) {
+    if (!internal::QueryHasParameter(request_target, name.text, name.plain)) {
+      return false;
+    }
   }
   return true;
 }

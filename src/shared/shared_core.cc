@@ -339,8 +339,8 @@ void SharedCore::Finish(Shard& a, Shard& b, const Owners& o, Pass& pass,
                         int64_t cost, bool from_store) {
   a.engine->Settle(pass.ip_part, d, now, cost, from_store);
   if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
-  if (d.allowed && (a.engine->policies().HasConcurrency() ||
-                    b.engine->policies().HasConcurrency())) [[unlikely]] {
+  if (d.allowed && (pass.ip_part.in_flight ||
+                    (pass.split && pass.user_part.in_flight))) [[unlikely]] {
     // In-flight limits are kept in process: their leases are this
     // process's (docs/shared-state.md).
     a.engine->TakeLeases(pass.ip_part, request, now, now, d);

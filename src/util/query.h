@@ -12,8 +12,9 @@
 
 namespace mxlimit::internal {
 
-// The value of the first query parameter `name` in `target` (the query ends
-// at any '#'), decoded into `buffer`: `%XX` escapes, `+` as a space. Returns
+// The value of the first query parameter named `name` in `target` (the
+// query ends at any '#'; a name matches once decoded, as below), decoded
+// into `buffer`: `%XX` escapes, `+` as a space. Returns
 // false for a malformed escape or a value longer than the buffer (with
 // `found` true and `value` the raw, undecoded text); true with `found` false
 // when the parameter is absent. Allocation-free.
@@ -25,6 +26,15 @@ bool QueryParameter(std::string_view target, std::string_view name,
 // above, is `name` (with or without a value). A malformed escape in a name
 // is compared as written. Allocation-free.
 bool QueryHasParameter(std::string_view target, std::string_view name);
+
+// Whether `name` holds no '%', '+' or '#': it then compares byte for byte
+// with the names of a query that has no escapes.
+bool IsPlainQueryName(std::string_view name);
+
+// QueryHasParameter, for a caller that found `plain_name` =
+// IsPlainQueryName(name) once (a policy's query conditions).
+bool QueryHasParameter(std::string_view target, std::string_view name,
+                       bool plain_name);
 
 }  // namespace mxlimit::internal
 

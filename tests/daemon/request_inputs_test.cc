@@ -298,19 +298,5 @@ TEST(AppserviceUserIdTest, DecodesLikeSynapseAndKeepsWhatItCannot) {
   EXPECT_EQ(AppserviceUserId("/p?user_id=@c:x.org", small), "@c:x.org");
 }
 
-TEST(QueryParameterTest, FirstOccurrenceAndFragments) {
-  char buffer[64];
-  std::string_view value;
-  bool found = false;
-  ASSERT_TRUE(QueryParameter("/p?a=1&b=2&a=3#a=4", "a", buffer, value, found));
-  EXPECT_TRUE(found);
-  EXPECT_EQ(value, "1");
-  ASSERT_TRUE(QueryParameter("/p#?a=1", "a", buffer, value, found));
-  EXPECT_FALSE(found);
-  ASSERT_TRUE(QueryParameter("/p?ab=1", "a", buffer, value, found));
-  EXPECT_FALSE(found);
-  EXPECT_FALSE(QueryParameter("/p?a=%4", "a", buffer, value, found));
-}
-
 }  // namespace
 }  // namespace mxlimit::daemon

@@ -184,6 +184,9 @@ TEST(ConcurrencyTest, TimeoutBoundsTheLeaseOfAnEmbedderThatSeesNoEnd) {
             milliseconds(0));
   EXPECT_EQ(LeaseForTimeout("/x?timeout=99999999999999999999999999999"),
             seconds(3601));
+  // The name is read as the homeserver reads it, escapes decoded.
+  EXPECT_EQ(LeaseForTimeout("/_matrix/client/v3/sync?%74imeout=2000"),
+            milliseconds(3'000));
   Request r = MakeRequest("GET", target, "203.0.113.5", "@a:example.org");
   r.max_lease = LeaseForTimeout(target);
   ASSERT_TRUE(limiter->Check(r, AtMs(0)).allowed);
