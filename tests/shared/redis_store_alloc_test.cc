@@ -91,14 +91,34 @@ TEST(RedisStoreAllocTest, WarmExecuteAndPostAllocateNothing) {
   };
   ASSERT_EQ(run(2000), 4000);  // Warm: buffers at their high-water marks.
 
-  const long news = mxlimit::testing::AllocationCount();
-  const long mallocs = Mallocs();
-  const int ok = run(2000);
-  const long new_delta = mxlimit::testing::AllocationCount() - news;
-  const long malloc_delta = Mallocs() - mallocs;
-  EXPECT_EQ(ok, 4000);
-  EXPECT_EQ(new_delta, 0);
-  EXPECT_EQ(malloc_delta, 0);
+  // A run counts only while the connection holds: a reconnect (a loaded
+  // machine, a sanitizer build) fails the ops meanwhile and allocates a new
+  // connection, which is the reconnect's cost, not the request path's. Such
+  // a run is measured again, a few times at most.
+  bool measured = false;
+  for (int attempt = 0; attempt < 5 && !measured; ++attempt) {
+    const StoreCounters before = (*store)->counters();
+    const long news = mxlimit::testing::AllocationCount();
+    const long mallocs = Mallocs();
+    const int ok = run(2000);
+    const long new_delta = mxlimit::testing::AllocationCount() - news;
+    const long malloc_delta = Mallocs() - mallocs;
+    const StoreCounters after = (*store)->counters();
+    if (after.reconnects != before.reconnects ||
+        after.ops_unavailable != before.ops_unavailable ||
+        after.ops_timeout != before.ops_timeout) {
+      // Wait for the connection to be back before measuring again.
+      const auto back = steady_clock::now() + std::chrono::seconds(5);
+      while (!(*store)->counters().connected && steady_clock::now() < back) {
+      }
+      continue;
+    }
+    measured = true;
+    EXPECT_EQ(ok, 4000);
+    EXPECT_EQ(new_delta, 0);
+    EXPECT_EQ(malloc_delta, 0);
+  }
+  EXPECT_TRUE(measured) << "the connection never held through a run";
 }
 
 }  // namespace
