@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "gtest/gtest.h"
+#include "mxlimit/internal/hex.h"
 
 namespace mxlimit::internal {
 namespace {
@@ -26,15 +27,10 @@ bool ReferenceHasParameter(std::string_view target, std::string_view name) {
     const std::string_view raw = pair.substr(0, pair.find('='));
     std::string decoded;
     for (size_t i = 0; i < raw.size(); ++i) {
-      auto hex = [](char c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-      };
-      if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 &&
-          hex(raw[i + 2]) >= 0) {
-        decoded += static_cast<char>(hex(raw[i + 1]) << 4 | hex(raw[i + 2]));
+      const int hi = i + 2 < raw.size() ? HexDigitValue(raw[i + 1]) : -1;
+      const int lo = i + 2 < raw.size() ? HexDigitValue(raw[i + 2]) : -1;
+      if (raw[i] == '%' && hi >= 0 && lo >= 0) {
+        decoded += static_cast<char>(hi << 4 | lo);
         i += 2;
       } else {
         decoded += raw[i] == '+' ? ' ' : raw[i];
