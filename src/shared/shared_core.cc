@@ -336,21 +336,56 @@ bool SharedCore::ShadowDeniedLocally(const Pass& pass) {
 
 void SharedCore::Finish(Shard& a, Shard& b, const Owners& o, Pass& pass,
                         Decision& d, const Request& request, MonotonicTime now,
-                        int64_t cost, bool from_store) {
-  a.engine->Settle(pass.ip_part, d, now, cost, from_store);
-  if (pass.split) b.engine->Settle(pass.user_part, d, now, cost, from_store);
+                        MonotonicTime at, int64_t cost, bool from_store) {
+  a.engine->Settle(pass.ip_part, d, at, cost, from_store);
+  if (pass.split) b.engine->Settle(pass.user_part, d, at, cost, from_store);
   if (d.allowed && (pass.ip_part.in_flight ||
                     (pass.split && pass.user_part.in_flight))) [[unlikely]] {
     // In-flight limits are kept in process: their leases are this
     // process's (docs/shared-state.md).
-    a.engine->TakeLeases(pass.ip_part, request, now, now, d);
+    a.engine->TakeLeases(pass.ip_part, request, now, at, d);
     if (pass.split) {
-      b.engine->TakeLeases(pass.user_part, request, now, now, d);
+      b.engine->TakeLeases(pass.user_part, request, now, at, d);
     }
   }
   a.engine->CountDecision(d);
   if (d.allowed) QueueCharges(a, b, o, pass, d, request, now, cost);
   ShardSet::PinNames(a, b, d);
+}
+
+MonotonicTime SharedCore::DelayOnMirror(const Shard& a, const Shard& b,
+                                        const Request& request,
+                                        MonotonicTime now, Pass& pass,
+                                        Decision& d) {
+  if (d.allowed || d.never || !request.may_delay) return now;
+  bool approximate = false;
+  ForEachCheck(pass.ip_part, pass.user_part, pass.split,
+               [&](const BucketCheck& c, bool, uint8_t) {
+                 approximate = approximate || Approximate(c);
+               });
+  if (approximate) return now;
+  return Engine::TryDelay(*a.engine, *b.engine, request, now, pass.ip_part,
+                          pass.split ? pass.user_part : pass.ip_part, d);
+}
+
+void SharedCore::PlanLate(const Decision& d, MonotonicTime now,
+                          MonotonicTime at, Plan& plan) {
+  plan.op.at_ns = at.nanoseconds() - now.nanoseconds();
+  plan.late = Late{d.limited_by, d.policy, d.layer, d.denied_policy};
+}
+
+void SharedCore::TellFromNow(const Plan& plan, Decision& d) {
+  const std::chrono::nanoseconds wait(plan.op.at_ns);
+  if (wait.count() == 0) return;
+  if (d.allowed) {
+    d.delay = wait;
+    d.limited_by = plan.late.limited_by;
+    d.policy = plan.late.policy;
+    d.layer = plan.late.layer;
+    d.denied_policy = plan.late.denied_policy;
+  } else if (!d.never) {
+    d.retry_after += wait;
+  }
 }
 
 Decision SharedCore::Check(const Request& request, MonotonicTime now) {
@@ -387,6 +422,9 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
+    // Admitted late if the mirror can wait for every denying bucket; the
+    // store then decides its buckets as of that time.
+    const MonotonicTime at = DelayOnMirror(a, b, request, now, pass, d);
     bool shared = false;
     ForEachCheck(pass.ip_part, pass.user_part, pass.split,
                  [&](const BucketCheck& c, bool, uint8_t) {
@@ -395,7 +433,7 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     const bool local_denial =
         !d.allowed && (options_.local_denial || DeniedLocally(pass));
     if (!shared || local_denial) {
-      Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
+      Finish(a, b, o, pass, d, request, now, at, cost, /*from_store=*/false);
       if (shared) local_denials_.fetch_add(1, std::memory_order_relaxed);
       return d;
     }
@@ -405,13 +443,14 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
           1, std::memory_order_relaxed);
     } else {
       PlanOp(a, b, request, pass, StoreOpKind::kCheck, now, plan);
+      PlanLate(d, now, at, plan);
     }
     if (plan.op.count == 0) {
       // Breaker open: the fallback decision.
       if (options_.fallback_share < 1.0) {
         // Re-decided below with scaled rates, outside this scope.
       } else {
-        Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
+        Finish(a, b, o, pass, d, request, now, at, cost, /*from_store=*/false);
         return d;
       }
     }
@@ -454,9 +493,12 @@ Decision SharedCore::Install(const Owners& o, const Request& request,
     Refund(plan.op, result);
     return DecideHeld(a, b, o, request, p, now, /*share=*/1.0);
   }
+  // A late admission is evaluated at its later time, as the store did.
+  const MonotonicTime at =
+      MonotonicTime::FromNanoseconds(now.nanoseconds() + plan.op.at_ns);
   Pass pass;
-  Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
-  ApplyStoreLeads(plan, result, pass, now, cost);
+  Evaluate(a, b, request, p, at, /*inspect=*/false, pass);
+  ApplyStoreLeads(plan, result, pass, at, cost);
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
   // A local bucket of the same request may have run out meanwhile (another
   // thread, same shard): the store charged a request that is denied, or
@@ -467,7 +509,8 @@ Decision SharedCore::Install(const Owners& o, const Request& request,
   } else if (result.allowed && d.shadow_denied) {
     Refund(plan.op, result, /*shadow_only=*/true);
   }
-  Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/true);
+  TellFromNow(plan, d);
+  Finish(a, b, o, pass, d, request, now, at, cost, /*from_store=*/true);
   store_decisions_.fetch_add(1, std::memory_order_relaxed);
   return d;
 }
@@ -515,7 +558,10 @@ Decision SharedCore::DecideHeld(Shard& a, Shard& b, const Owners& o,
                  });
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  Finish(a, b, o, pass, d, request, now, cost, /*from_store=*/false);
+  // Scaled verdicts are of now only: no delay then.
+  const MonotonicTime at =
+      share < 1.0 ? now : DelayOnMirror(a, b, request, now, pass, d);
+  Finish(a, b, o, pass, d, request, now, at, cost, /*from_store=*/false);
   if (share < 1.0 && d.allowed) {
     // Read under the locks; a lambda is analysed on its own.
     Engine& ip_engine = *a.engine;
@@ -543,11 +589,13 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
     if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
+    const MonotonicTime at = DelayOnMirror(a, b, request, now, pass, d);
     if (!d.allowed && DeniedLocally(pass)) {
       ShardSet::PinNames(a, b, d);
       return d;
     }
     PlanOp(a, b, request, pass, StoreOpKind::kPeek, now, plan);
+    PlanLate(d, now, at, plan);
     if (plan.op.count == 0 || breaker_.open()) {
       ShardSet::PinNames(a, b, d);
       return d;
@@ -558,16 +606,19 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
       std::chrono::steady_clock::now() +
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
               options_.timeout));
+  const MonotonicTime at =
+      MonotonicTime::FromNanoseconds(now.nanoseconds() + plan.op.at_ns);
   LockedPair lock(a, b, o.ip_first());
   Pass pass;
-  Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
+  Evaluate(a, b, request, p, at, /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
   if (result.status == StoreStatus::kOk &&
       &a.engine->policies() == plan.ip_policies &&
       &b.engine->policies() == plan.user_policies) {
-    ApplyStoreLeads(plan, result, pass, now, cost);
+    ApplyStoreLeads(plan, result, pass, at, cost);
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
+  TellFromNow(plan, d);
   ShardSet::PinNames(a, b, d);
   return d;
 }
@@ -607,6 +658,7 @@ void SharedCore::Refund(const StoreOp& op, const StoreResult& result,
   refund.cost = -op.cost;
   refund.caller_clock = op.caller_clock;
   refund.now_ns = op.now_ns;
+  refund.at_ns = op.at_ns;
   for (uint8_t i = 0; i < op.count; ++i) {
     const StoreBucket& bucket = op.buckets[i];
     if (!StoreCheckCharged(op, result, i)) continue;

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -91,11 +92,21 @@ class SharedCore final : public LateReplyHandler {
     bool user_part = false;
     uint8_t index = 0;
   };
+  // What denied a request that the mirror admits late (Engine::TryDelay):
+  // the decision names it once the store has confirmed the admission.
+  struct Late {
+    LimitScope limited_by = LimitScope::kNone;
+    std::string_view policy;
+    std::string_view layer;
+    PolicyId denied_policy = kNoPolicy;
+  };
   struct Plan {
+    // op.at_ns > 0: the request is admitted that late if the store agrees.
     StoreOp op;
     std::array<OpSource, kMaxStoreBuckets> from;
     const PolicySet* ip_policies = nullptr;
     const PolicySet* user_policies = nullptr;
+    Late late;
   };
   enum class Fallback : uint8_t { kTimeout, kError, kUnavailable, kBreaker };
   // One approximate charge waiting for the next sync.
@@ -131,11 +142,27 @@ class SharedCore final : public LateReplyHandler {
   // Whether a shadow check that the store has no say in denies: the
   // request's shadow buckets in the store are then observed, not charged.
   static bool ShadowDeniedLocally(const Pass& pass);
-  // Settles a decided pass on the mirror, counts it, and queues its
+  // Settles a decided pass on the mirror (charged at `at`: now, or the
+  // later time of a delayed admission), counts it, and queues its
   // approximate charges.
   void Finish(Shard& a, Shard& b, const Owners& o, Pass& pass, Decision& d,
-              const Request& request, MonotonicTime now, int64_t cost,
-              bool from_store) ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
+              const Request& request, MonotonicTime now, MonotonicTime at,
+              int64_t cost, bool from_store)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
+  // Engine::TryDelay on the mirror for a denied `d`: the time the request
+  // may pass (now: not at all), with `pass` evaluated then and `d` the late
+  // admission. A request with an approximate bucket is not delayed (its
+  // debt is a verdict of now).
+  static MonotonicTime DelayOnMirror(const Shard& a, const Shard& b,
+                                     const Request& request, MonotonicTime now,
+                                     Pass& pass, Decision& d)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(a.mu, b.mu);
+  // Fills plan.op.at_ns and plan.late from a late admission `d` at `at`.
+  static void PlanLate(const Decision& d, MonotonicTime now, MonotonicTime at,
+                       Plan& plan);
+  // `d`, reached at the plan's later time, as of now: a delayed admission
+  // names what delayed it, a denial's wait counts from now.
+  static void TellFromNow(const Plan& plan, Decision& d);
   // The key of `c`'s bucket in the store.
   StoreKey KeyOf(const Engine& engine, const BucketCheck& c,
                  const Request& request) const;

@@ -28,6 +28,10 @@ namespace mxlimit::internal {
 // A request never has more buckets than it resolves policies.
 inline constexpr size_t kMaxStoreBuckets = kMaxResolved;
 
+// The latest StoreOp::at_ns: a delay never exceeds a policy's max_delay
+// (at most 60 s, config.md); leads plus this stay below 2^53 ns.
+inline constexpr int64_t kMaxStoreAtNs = int64_t{1} << 40;
+
 // Approximate sharing keeps debt: a synced bucket may lead by up to
 // (1 + kDebtTaus) * tau. Enough to repay what N processes can over-admit in
 // a sync window, (N-1) * (burst + S/T + 1) intervals, for the fleets this is
@@ -99,6 +103,11 @@ struct StoreOp {
   // replays and tests); otherwise its own clock (Redis `TIME`).
   bool caller_clock = false;
   int64_t now_ns = 0;
+  // kCheck, kPeek, kCharge: applied as of this many nanoseconds after now
+  // (0 to kMaxStoreAtNs): a request admitted late (Decision::delay) is read
+  // and charged as if it arrived then, as Engine::TryDelay does locally,
+  // and refunded likewise.
+  int64_t at_ns = 0;
   // Distinct keys: every key is read before any is written.
   uint8_t count = 0;
   std::array<StoreBucket, kMaxStoreBuckets> buckets;

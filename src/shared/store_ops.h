@@ -96,6 +96,8 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
     }
     return r;
   }
+  // A late admission is decided (and refunded) as of its later time.
+  now += std::clamp<int64_t>(op.at_ns, 0, kMaxStoreAtNs);
   // The raw lead (before clamping) tells whether a backwards clock left the
   // TAT beyond now + tau: a pull-back to persist.
   std::array<int64_t, kMaxStoreBuckets> raw{};

@@ -159,7 +159,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
                     uniform(1, 5)});
   }
   int64_t now = kEpoch;
-  int allowed = 0, denied = 0, pullbacks = 0, syncs = 0;
+  int allowed = 0, denied = 0, pullbacks = 0, syncs = 0, late = 0;
   for (int step = 0; step < 4000; ++step) {
     // The clock: mostly forward by up to a few intervals, sometimes not at
     // all, sometimes by less than a millisecond, sometimes backwards.
@@ -190,6 +190,11 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
     const int64_t cost =
         kind == StoreOpKind::kCharge ? uniform(-6, 6) : uniform(0, 6);
     StoreOp op = MakeOp(kind, cost, now, buckets);
+    // A late admission's op (Decision::delay): applied as of now + at.
+    if (kind != StoreOpKind::kSync && uniform(0, 3) == 0) {
+      op.at_ns = uniform(1, 30 * kSecond);
+      ++late;
+    }
     if (kind == StoreOpKind::kSync) {
       // Approximate sharing's charges: enough to run into debt, and past
       // the debt cap now and then.
@@ -223,6 +228,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
   EXPECT_GT(denied, 300);
   EXPECT_GT(pullbacks, 300);
   EXPECT_GT(syncs, 300);
+  EXPECT_GT(late, 600);
   EXPECT_EQ(store->counters().ops_ok, 4000u);
 }
 
@@ -287,6 +293,38 @@ TEST_F(RedisStoreTest, ValueIsNanosecondsAndExpiresWhenFull) {
   const int64_t pttl = std::stoll(redis_->Command({"PTTL", "mxl:1:t:fmt"}));
   EXPECT_LE(pttl, 10001);
   EXPECT_GT(pttl, 9000);
+}
+
+TEST_F(RedisStoreTest, LateOpReadsAndChargesAtNowPlusAtWithTheRealTtl) {
+  std::unique_ptr<RedisStore> store = NewStore();
+  ASSERT_NE(store, nullptr);
+  const int64_t now = 1'700'000'000 * kSecond;
+  // T = 10 s, burst 1: full after the first check (lead 10 s).
+  ASSERT_TRUE(Run(*store, MakeOp(StoreOpKind::kCheck, 1, now,
+                                 {{"late", 10 * kSecond, 1}}))
+                  .allowed);
+  // 4 s later the bucket still leads by 6 s: denied now, but a request
+  // admitted 6 s late (at = 6 s) passes and is charged as of then.
+  StoreOp op = MakeOp(StoreOpKind::kCheck, 1, now + 4 * kSecond,
+                      {{"late", 10 * kSecond, 1}});
+  EXPECT_FALSE(Run(*store, op).allowed);
+  op.at_ns = 6 * kSecond - 1;
+  EXPECT_FALSE(Run(*store, op).allowed);  // One nanosecond too early.
+  op.at_ns = 6 * kSecond;
+  const StoreResult r = Run(*store, op);
+  ASSERT_EQ(r.status, StoreStatus::kOk);
+  EXPECT_TRUE(r.allowed);
+  EXPECT_EQ(r.lead[0], 0);  // Measured from now + at.
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:late"}), "1700000020000000000");
+  // The key lives until its TAT by the real clock: at + lead = 16 s.
+  const int64_t pttl = std::stoll(redis_->Command({"PTTL", "mxl:1:t:late"}));
+  EXPECT_LE(pttl, 16001);
+  EXPECT_GT(pttl, 15000);
+  // A malformed at is refused as a bad call, not read as 0.
+  EXPECT_THAT(redis_->Command({"EVALSHA", std::string(RedisStore::ScriptSha1()),
+                               "1", "mxl:1:t:late", "check", "1", "", "",
+                               "10000000000", "1", "1", "-5"}),
+              ::testing::HasSubstr("mxl:1 bad arguments"));
 }
 
 TEST_F(RedisStoreTest, ChargeBackToFullDeletesTheKey) {

@@ -15,6 +15,10 @@
 --                   has room, all or nothing like the enforcing ones); 2
 --                   observed (a shadow bucket of a request already
 --                   shadow-denied elsewhere: answered, never charged)
+-- ARGV[5+3N]        optional, not for sync: at, in ns (0 <= at < 2^40):
+--                   the op applies as of now + at (a request admitted
+--                   late is read and charged as if it arrived then); the
+--                   TTL of what it writes still counts from now
 --
 -- A key holds its bucket's TAT in integer nanoseconds, in decimal (Redis
 -- then stores it as a machine integer, the smallest value it has). An
@@ -62,10 +66,24 @@ if ARGV[3] == '' and ARGV[4] == '' then
 else
   now_s, now_ns = tonumber(ARGV[3]), tonumber(ARGV[4])
 end
-if (op ~= 'check' and op ~= 'peek' and op ~= 'charge' and op ~= 'sync') or
-    cost == nil or
-    now_s == nil or now_ns == nil or #ARGV ~= 4 + 3 * #KEYS then
+local at = 0
+if #ARGV == 5 + 3 * #KEYS and op ~= 'sync' then
+  at = tonumber(ARGV[#ARGV])
+  if at == nil or at < 0 or at >= 2 ^ 40 or at ~= math.floor(at) then
+    return redis.error_reply('ERR mxl:1 bad arguments')
+  end
+elseif #ARGV ~= 4 + 3 * #KEYS then
   return redis.error_reply('ERR mxl:1 bad arguments')
+end
+if (op ~= 'check' and op ~= 'peek' and op ~= 'charge' and op ~= 'sync') or
+    cost == nil or now_s == nil or now_ns == nil then
+  return redis.error_reply('ERR mxl:1 bad arguments')
+end
+-- Late: every lead below is measured from now + at.
+if at > 0 then
+  local s
+  s, now_ns = divmod(now_ns + at, E9)
+  now_s = now_s + s
 end
 
 local n = #KEYS
@@ -108,7 +126,8 @@ for i = 1, n do
 end
 
 -- Sets bucket i's TAT to now + after (after: its lead after the op, ns) with
--- PX floor(after / 1 ms) + 1; a TAT not after now is a full bucket: DEL.
+-- PX floor((at + after) / 1 ms) + 1 (the TTL counts from the real now); a
+-- TAT not after now is a full bucket: DEL.
 -- KEYS[i] goes straight into redis.call: cluster proxies reject scripts that
 -- compute key names.
 local function store(i, after)
@@ -119,7 +138,7 @@ local function store(i, after)
   local s, ns = divmod(after, E9)
   s, ns = now_s + s, now_ns + ns
   if ns >= E9 then s, ns = s + 1, ns - E9 end
-  local ms = divmod(after, 1000000)
+  local ms = divmod(after + at, 1000000)
   local tat = s > 0 and string.format('%d%09d', s, ns) or
                 string.format('%d', ns)
   redis.call('SET', KEYS[i], tat, 'PX', string.format('%d', ms + 1))

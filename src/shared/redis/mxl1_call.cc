@@ -69,8 +69,12 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
   assert(op.count <= kMaxStoreBuckets);
   assert(sha1.size() == 40);
   const size_t n = std::min<size_t>(op.count, kMaxStoreBuckets);
+  // A late op names its time; others keep the shorter call.
+  const int64_t at = op.kind == StoreOpKind::kSync
+                         ? 0
+                         : std::clamp<int64_t>(op.at_ns, 0, kMaxStoreAtNs);
   RespWriter w(out);
-  w.Header(3 + 4 + 4 * n);
+  w.Header(3 + 4 + 4 * n + (at > 0 ? 1 : 0));
   w.Bulk("EVALSHA");
   w.Bulk(sha1);
   w.BulkInt(static_cast<int64_t>(n));
@@ -103,6 +107,7 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
                                                : "0");
     }
   }
+  if (at > 0) w.BulkInt(at);
   assert(w.size() <= kMxl1CallMaxBytes);
   return w.size();
 }

@@ -26,7 +26,7 @@ constexpr size_t Digits(size_t n) { return n < 10 ? 1 : 1 + Digits(n / 10); }
 // `$<len>\r\n<bytes>\r\n`.
 constexpr size_t Bulk(size_t n) { return 1 + Digits(n) + 2 + n + 2; }
 constexpr size_t kInt64Chars = 20;  // -9223372036854775808
-constexpr size_t kArgs = 3 + 4 + 4 * kMaxStoreBuckets;
+constexpr size_t kArgs = 3 + 4 + 4 * kMaxStoreBuckets + 1;
 }  // namespace mxl1_call_internal
 
 // The longest call: every bucket used, every number at its widest.
@@ -37,6 +37,7 @@ inline constexpr size_t kMxl1CallMaxBytes = [] {
   n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
   n += Bulk(6) + 3 * Bulk(kInt64Chars);           // op cost now_s now_ns
   n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst mode|delta
+  n += Bulk(kInt64Chars);                         // at
   return n;
 }();
 
