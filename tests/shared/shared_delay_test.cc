@@ -116,7 +116,7 @@ TEST(SharedDelayTest, FederationInFlightQueuesWithAStore) {
   // store, is charged at each request's start.
   int delayed = 0;
   for (int i = 0; i < 60; ++i) {
-    const int64_t ms = i * 20;
+    const int64_t ms = int64_t{i} * 20;
     const Decision got = shared->Check(r, Ms(ms));
     const Decision want = (*one)->Check(r, Ms(ms));
     ExpectSameDecision(got, want, "request " + std::to_string(i));
