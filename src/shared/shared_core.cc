@@ -33,7 +33,9 @@ GcraVerdict VerdictFromLead(const Engine::BucketCheck& c, int64_t lead,
                             MonotonicTime now, int64_t cost) {
   GcraState state;
   state.tat = ClampNow(now) + lead;
-  return GcraEvaluate(c.spec->rate, state, now, cost);
+  // A queue the store kept past tau stays, as Engine::EvaluateCheck keeps it.
+  return GcraEvaluateQueued(c.spec->rate, state, now, cost,
+                            StoreQueueOf(*c.spec));
 }
 
 // The fallback's verdict for a shared bucket with its rate and burst both
@@ -286,6 +288,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
     out.interval_ns = c.spec->rate.interval_ns();
     out.burst = c.spec->rate.burst();
     out.mode = c.shadow ? shadow_mode : BucketMode::kEnforcing;
+    out.queue_ns = StoreQueueOf(*c.spec);
     plan.from[op.count] = OpSource{user_part, index};
     ++op.count;
   };
@@ -606,19 +609,25 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
       std::chrono::steady_clock::now() +
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
               options_.timeout));
-  const MonotonicTime at =
-      MonotonicTime::FromNanoseconds(now.nanoseconds() + plan.op.at_ns);
   LockedPair lock(a, b, o.ip_first());
+  // A reload in between: the new policies answer, as of now.
+  const bool same = &a.engine->policies() == plan.ip_policies &&
+                    &b.engine->policies() == plan.user_policies;
+  const MonotonicTime at =
+      same ? MonotonicTime::FromNanoseconds(now.nanoseconds() + plan.op.at_ns)
+           : now;
   Pass pass;
   Evaluate(a, b, request, p, at, /*inspect=*/true, pass);
   if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
-  if (result.status == StoreStatus::kOk &&
-      &a.engine->policies() == plan.ip_policies &&
-      &b.engine->policies() == plan.user_policies) {
+  if (result.status == StoreStatus::kOk && same) {
     ApplyStoreLeads(plan, result, pass, at, cost);
   }
   Decision d = a.engine->Combine(pass.ip_part, pass.user());
-  TellFromNow(plan, d);
+  if (same) {
+    TellFromNow(plan, d);
+  } else {
+    DelayOnMirror(a, b, request, now, pass, d);
+  }
   ShardSet::PinNames(a, b, d);
   return d;
 }

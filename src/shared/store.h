@@ -30,7 +30,7 @@ inline constexpr size_t kMaxStoreBuckets = kMaxResolved;
 
 // The latest StoreOp::at_ns: a delay never exceeds a policy's max_delay
 // (at most 60 s, config.md); leads plus this stay below 2^53 ns.
-inline constexpr int64_t kMaxStoreAtNs = int64_t{1} << 40;
+inline constexpr int64_t kMaxStoreAtNs = (int64_t{1} << 40) - 1;
 
 // Approximate sharing keeps debt: a synced bucket may lead by up to
 // (1 + kDebtTaus) * tau. Enough to repay what N processes can over-admit in
@@ -91,6 +91,10 @@ struct StoreBucket {
   int64_t interval_ns = 0;
   int64_t burst = 0;
   BucketMode mode = BucketMode::kEnforcing;
+  // Not for kSync: how far past tau the lead is kept (an `on_limit: delay`
+  // policy's max_delay; 0 otherwise), so that the queue of late admissions
+  // survives every op, as GcraEvaluateQueued keeps it in a process.
+  int64_t queue_ns = 0;
   // kSync only: the charge to add, in nanoseconds (cost * T summed).
   int64_t delta_ns = 0;
 };

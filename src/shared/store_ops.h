@@ -36,6 +36,18 @@ inline int64_t MaxStoreLead(const Rate& rate, Sharing sharing) {
 
 // Whether bucket `i` of a kCheck or kPeek, `lead` ahead (clamped to tau),
 // has room for the op's cost.
+// The lead a bucket keeps at most: tau, plus its queue of late admissions.
+inline int64_t StoreLeadCap(const StoreBucket& b) {
+  return b.burst * b.interval_ns +
+         std::clamp<int64_t>(b.queue_ns, 0, kMaxStoreAtNs);
+}
+
+// The queue a policy's buckets keep past tau (StoreBucket::queue_ns), as
+// Engine::EvaluateCheck keeps it.
+inline int64_t StoreQueueOf(const Policy& p) {
+  return p.on_limit == OnLimit::kDelay ? p.max_delay.count() : 0;
+}
+
 inline bool StoreBucketHasRoom(const StoreOp& op, size_t i, int64_t lead) {
   const StoreBucket& b = op.buckets[i];
   return GcraHasRoom(lead, op.cost * b.interval_ns, b.burst * b.interval_ns);
@@ -96,17 +108,18 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
     }
     return r;
   }
-  // A late admission is decided (and refunded) as of its later time.
+  // A late admission is decided (and refunded) as of its later time; what
+  // it writes expires by the real clock.
+  const int64_t real_now = now;
   now += std::clamp<int64_t>(op.at_ns, 0, kMaxStoreAtNs);
   // The raw lead (before clamping) tells whether a backwards clock left the
-  // TAT beyond now + tau: a pull-back to persist.
+  // TAT beyond now + tau (+ the queue): a pull-back to persist.
   std::array<int64_t, kMaxStoreBuckets> raw{};
   for (size_t i = 0; i < op.count; ++i) {
     const StoreBucket& b = op.buckets[i];
-    const int64_t tau = b.burst * b.interval_ns;
     const std::optional<int64_t> tat = map.Get(b.key);
     raw[i] = tat.has_value() ? *tat - now : 0;
-    r.lead[i] = std::clamp<int64_t>(raw[i], 0, tau);
+    r.lead[i] = std::clamp<int64_t>(raw[i], 0, StoreLeadCap(b));
     if (op.kind != StoreOpKind::kCharge && b.mode == BucketMode::kEnforcing &&
         !StoreBucketHasRoom(op, i, r.lead[i])) {
       r.allowed = false;
@@ -115,25 +128,22 @@ StoreResult ApplyStoreOp(Map& map, const StoreOp& op, int64_t now) {
   if (op.kind == StoreOpKind::kPeek) return r;
   for (size_t i = 0; i < op.count; ++i) {
     const StoreBucket& b = op.buckets[i];
-    const int64_t tau = b.burst * b.interval_ns;
+    const int64_t cap = StoreLeadCap(b);
     const int64_t lead = r.lead[i];
     if (op.kind == StoreOpKind::kCharge) {
       // GcraCharge: drained by the cost, refunded by a negative one, within
-      // [full, empty].
+      // [full, empty] (empty: tau plus the queue).
       const int64_t n = std::clamp<int64_t>(op.cost, -b.burst, b.burst);
       const int64_t next =
-          std::clamp<int64_t>(lead + n * b.interval_ns, 0, tau);
-      if (next == 0) {
-        map.Erase(b.key);
-      } else {
-        map.Set(b.key, now + next, now);
-      }
+          std::clamp<int64_t>(lead + n * b.interval_ns, 0, cap);
+      map.Set(b.key, now + next, real_now);
       continue;
     }
     if (StoreCheckCharged(op, r, i)) {
-      map.Set(b.key, now + lead + op.cost * b.interval_ns, now);
-    } else if (raw[i] > tau) {
-      map.Set(b.key, now + tau, now);  // The pull-back, as GcraApply keeps it.
+      map.Set(b.key, now + lead + op.cost * b.interval_ns, real_now);
+    } else if (raw[i] > cap) {
+      // The pull-back, as GcraApply keeps it.
+      map.Set(b.key, now + cap, real_now);
     }
   }
   return r;

@@ -160,6 +160,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
   }
   int64_t now = kEpoch;
   int allowed = 0, denied = 0, pullbacks = 0, syncs = 0, late = 0;
+  int queued = 0;
   for (int step = 0; step < 4000; ++step) {
     // The clock: mostly forward by up to a few intervals, sometimes not at
     // all, sometimes by less than a millisecond, sometimes backwards.
@@ -190,10 +191,19 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
     const int64_t cost =
         kind == StoreOpKind::kCharge ? uniform(-6, 6) : uniform(0, 6);
     StoreOp op = MakeOp(kind, cost, now, buckets);
-    // A late admission's op (Decision::delay): applied as of now + at.
-    if (kind != StoreOpKind::kSync && uniform(0, 3) == 0) {
-      op.at_ns = uniform(1, 30 * kSecond);
-      ++late;
+    // A late admission's op (Decision::delay): applied as of now + at; and
+    // buckets that keep a queue of late admissions past tau.
+    if (kind != StoreOpKind::kSync) {
+      if (uniform(0, 3) == 0) {
+        op.at_ns = uniform(1, 30 * kSecond);
+        ++late;
+      }
+      for (size_t i = 0; i < op.count; ++i) {
+        if (uniform(0, 2) == 0) {
+          op.buckets[i].queue_ns = uniform(1, 60 * kSecond);
+          ++queued;
+        }
+      }
     }
     if (kind == StoreOpKind::kSync) {
       // Approximate sharing's charges: enough to run into debt, and past
@@ -229,6 +239,7 @@ TEST_F(RedisStoreTest, RandomOpsMatchFakeStore) {
   EXPECT_GT(pullbacks, 300);
   EXPECT_GT(syncs, 300);
   EXPECT_GT(late, 600);
+  EXPECT_GT(queued, 600);
   EXPECT_EQ(store->counters().ops_ok, 4000u);
 }
 
@@ -325,6 +336,34 @@ TEST_F(RedisStoreTest, LateOpReadsAndChargesAtNowPlusAtWithTheRealTtl) {
                                "1", "mxl:1:t:late", "check", "1", "", "",
                                "10000000000", "1", "1", "-5"}),
               ::testing::HasSubstr("mxl:1 bad arguments"));
+}
+
+TEST_F(RedisStoreTest, AQueuedLeadSurvivesChecksThatDoNotDelay) {
+  std::unique_ptr<RedisStore> store = NewStore();
+  ASSERT_NE(store, nullptr);
+  const int64_t now = 1'700'000'000 * kSecond;
+  // T = 100 ms, burst 2 (tau 200 ms), a queue of up to 500 ms: two at once,
+  // then two admitted 100 and 200 ms late leave the TAT 400 ms ahead.
+  auto op = [&](int64_t at_ns, int64_t queue_ns) {
+    StoreOp o =
+        MakeOp(StoreOpKind::kCheck, 1, now, {{"queue", 100'000'000, 2}});
+    o.at_ns = at_ns;
+    o.buckets[0].queue_ns = queue_ns;
+    return o;
+  };
+  const int64_t q = 500'000'000;
+  for (const int64_t at : {0, 0, 100'000'000, 200'000'000}) {
+    ASSERT_TRUE(Run(*store, op(at, q)).allowed) << at;
+  }
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:queue"}), "1700000000400000000");
+  // A check that does not delay is denied, reads the whole queue, and
+  // leaves it in place (no pull-back to tau).
+  const StoreResult plain = Run(*store, op(0, q));
+  EXPECT_FALSE(plain.allowed);
+  EXPECT_EQ(plain.lead[0], 400'000'000);
+  EXPECT_EQ(redis_->Command({"GET", "mxl:1:t:queue"}), "1700000000400000000");
+  // Without the queue in the call the lead is clamped to tau, as before.
+  EXPECT_EQ(Run(*store, op(0, 0)).lead[0], 200'000'000);
 }
 
 TEST_F(RedisStoreTest, ChargeBackToFullDeletesTheKey) {

@@ -162,6 +162,34 @@ TEST(SharedDelayTest, AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
   EXPECT_EQ(fourth.delay, milliseconds(200));
 }
 
+TEST(SharedDelayTest, AProcessThatDoesNotDelayKeepsTheQueueOthersBuilt) {
+  FakeStore store;
+  std::unique_ptr<SharedLimiter> a = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> b = Process(store, Config({Delayed()}));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  auto one = Limiter::Create(Config({Delayed()}));
+  ASSERT_TRUE(one.ok());
+  const Request held = Holdable(MakeRequest("GET", kSearch, "203.0.113.8"));
+  Request plain = held;
+  plain.may_delay = false;
+  // A builds a queue 400 ms deep (two at once, two late).
+  for (int i = 0; i < 4; ++i) {
+    ExpectSameDecision(a->Check(held, Ms(0)), (*one)->Check(held, Ms(0)),
+                       "A " + std::to_string(i));
+  }
+  // B, which cannot hold this one, is denied with the wait one Limiter
+  // gives (the whole queue), and the queue stays: B's next request, which
+  // it can hold, is admitted as late as one Limiter admits it.
+  ExpectSameDecision(b->Check(plain, Ms(0)), (*one)->Check(plain, Ms(0)),
+                     "B without delay");
+  ExpectSameDecision(b->Check(held, Ms(0)), (*one)->Check(held, Ms(0)),
+                     "B with delay");
+  // Five admitted by 200 ms would be one too many: 4 in [0, 200] is GCRA's.
+  ExpectSameDecision(b->Check(plain, Ms(200)), (*one)->Check(plain, Ms(200)),
+                     "B at 200 ms");
+}
+
 TEST(SharedDelayTest, PeekReportsTheDelayAndChargesNothing) {
   FakeStore store;
   std::unique_ptr<SharedLimiter> shared = Process(store, Config({Delayed()}));

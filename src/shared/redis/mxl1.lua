@@ -14,7 +14,10 @@
 --                   (never denies; charged only when every shadow bucket
 --                   has room, all or nothing like the enforcing ones); 2
 --                   observed (a shadow bucket of a request already
---                   shadow-denied elsewhere: answered, never charged)
+--                   shadow-denied elsewhere: answered, never charged);
+--                   optionally followed by /Q (not for sync): the bucket
+--                   keeps its lead up to tau + Q ns (0 <= Q < 2^40), the
+--                   queue of late admissions of an on_limit: delay policy
 -- ARGV[5+3N]        optional, not for sync: at, in ns (0 <= at < 2^40):
 --                   the op applies as of now + at (a request admitted
 --                   late is read and charged as if it arrived then); the
@@ -27,7 +30,7 @@
 -- bucket is full again: nothing to scan, nothing to clean up.
 --
 -- Reply: {allowed, lead_1, ..., lead_N}, each lead (TAT - now, before the
--- op) clamped to [0, tau], tau = burst * T. For sync: {1, lead after_1, ...}:
+-- op) clamped to [0, tau + Q], tau = burst * T. For sync: {1, lead after_1, ...}:
 -- sync (approximate sharing) adds each charge to the TAT and keeps debt, a
 -- lead past tau up to DEBT_TAUS + 1 taus, never pulled back.
 --
@@ -87,7 +90,7 @@ if at > 0 then
 end
 
 local n = #KEYS
-local T, burst, tau, raw, lead, mode = {}, {}, {}, {}, {}, {}
+local T, burst, tau, raw, lead, mode, cap = {}, {}, {}, {}, {}, {}, {}
 local allowed = 1
 -- Whether every shadow bucket has room: only then are they charged.
 local shadow_room = true
@@ -114,8 +117,19 @@ for i = 1, n do
   else
     raw[i] = 0
   end
-  lead[i] = math.min(math.max(raw[i], 0), tau[i])
   mode[i] = ARGV[a + 2]
+  cap[i] = tau[i]
+  if op ~= 'sync' then
+    local m, q = string.match(mode[i], '^(%d)/(%d+)$')
+    if m then
+      q = tonumber(q)
+      if q >= 2 ^ 40 then
+        return redis.error_reply('ERR mxl:1 bad arguments')
+      end
+      mode[i], cap[i] = m, tau[i] + q
+    end
+  end
+  lead[i] = math.min(math.max(raw[i], 0), cap[i])
   if (op == 'check' or op == 'peek') and lead[i] + cost * T[i] > tau[i] then
     if mode[i] == '1' then
       allowed = 0
@@ -127,11 +141,11 @@ end
 
 -- Sets bucket i's TAT to now + after (after: its lead after the op, ns) with
 -- PX floor((at + after) / 1 ms) + 1 (the TTL counts from the real now); a
--- TAT not after now is a full bucket: DEL.
+-- TAT not after the real now is a full bucket: DEL.
 -- KEYS[i] goes straight into redis.call: cluster proxies reject scripts that
 -- compute key names.
 local function store(i, after)
-  if after <= 0 then
+  if after + at <= 0 then
     redis.call('DEL', KEYS[i])
     return
   end
@@ -160,15 +174,15 @@ if op ~= 'peek' then
   for i = 1, n do
     if op == 'charge' then
       -- Drained by the cost, refunded by a negative one, within
-      -- [full, empty]; no decision.
+      -- [full, empty] (empty: tau plus the queue); no decision.
       local c = math.min(math.max(cost, -burst[i]), burst[i])
-      store(i, math.min(math.max(lead[i] + c * T[i], 0), tau[i]))
+      store(i, math.min(math.max(lead[i] + c * T[i], 0), cap[i]))
     elseif allowed == 1 and (mode[i] == '1' or
                              (mode[i] ~= '2' and shadow_room)) then
       store(i, lead[i] + cost * T[i])
-    elseif raw[i] > tau[i] then
-      -- The clock stepped back: persist the pull-back to now + tau.
-      store(i, tau[i])
+    elseif raw[i] > cap[i] then
+      -- The clock stepped back: persist the pull-back to now + tau (+ Q).
+      store(i, cap[i])
     end
   end
 end

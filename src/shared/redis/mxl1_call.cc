@@ -101,10 +101,21 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
     w.BulkInt(b.burst);
     if (op.kind == StoreOpKind::kSync) {
       w.BulkInt(b.delta_ns);
+      continue;
+    }
+    const std::string_view mode = b.mode == BucketMode::kEnforcing  ? "1"
+                                  : b.mode == BucketMode::kObserved ? "2"
+                                                                    : "0";
+    const int64_t queue = std::clamp<int64_t>(b.queue_ns, 0, kMaxStoreAtNs);
+    if (queue == 0) {
+      w.Bulk(mode);
     } else {
-      w.Bulk(b.mode == BucketMode::kEnforcing  ? "1"
-             : b.mode == BucketMode::kObserved ? "2"
-                                               : "0");
+      // "<mode>/<queue>": the bucket's lead is kept up to tau + queue.
+      char text[24];
+      text[0] = mode[0];
+      text[1] = '/';
+      const auto r = std::to_chars(text + 2, text + sizeof text, queue);
+      w.Bulk(std::string_view(text, static_cast<size_t>(r.ptr - text)));
     }
   }
   if (at > 0) w.BulkInt(at);

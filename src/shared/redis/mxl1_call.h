@@ -35,9 +35,10 @@ inline constexpr size_t kMxl1CallMaxBytes = [] {
   size_t n = 1 + Digits(kArgs) + 2;                          // *<argc>
   n += Bulk(7) + Bulk(40) + Bulk(Digits(kMaxStoreBuckets));  // EVALSHA sha N
   n += kMaxStoreBuckets * Bulk(StoreKey::kCapacity);         // keys
-  n += Bulk(6) + 3 * Bulk(kInt64Chars);           // op cost now_s now_ns
-  n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);  // T burst mode|delta
-  n += Bulk(kInt64Chars);                         // at
+  n += Bulk(6) + 3 * Bulk(kInt64Chars);  // op cost now_s now_ns
+  // T burst mode|delta (a mode is at most "1/" and a queue below 2^40)
+  n += kMaxStoreBuckets * 3 * Bulk(kInt64Chars);
+  n += Bulk(kInt64Chars);  // at
   return n;
 }();
 
