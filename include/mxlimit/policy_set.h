@@ -137,6 +137,13 @@ struct ResolvedPolicy {
   friend bool operator==(const ResolvedPolicy&,
                          const ResolvedPolicy&) = default;
 };
+// PolicySet::Resolve writes one as a little-endian word of these fields.
+static_assert(sizeof(ResolvedPolicy) == 8 &&
+              offsetof(ResolvedPolicy, policy) == 0 &&
+              offsetof(ResolvedPolicy, bucket_route) == 2 &&
+              offsetof(ResolvedPolicy, layer) == 4 &&
+              offsetof(ResolvedPolicy, scope) == 5 &&
+              offsetof(ResolvedPolicy, shadow) == 6);
 
 // One policy whose pattern matched a request.
 struct PolicyMatch {
@@ -229,6 +236,10 @@ class PolicySet {
     RouteId user_bucket_route = kFallbackRouteId;
 
     uint8_t count = 0;
+    // Every applied policy limits a rate per address or user and denies
+    // rather than delays: no in-flight limit, no origin, room or target
+    // scope, no `on_limit: delay`. The engine then takes its short path.
+    bool plain = false;
     // The first `count` are set; the rest are unspecified.
     std::array<ResolvedPolicy, kMaxResolved> applied;
 
@@ -395,6 +406,9 @@ class PolicySet {
     bool shadow;
     bool concurrency;
     uint8_t condition;
+    // Its policies name Resolution::ip or ::user: the default layer's plain
+    // rate policies of those scopes (one slot per scope holds them).
+    bool names_decision;
   };
   // Query conditions some policies share.
   struct Condition {
@@ -450,12 +464,22 @@ class PolicySet {
   std::vector<std::string> route_keys_;
   std::vector<std::string> layers_;
   std::vector<Slot> slots_;
+  // Per slot, its ResolvedPolicy's bytes with policy and bucket_route 0
+  // (layer, scope, shadow): Resolve writes an entry as one word.
+  std::vector<uint64_t> slot_words_;
+  // The slots whose policies name Resolution::ip and ::user (one per scope,
+  // Slot::names_decision), or kNoDecisionSlot.
+  static constexpr uint8_t kNoDecisionSlot = 0xFF;
+  uint8_t ip_decision_slot_ = kNoDecisionSlot;
+  uint8_t user_decision_slot_ = kNoDecisionSlot;
   // Sorted by rank, lowest first: entries_[order - 1].
   std::vector<Entry> entries_;
   // What Resolve needs of entry `order`, packed: order_info_[order].
   struct OrderInfo {
     PolicyId policy;
     bool share_threshold;
+    // `on_limit: delay` (a Resolution with it is not `plain`).
+    bool delays;
   };
   std::vector<OrderInfo> order_info_;
   // Width of a table row: slots_.size() rounded up to a multiple of 8.
@@ -487,10 +511,22 @@ class PolicySet {
   uint32_t slot_bits_ = 0;
   // conditions_[0] is "none"; per condition, its slots as bits.
   std::vector<Condition> conditions_;
+  // Every name of conditions_[1..], flattened for ConditionDroppedSlots.
+  struct ConditionName {
+    Condition::Name name;
+    bool absent;
+    uint8_t condition;
+  };
+  std::vector<ConditionName> condition_names_;
+  static std::vector<ConditionName> FlattenConditions(
+      const std::vector<Condition>& conditions);
   std::vector<uint32_t> condition_slots_;
   // Every slot with query conditions.
   uint32_t conditional_slots_ = 0;
   uint32_t concurrency_slots_ = 0;
+  // Slots a `plain` Resolution has none of: in flight, or of a scope other
+  // than ip and user.
+  uint32_t general_slots_ = 0;
 };
 
 }  // namespace mxlimit

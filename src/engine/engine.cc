@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -204,14 +205,28 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
                        std::string_view path) const {
   e.ip_policy = r.ip;
   e.user_policy = r.user;
+  e.plain = r.plain;
   // The user part of every user key is built (and checked) once: by the
   // driver that prepared the request, else here.
-  internal::UserBucketKey user_key;
   const internal::UserBucketKey* user_base =
       prepared != nullptr && prepared->has_user_key ? &prepared->user_key
                                                     : nullptr;
+  if (r.plain) {
+    AddChecksOf<true>(request, mask, r, e, user_base, path);
+  } else {
+    AddChecksOf<false>(request, mask, r, e, user_base, path);
+  }
+}
+
+template <bool kPlain>
+void Engine::AddChecksOf(const Request& request, ScopeMask mask,
+                         const PolicySet::Resolution& r, Evaluation& e,
+                         const internal::UserBucketKey* user_base,
+                         std::string_view path) const {
+  internal::UserBucketKey user_key;
   const IpAddress& client = request.client;
-  Subjects subjects;
+  struct NoSubjects {};
+  [[maybe_unused]] std::conditional_t<kPlain, NoSubjects, Subjects> subjects;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
@@ -221,12 +236,12 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
     c.layer = a.layer;
     c.scope = a.scope;
     c.shadow = a.shadow;
-    c.in_flight = spec.concurrency.has_value();
+    c.in_flight = !kPlain && spec.concurrency.has_value();
     c.has_bucket = spec.rate.kind() == Rate::Kind::kLimited;
     c.spec = &spec;
     // An in-flight policy has no bucket.
     if (!c.has_bucket) [[unlikely]] {
-      if (!c.in_flight) continue;
+      if (kPlain || !c.in_flight) continue;
       // Leases live in the shared tables, under their lock.
       e.in_flight = true;
       e.lock().Hold(*scope_tables_);
@@ -237,14 +252,14 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
       c.key.ip =
           internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
                                       bucket_token_[a.policy], a.bucket_route);
-    } else if (a.scope == Scope::kUser) {
+    } else if (kPlain || a.scope == Scope::kUser) {
       if (user_base == nullptr) {
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
         user_base = &user_key;
       }
       c.key.user = *user_base;
       c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
-    } else {
+    } else if constexpr (!kPlain) {
       // The shared tables are read and written under their lock from here
       // to the end of the request.
       e.lock().Hold(*scope_tables_);
@@ -278,6 +293,16 @@ bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
     return false;
   }
   Resolve(request, mask, e, prepared);
+  if (e.plain) {
+    HashChecks<true>(e);
+  } else {
+    HashChecks<false>(e);
+  }
+  return true;
+}
+
+template <bool kPlain>
+void Engine::HashChecks(Evaluation& e) const {
   // Hash each key once and start every table load before waiting on any.
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
@@ -286,19 +311,27 @@ bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
       c.hash = ip_table_.Hashed(c.key.ip).hash;
       ip_table_.Prefetch({&c.key.ip, c.hash});
     } else {
-      const UserTable& table = NamedTable(c.scope);
+      const UserTable& table = TableOf<kPlain>(c.scope);
       c.hash = table.Hashed(c.key.user).hash;
       table.Prefetch({&c.key.user, c.hash});
     }
   }
-  return true;
 }
 
 void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
                             Evaluation& e) {
+  const int64_t cost = std::max<int64_t>(request.cost, 0);
+  if (e.plain) {
+    EvaluateChecks<true>(e, now, cost);
+  } else {
+    EvaluateChecks<false>(e, now, cost);
+  }
+}
+
+template <bool kPlain>
+void Engine::EvaluateChecks(Evaluation& e, MonotonicTime now, int64_t cost) {
   // Find the records (prefetching what relinking will touch) so the misses
   // overlap.
-  const int64_t cost = std::max<int64_t>(request.cost, 0);
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
     const GcraState* state = nullptr;
@@ -307,14 +340,21 @@ void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
         c.slot = ip_table_.Locate({&c.key.ip, c.hash});
         state = ip_table_.StateAt(c.slot);
       } else {
-        const UserTable& table = NamedTable(c.scope);
+        const UserTable& table = TableOf<kPlain>(c.scope);
         c.slot = table.Locate({&c.key.user, c.hash});
         state = table.StateAt(c.slot);
       }
     }
-    EvaluateCheck(c, state, now, cost);
-    if (c.in_flight) [[unlikely]]
-      EvaluateInFlight(c, now);
+    if constexpr (kPlain) {
+      // No queue: nothing delays.
+      static constexpr GcraState kFreshBucket;
+      c.verdict = GcraEvaluate(
+          c.spec->rate, state != nullptr ? *state : kFreshBucket, now, cost);
+    } else {
+      EvaluateCheck(c, state, now, cost);
+      if (c.in_flight) [[unlikely]]
+        EvaluateInFlight(c, now);
+    }
   }
 }
 
@@ -486,6 +526,16 @@ MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
 
 void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
                     int64_t cost, bool admit_leads) {
+  if (e.plain) {
+    SettleChecks<true>(e, d, now, cost, admit_leads);
+  } else {
+    SettleChecks<false>(e, d, now, cost, admit_leads);
+  }
+}
+
+template <bool kPlain>
+void Engine::SettleChecks(const Evaluation& e, const Decision& d,
+                          MonotonicTime now, int64_t cost, bool admit_leads) {
   const BucketCheck* checks = e.checks.items;
   const size_t n = e.count;
   // Located buckets first (relinked to the recent end), then admissions,
@@ -498,9 +548,10 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
     if (c.has_bucket && c.slot == 0) continue;
     GcraState* bucket = nullptr;
     if (c.has_bucket) {
-      bucket = c.scope == Scope::kIp
-                   ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
-                   : NamedTable(c.scope).Acquire({&c.key.user, c.hash}, c.slot);
+      bucket =
+          c.scope == Scope::kIp
+              ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
+              : TableOf<kPlain>(c.scope).Acquire({&c.key.user, c.hash}, c.slot);
     }
     SettleOne(c, bucket, d, now, cost);
   }
@@ -514,7 +565,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
     GcraState* bucket =
         c.scope == Scope::kIp
             ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
-            : NamedTable(c.scope).Acquire({&c.key.user, c.hash}, 0);
+            : TableOf<kPlain>(c.scope).Acquire({&c.key.user, c.hash}, 0);
     SettleOne(c, bucket, d, now, cost);
   }
 }
@@ -675,7 +726,7 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
     const MonotonicTime at =
         d.allowed ? now : TryDelay(*this, *this, request, now, e, e, d);
     Settle(e, d, at, std::max<int64_t>(request.cost, 0));
-    if (d.allowed && e.in_flight) [[unlikely]] {
+    if (e.in_flight && d.allowed) [[unlikely]] {
       TakeLeases(e, request, now, at, d);
     }
     CountDecision(d);

@@ -119,6 +119,9 @@ class Engine {
     uint8_t count = 0;
     // Whether a check is in flight: only then are leases taken.
     bool in_flight = false;
+    // PolicySet::Resolution::plain: only ip and user rate checks, none
+    // delaying (the short path: no subject tables, leases or queues).
+    bool plain = false;
     Checks checks;
     // Held from the first origin, room, target or in-flight check to the end
     // of the request (see ScopeTables). The user half of a request split over
@@ -338,6 +341,37 @@ class Engine {
   void AddChecks(const Request& request, ScopeMask mask,
                  const PolicySet::Resolution& r, Evaluation& e,
                  const PreparedRequest* prepared, std::string_view path) const;
+  // AddChecks, Evaluate's table steps and Settle for the general case, and
+  // (kPlain) for a plain resolution, which needs none of the branches for
+  // subject scopes, leases and queues.
+  template <bool kPlain>
+  void AddChecksOf(const Request& request, ScopeMask mask,
+                   const PolicySet::Resolution& r, Evaluation& e,
+                   const internal::UserBucketKey* user_base,
+                   std::string_view path) const;
+  template <bool kPlain>
+  void HashChecks(Evaluation& e) const;
+  template <bool kPlain>
+  void EvaluateChecks(Evaluation& e, MonotonicTime now, int64_t cost);
+  template <bool kPlain>
+  void SettleChecks(const Evaluation& e, const Decision& d, MonotonicTime now,
+                    int64_t cost, bool admit_leads);
+  template <bool kPlain>
+  UserTable& TableOf(Scope scope) {
+    if constexpr (kPlain) {
+      return user_table_;
+    } else {
+      return NamedTable(scope);
+    }
+  }
+  template <bool kPlain>
+  const UserTable& TableOf(Scope scope) const {
+    if constexpr (kPlain) {
+      return user_table_;
+    } else {
+      return NamedTable(scope);
+    }
+  }
   // The key of an origin, room or target check `c` of `request` (its
   // subject, found once per request into `subject`).
   struct Subjects;

@@ -83,7 +83,18 @@ inline uint32_t FoundSlots(const uint16_t* best, size_t lanes) {
   uint32_t found = 0;
 #if defined(__SSE2__)
   const __m128i zero = _mm_setzero_si128();
-  for (size_t s = 0; s < lanes; s += 8) {
+  size_t s = 0;
+  // Sixteen lanes a step: both halves' masks packed into one.
+  for (; s + 16 <= lanes; s += 16) {
+    const __m128i lo = _mm_cmpeq_epi16(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(best + s)), zero);
+    const __m128i hi = _mm_cmpeq_epi16(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(best + s + 8)), zero);
+    const auto bits =
+        static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)));
+    found |= (~bits & 0xFFFFu) << s;
+  }
+  for (; s < lanes; s += 8) {
     const __m128i empty = _mm_cmpeq_epi16(
         _mm_load_si128(reinterpret_cast<const __m128i*>(best + s)), zero);
     const auto bits = static_cast<uint32_t>(
@@ -375,6 +386,21 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   return set;
 }
 
+std::vector<PolicySet::ConditionName> PolicySet::FlattenConditions(
+    const std::vector<Condition>& conditions) {
+  std::vector<ConditionName> out;
+  for (size_t c = 1; c < conditions.size(); ++c) {
+    const auto index = static_cast<uint8_t>(c);
+    for (const Condition::Name& name : conditions[c].absent) {
+      out.push_back(ConditionName{name, true, index});
+    }
+    for (const Condition::Name& name : conditions[c].present) {
+      out.push_back(ConditionName{name, false, index});
+    }
+  }
+  return out;
+}
+
 void PolicySet::AssignSlots() {
   // Slots: the (layer, scope, mode, variant) groups some policy belongs
   // to, in resolution order; variants in order of first appearance.
@@ -396,6 +422,7 @@ void PolicySet::AssignSlots() {
   for (auto& [absent, present] : found.conditions) {
     conditions_.push_back(Condition{names(absent), names(present)});
   }
+  condition_names_ = FlattenConditions(conditions_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);
     for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
@@ -411,8 +438,13 @@ void PolicySet::AssignSlots() {
           for (size_t i = 0; i < n && !used; ++i) used = member(i);
           if (!used) continue;
           const auto slot = static_cast<uint8_t>(slots_.size());
-          slots_.push_back(Slot{layer, scope, shadow, variants[v].concurrency,
-                                condition_of_variant[v]});
+          const bool plain = layer == 0 && !shadow &&
+                             !variants[v].concurrency &&
+                             condition_of_variant[v] == 0;
+          slots_.push_back(
+              Slot{layer, scope, shadow, variants[v].concurrency,
+                   condition_of_variant[v],
+                   plain && (scope == Scope::kIp || scope == Scope::kUser)});
           for (size_t i = 0; i < n; ++i) {
             if (member(i)) {
               info_[i] = PolicyInfo{policies_[i].share_threshold, layer, slot};
@@ -460,9 +492,11 @@ void PolicySet::RankEntries() {
     return x.pattern > y.pattern;
   });
   entries_.reserve(ranked.size());
-  order_info_.push_back(OrderInfo{kNoPolicy, false});  // order 0: none
+  order_info_.push_back(OrderInfo{kNoPolicy, false, false});  // order 0: none
   for (auto& [r, e] : ranked) {
-    order_info_.push_back(OrderInfo{e.policy, info_[e.policy].share_threshold});
+    order_info_.push_back(
+        OrderInfo{e.policy, info_[e.policy].share_threshold,
+                  policies_[e.policy].on_limit == OnLimit::kDelay});
     entries_.push_back(std::move(e));
   }
   // Table rows are padded to whole 8-lane vectors (see MaxInto).
@@ -608,12 +642,27 @@ void PolicySet::BuildRawSide() {
     if (!list.empty()) inner_slots_.push_back(static_cast<uint8_t>(slot));
   }
   condition_slots_.assign(conditions_.size(), 0);
+  slot_words_.clear();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].names_decision) continue;
+    (slots_[i].scope == Scope::kIp ? ip_decision_slot_ : user_decision_slot_) =
+        static_cast<uint8_t>(i);
+  }
+  for (const Slot& slot : slots_) {
+    slot_words_.push_back(uint64_t{slot.layer} << 32 |
+                          uint64_t{static_cast<uint8_t>(slot.scope)} << 40 |
+                          uint64_t{slot.shadow} << 48);
+  }
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
     scope_slots_[static_cast<size_t>(slots_[slot].scope)] |= 1u << slot;
     slot_bits_ |= 1u << slot;
     condition_slots_[slots_[slot].condition] |= 1u << slot;
     if (slots_[slot].condition != 0) conditional_slots_ |= 1u << slot;
     if (slots_[slot].concurrency) concurrency_slots_ |= 1u << slot;
+    if (slots_[slot].concurrency || (slots_[slot].scope != Scope::kIp &&
+                                     slots_[slot].scope != Scope::kUser)) {
+      general_slots_ |= 1u << slot;
+    }
   }
   for (size_t has = 0; has < subject_dropped_.size(); ++has) {
     auto unless = [&](size_t bit, Scope scope) {
@@ -751,9 +800,14 @@ uint32_t PolicySet::DroppedSlots(RouteId rid,
 
 uint32_t PolicySet::ConditionDroppedSlots(
     std::string_view request_target) const {
+  // One flat pass: a condition fails on any name found where it must be
+  // absent, or missing where it must be present.
   uint32_t dropped = 0;
-  for (size_t c = 1; c < conditions_.size(); ++c) {
-    if (!conditions_[c].Holds(request_target)) dropped |= condition_slots_[c];
+  for (const ConditionName& n : condition_names_) {
+    if (internal::QueryHasParameter(request_target, n.name.text,
+                                    n.name.plain) == n.absent) {
+      dropped |= condition_slots_[n.condition];
+    }
   }
   return dropped;
 }
@@ -777,6 +831,9 @@ bool PolicySet::QueryConditionsHold(PolicyId id,
   return conditions_[slots_[info_[id].slot].condition].Holds(request_target);
 }
 
+static_assert(std::endian::native == std::endian::little,
+              "Resolve writes a ResolvedPolicy as a little-endian word");
+
 PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
                                          std::string_view query_free_path,
                                          RequestSubjects subjects) const {
@@ -787,7 +844,14 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   // Best entry order per slot; 0 = none yet.
   alignas(16) uint16_t best[kMaxResolved];
   const uint16_t* row = cells_.data() + route_table_[rid] * stride + m * lanes;
-  std::memcpy(best, row, lanes * sizeof(uint16_t));
+  // The usual widths copied inline (a call for 32 bytes costs more).
+  if (lanes == 16) {
+    std::memcpy(best, row, 16 * sizeof(uint16_t));
+  } else if (lanes == 8) {
+    std::memcpy(best, row, 8 * sizeof(uint16_t));
+  } else {
+    std::memcpy(best, row, lanes * sizeof(uint16_t));
+  }
 
   const uint32_t dropped = DroppedSlots(rid, subjects);
   if ((route_only_[rid] & Bit(m)) == 0) {
@@ -809,27 +873,33 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
     found &= ~ConditionDroppedSlots(target);
   }
   Resolution r;
+  bool delays = false;
+  const bool general = (found & general_slots_) != 0;
+  uint8_t count = 0;
+  // The default layer's plain rate policies name the decision's
+  // ip_policy/user_policy.
+  auto name_decision = [&](uint8_t slot, PolicyId& policy, RouteId& bucket) {
+    if (slot == kNoDecisionSlot || (found & (1u << slot)) == 0) return;
+    const OrderInfo o = order_info_[best[slot]];
+    policy = o.policy;
+    bucket = o.share_threshold ? kSharedBucketRoute : rid;
+  };
+  name_decision(ip_decision_slot_, r.ip, r.ip_bucket_route);
+  name_decision(user_decision_slot_, r.user, r.user_bucket_route);
   while (found != 0) {
     const auto s = static_cast<size_t>(std::countr_zero(found));
     found &= found - 1;
-    const Slot& slot = slots_[s];
     const OrderInfo o = order_info_[best[s]];
     const RouteId bucket = o.share_threshold ? kSharedBucketRoute : rid;
-    r.applied[r.count++] =
-        ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow};
-    // The default layer's plain rate policies name the decision's
-    // ip_policy/user_policy (one slot per scope holds them).
-    if (slot.layer == 0 && !slot.shadow && !slot.concurrency &&
-        slot.condition == 0) {
-      if (slot.scope == Scope::kIp) {
-        r.ip = o.policy;
-        r.ip_bucket_route = bucket;
-      } else if (slot.scope == Scope::kUser) {
-        r.user = o.policy;
-        r.user_bucket_route = bucket;
-      }
-    }
+    // ResolvedPolicy{o.policy, bucket, slot.layer, slot.scope, slot.shadow},
+    // stored as one word.
+    const uint64_t word =
+        slot_words_[s] | o.policy | static_cast<uint64_t>(bucket) << 16;
+    std::memcpy(&r.applied[count++], &word, sizeof word);
+    delays |= o.delays;
   }
+  r.count = count;
+  r.plain = !general && !delays;
   return r;
 }
 

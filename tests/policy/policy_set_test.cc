@@ -5,6 +5,7 @@
 #include "mxlimit/policy_set.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <random>
 #include <string>
@@ -38,6 +39,47 @@ PolicySet MustCompile(std::vector<Policy> policies, bool builtins = false) {
 
 std::string NameOf(const PolicySet& set, PolicyId id) {
   return id == kNoPolicy ? "<none>" : set.policy(id).name;
+}
+
+// --- plain resolutions -----------------------------------------------------
+
+// What the engine's short path may assume: only ip and user rates, none
+// delaying. Built-ins on.
+TEST(PolicySetTest, PlainMeansAddressAndUserRatesThatDeny) {
+  PolicySet set = MustCompile({}, /*builtins=*/true);
+  RequestSubjects user;
+  user.user = true;
+  const PolicySet::Resolution send = set.Resolve("PUT", kSend, kSendA, user);
+  EXPECT_TRUE(send.plain);
+  EXPECT_NE(send.ip, kNoPolicy);
+  EXPECT_NE(send.user, kNoPolicy);
+  // An initial sync meets initial-sync-in-flight; an incremental one only
+  // rates.
+  constexpr std::string_view kSyncPath = "/_matrix/client/v3/sync";
+  RequestSubjects initial = user;
+  initial.request_target = "/_matrix/client/v3/sync?timeout=0";
+  EXPECT_FALSE(set.Resolve("GET", kSync, kSyncPath, initial).plain);
+  RequestSubjects incremental = user;
+  incremental.request_target = "/_matrix/client/v3/sync?since=s1&timeout=0";
+  EXPECT_TRUE(set.Resolve("GET", kSync, kSyncPath, incremental).plain);
+  // A federation request: origin policies, one of them in flight.
+  RequestSubjects origin;
+  origin.origin = true;
+  EXPECT_FALSE(
+      set.Resolve("PUT", kFallback, "/_matrix/federation/v1/send/1", origin)
+          .plain);
+  // A delaying policy, even a plain rate of a user.
+  Policy slow =
+      MakePolicy("slow-send", std::string(kRouteKeys[kSend]), Scope::kUser);
+  slow.on_limit = OnLimit::kDelay;
+  slow.max_delay = std::chrono::milliseconds(100);
+  PolicySet delayed = MustCompile({slow}, /*builtins=*/true);
+  const PolicySet::Resolution late =
+      delayed.Resolve("PUT", kSend, kSendA, user);
+  EXPECT_FALSE(late.plain);
+  // Not plain changes nothing else: the same policies name the decision.
+  EXPECT_EQ(NameOf(delayed, late.user), "slow-send");
+  EXPECT_EQ(NameOf(delayed, late.ip), NameOf(set, send.ip));
 }
 
 // --- share_threshold --------------------------------------------------------
