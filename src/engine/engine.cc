@@ -17,10 +17,15 @@
 // BM_Limiter_Check (bench/limiter_bench) guards both: keep them while it
 // runs fewer instructions and no slower with them (CHANGELOG.md has the last
 // measurement).
+//
+// The rare paths (a denial's delay, an exempt request) stay out of line:
+// flattened into the checks they only make them larger.
 #if defined(__GNUC__)
 #define MXLIMIT_FLATTEN __attribute__((flatten))
+#define MXLIMIT_COLD __attribute__((noinline, cold))
 #else
 #define MXLIMIT_FLATTEN
+#define MXLIMIT_COLD
 #endif
 
 namespace mxlimit::internal {
@@ -77,7 +82,7 @@ Engine::Engine(const TableOptions& tables,
 
 Engine::~Engine() = default;
 
-Decision Engine::ExemptDecision(const Route& route) {
+MXLIMIT_COLD Decision Engine::ExemptDecision(const Route& route) {
   Decision d;
   d.exempt = true;
   d.remaining = kUnlimitedRemaining;
@@ -489,10 +494,10 @@ void Engine::ReevaluateOwn(Evaluation& part, bool lone, bool user_side,
   }
 }
 
-MonotonicTime Engine::TryDelay(const Engine& ip, const Engine& user,
-                               const Request& request, MonotonicTime now,
-                               Evaluation& ip_part, Evaluation& user_part,
-                               Decision& d) {
+MXLIMIT_COLD MonotonicTime
+Engine::TryDelay(const Engine& ip, const Engine& user, const Request& request,
+                 MonotonicTime now, Evaluation& ip_part, Evaluation& user_part,
+                 Decision& d) {
   if (d.allowed || d.never || !request.may_delay) return now;
   const bool lone = &ip_part == &user_part;
   std::chrono::nanoseconds wait{0};
