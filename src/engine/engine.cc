@@ -1,6 +1,7 @@
 #include "src/engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -32,6 +33,12 @@ namespace mxlimit::internal {
 namespace {
 
 // a / b < c / d for non-negative a, c and positive b, d, without dividing.
+// TryDelay's own first test, inline: a denial that cannot be delayed (a
+// flood's, mostly) makes no call.
+bool MayDelay(const Decision& d, const Request& request) {
+  return !d.allowed && !d.never && request.may_delay;
+}
+
 bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 #if defined(__SIZEOF_INT128__)
   __extension__ using I128 = __int128;  // not ISO C++: say so
@@ -237,6 +244,10 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
     if ((mask & scope) == 0) continue;
     BucketCheck& c = e.checks.Add(e.count);
     const Policy& spec = policies_->policy(a.policy);
+    // What PolicySet::Resolution::plain promises.
+    assert(!kPlain ||
+           ((a.scope == Scope::kIp || a.scope == Scope::kUser) &&
+            !spec.concurrency.has_value() && spec.on_limit != OnLimit::kDelay));
     c.policy = a.policy;
     c.layer = a.layer;
     c.scope = a.scope;
@@ -728,8 +739,9 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
   // with wide loads, which stalls store-to-load forwarding.
   Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
   if (!e.exempt) {
-    const MonotonicTime at =
-        d.allowed ? now : TryDelay(*this, *this, request, now, e, e, d);
+    const MonotonicTime at = MayDelay(d, request)
+                                 ? TryDelay(*this, *this, request, now, e, e, d)
+                                 : now;
     Settle(e, d, at, std::max<int64_t>(request.cost, 0));
     if (e.in_flight && d.allowed) [[unlikely]] {
       TakeLeases(e, request, now, at, d);
@@ -759,7 +771,9 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   // Nothing is charged until every policy has answered.
   Decision d = ip.Combine(ip_part, user_part);
   const MonotonicTime at =
-      d.allowed ? now : TryDelay(ip, user, request, now, ip_part, user_part, d);
+      MayDelay(d, request)
+          ? TryDelay(ip, user, request, now, ip_part, user_part, d)
+          : now;
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   ip.Settle(ip_part, d, at, cost);
   user.Settle(user_part, d, at, cost);

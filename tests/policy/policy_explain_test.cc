@@ -2,6 +2,7 @@
 // differential test holding Resolve's precomputed structures to Explain's
 // plain scan over every policy.
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,6 +151,10 @@ class RandomPolicies {
       }
       p.share_threshold = m.find('*') != std::string::npos && Pick(2);
       if (Pick(3) == 0) p.methods = {Pick(2) ? "GET" : "PUT"};
+      if (Pick(6) == 0) {
+        p.on_limit = OnLimit::kDelay;
+        p.max_delay = std::chrono::milliseconds(100);
+      }
       out.push_back(std::move(p));
     }
     return out;
@@ -183,6 +188,7 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
   };
   RandomPolicies random(20240605);
   int compared = 0;
+  int plain[2] = {0, 0};
   for (int round = 0; round < 300; ++round) {
     absl::StatusOr<PolicySet> set = PolicySet::Compile(
         random.Policies(1 + random.Pick(40)), random.Pick(2) == 0, kRouteKeys);
@@ -196,11 +202,18 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
             set->Resolve(req.method, req.route, req.path, has_user);
         ASSERT_EQ(got, want) << "round " << round << " " << req.method << " "
                              << req.path << " user=" << has_user;
+        ASSERT_EQ(got.plain, want.plain)
+            << "round " << round << " " << req.method << " " << req.path
+            << " user=" << has_user;
+        plain[got.plain ? 1 : 0]++;
         ++compared;
       }
     }
   }
   EXPECT_EQ(compared, 300 * 10 * 2);
+  // Both kinds of resolution were compared.
+  EXPECT_GT(plain[0], 300);
+  EXPECT_GT(plain[1], 300);
 }
 
 }  // namespace

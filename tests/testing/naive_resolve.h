@@ -206,11 +206,17 @@ inline NaiveResolution AsNaive(const PolicySet& set,
 inline PolicySet::Resolution ResolutionFromExplain(
     const PolicySet& set, const std::vector<PolicyMatch>& matches) {
   PolicySet::Resolution want;
+  // Plain unless a chosen policy is of another scope, in flight or delaying.
+  want.plain = true;
   for (const PolicyMatch& m : matches) {
     if (m.verdict != MatchVerdict::kChosen) continue;
     want.applied[want.count++] =
         ResolvedPolicy{m.policy, m.bucket_route, m.layer, m.scope, m.shadow};
     const Policy& p = set.policy(m.policy);
+    if ((m.scope != Scope::kIp && m.scope != Scope::kUser) ||
+        p.concurrency.has_value() || p.on_limit == OnLimit::kDelay) {
+      want.plain = false;
+    }
     if (m.layer != 0 || m.shadow || p.concurrency.has_value() ||
         !p.query_absent.empty() || !p.query_present.empty()) {
       continue;
