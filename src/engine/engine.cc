@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/user_id.h"
+#include "src/policy/delay_queue.h"
 
 // `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
 // tables, Combine, Settle*), so the evaluation stays in registers rather than
@@ -61,12 +62,10 @@ RequestSubjects SubjectsOf(const Request& request) {
 // left to Combine, which needs only the smallest over all checks: it compares
 // the verdicts' slacks, so a request pays one division, not one per bucket.
 void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
-                           MonotonicTime now, int64_t cost) {
+                           MonotonicTime now, int64_t cost, int64_t queue_ns) {
   static constexpr GcraState kFreshBucket;
   const GcraState& bucket = state != nullptr ? *state : kFreshBucket;
   // With no queue, GcraEvaluateQueued is GcraEvaluate: one call, no branch.
-  const int64_t queue_ns =
-      c.spec->on_limit == OnLimit::kDelay ? c.spec->max_delay.count() : 0;
   c.verdict = GcraEvaluateQueued(c.spec->rate, bucket, now, cost, queue_ns);
 }
 
@@ -363,11 +362,9 @@ void Engine::EvaluateChecks(Evaluation& e, MonotonicTime now, int64_t cost) {
     }
     if constexpr (kPlain) {
       // No queue: nothing delays.
-      static constexpr GcraState kFreshBucket;
-      c.verdict = GcraEvaluate(
-          c.spec->rate, state != nullptr ? *state : kFreshBucket, now, cost);
+      EvaluateCheck(c, state, now, cost, 0);
     } else {
-      EvaluateCheck(c, state, now, cost);
+      EvaluateCheck(c, state, now, cost, DelayQueueNs(*c.spec));
       if (c.in_flight) [[unlikely]]
         EvaluateInFlight(c, now);
     }
@@ -402,7 +399,7 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
       state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
                                     : NamedTable(c.scope).Peek(c.key.user);
     }
-    EvaluateCheck(c, state, now, cost);
+    EvaluateCheck(c, state, now, cost, DelayQueueNs(*c.spec));
     if (c.in_flight) [[unlikely]]
       EvaluateInFlight(c, now);
   }
@@ -500,7 +497,7 @@ void Engine::ReevaluateOwn(Evaluation& part, bool lone, bool user_side,
       c.verdict.allowed = c.verdict.allowed || c.verdict.retry_after <= *wait;
       continue;
     }
-    EvaluateCheck(c, LocatedState(c), at, cost);
+    EvaluateCheck(c, LocatedState(c), at, cost, DelayQueueNs(*c.spec));
     if (c.in_flight) EvaluateInFlight(c, at);
   }
 }

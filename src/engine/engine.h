@@ -224,10 +224,11 @@ class Engine {
   // The same without admitting a bucket or counting anything (for Peek).
   void Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                Evaluation& e, PreparedRequest* prepared = nullptr) const;
-  // Fills in `c.verdict` from its bucket (null: a fresh one). Changes
+  // Fills in `c.verdict` from its bucket (null: a fresh one), which keeps a
+  // queue of `queue_ns` past tau (DelayQueueNs of its policy). Changes
   // nothing.
   static void EvaluateCheck(BucketCheck& c, const GcraState* state,
-                            MonotonicTime now, int64_t cost);
+                            MonotonicTime now, int64_t cost, int64_t queue_ns);
   // The decision from the per-IP checks of `ip_part` and the per-user checks
   // of `user_part` (the same evaluation, for a lone engine).
   Decision Combine(const Evaluation& ip_part,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/mutex.h"
+#include "src/policy/delay_queue.h"
 #include "src/shared/store_ops.h"
 
 namespace mxlimit::internal {
@@ -33,9 +34,9 @@ GcraVerdict VerdictFromLead(const Engine::BucketCheck& c, int64_t lead,
                             MonotonicTime now, int64_t cost) {
   GcraState state;
   state.tat = ClampNow(now) + lead;
-  // A queue the store kept past tau stays, as Engine::EvaluateCheck keeps it.
+  // A queue the store kept past tau stays, as the engine keeps it.
   return GcraEvaluateQueued(c.spec->rate, state, now, cost,
-                            StoreQueueOf(*c.spec));
+                            DelayQueueNs(*c.spec));
 }
 
 // The fallback's verdict for a shared bucket with its rate and burst both
@@ -288,7 +289,7 @@ void SharedCore::PlanOp(const Shard& a, const Shard& b, const Request& request,
     out.interval_ns = c.spec->rate.interval_ns();
     out.burst = c.spec->rate.burst();
     out.mode = c.shadow ? shadow_mode : BucketMode::kEnforcing;
-    out.queue_ns = StoreQueueOf(*c.spec);
+    out.queue_ns = DelayQueueNs(*c.spec);
     plan.from[op.count] = OpSource{user_part, index};
     ++op.count;
   };

@@ -42,12 +42,6 @@ inline int64_t StoreLeadCap(const StoreBucket& b) {
          std::clamp<int64_t>(b.queue_ns, 0, kMaxStoreAtNs);
 }
 
-// The queue a policy's buckets keep past tau (StoreBucket::queue_ns), as
-// Engine::EvaluateCheck keeps it.
-inline int64_t StoreQueueOf(const Policy& p) {
-  return p.on_limit == OnLimit::kDelay ? p.max_delay.count() : 0;
-}
-
 inline bool StoreBucketHasRoom(const StoreOp& op, size_t i, int64_t lead) {
   const StoreBucket& b = op.buckets[i];
   return GcraHasRoom(lead, op.cost * b.interval_ns, b.burst * b.interval_ns);
