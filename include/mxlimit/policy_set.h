@@ -399,28 +399,14 @@ class PolicySet {
     uint8_t slot = 0;
   };
   // A (layer, scope, mode, kind and query conditions) group: at most one
-  // policy of each applies. `condition` indexes conditions_ (0: none).
+  // policy of each applies. `condition` numbers its query conditions (0:
+  // none; see condition_names_).
   struct Slot {
     uint8_t layer;
     Scope scope;
     bool shadow;
     bool concurrency;
     uint8_t condition;
-    // Its policies name Resolution::ip or ::user: the default layer's plain
-    // rate policies of those scopes (one slot per scope holds them).
-    bool names_decision;
-  };
-  // Query conditions some policies share.
-  struct Condition {
-    // A parameter name, and whether it reads the same raw and decoded
-    // (internal::IsPlainQueryName), found once.
-    struct Name {
-      std::string text;
-      bool plain = false;
-    };
-    std::vector<Name> absent;
-    std::vector<Name> present;
-    bool Holds(std::string_view request_target) const;
   };
   struct InnerStar {
     uint16_t order;
@@ -435,6 +421,10 @@ class PolicySet {
   // slots, rank their patterns into entries_, then build the route side's
   // tables and the raw side's trie and lists.
   void AssignSlots();
+  // Appends `names` (moved from) to condition_names_ as condition
+  // `condition`'s absent or present ones.
+  void AddConditionNames(uint8_t condition, std::vector<std::string>& names,
+                         bool absent);
   void RankEntries();
   void BuildRouteSide(const PreparedRouteForms& route_forms);
   void BuildRawSide();
@@ -467,8 +457,8 @@ class PolicySet {
   // Per slot, its ResolvedPolicy's bytes with policy and bucket_route 0
   // (layer, scope, shadow): Resolve writes an entry as one word.
   std::vector<uint64_t> slot_words_;
-  // The slots whose policies name Resolution::ip and ::user (one per scope,
-  // Slot::names_decision), or kNoDecisionSlot.
+  // The slots whose policies name Resolution::ip and ::user (the default
+  // layer's plain rate policies of each scope), or kNoDecisionSlot.
   static constexpr uint8_t kNoDecisionSlot = 0xFF;
   uint8_t ip_decision_slot_ = kNoDecisionSlot;
   uint8_t user_decision_slot_ = kNoDecisionSlot;
@@ -509,17 +499,20 @@ class PolicySet {
   std::array<uint32_t, 8> subject_dropped_{};
   // One bit per slot (lanes past slots_.size() are padding).
   uint32_t slot_bits_ = 0;
-  // conditions_[0] is "none"; per condition, its slots as bits.
-  std::vector<Condition> conditions_;
-  // Every name of conditions_[1..], flattened for ConditionDroppedSlots.
+  // Every name of every query condition some policies share, flat, so that
+  // ConditionDroppedSlots tests them all in one pass. A condition (numbered
+  // from 1) holds when none of its `absent` names is in the query and all
+  // of its others are.
   struct ConditionName {
-    Condition::Name name;
+    std::string text;
+    // Whether it reads the same raw and decoded
+    // (internal::IsPlainQueryName), found once.
+    bool plain;
     bool absent;
     uint8_t condition;
   };
   std::vector<ConditionName> condition_names_;
-  static std::vector<ConditionName> FlattenConditions(
-      const std::vector<Condition>& conditions);
+  // Per condition (0: none), its slots as bits.
   std::vector<uint32_t> condition_slots_;
   // Every slot with query conditions.
   uint32_t conditional_slots_ = 0;

@@ -386,21 +386,6 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
   return set;
 }
 
-std::vector<PolicySet::ConditionName> PolicySet::FlattenConditions(
-    const std::vector<Condition>& conditions) {
-  std::vector<ConditionName> out;
-  for (size_t c = 1; c < conditions.size(); ++c) {
-    const auto index = static_cast<uint8_t>(c);
-    for (const Condition::Name& name : conditions[c].absent) {
-      out.push_back(ConditionName{name, true, index});
-    }
-    for (const Condition::Name& name : conditions[c].present) {
-      out.push_back(ConditionName{name, false, index});
-    }
-  }
-  return out;
-}
-
 void PolicySet::AssignSlots() {
   // Slots: the (layer, scope, mode, variant) groups some policy belongs
   // to, in resolution order; variants in order of first appearance.
@@ -410,19 +395,14 @@ void PolicySet::AssignSlots() {
   const std::vector<GroupVariant>& variants = found.list;
   const std::vector<size_t>& variant_of = found.of_policy;
   const std::vector<uint8_t>& condition_of_variant = found.condition;
-  conditions_.assign(1, Condition{});
-  auto names = [](std::vector<std::string>& texts) {
-    std::vector<Condition::Name> out;
-    for (std::string& text : texts) {
-      const bool plain = internal::IsPlainQueryName(text);
-      out.push_back(Condition::Name{std::move(text), plain});
-    }
-    return out;
-  };
+  condition_names_.clear();
+  condition_slots_.assign(found.conditions.size() + 1, 0);
+  uint8_t condition = 0;
   for (auto& [absent, present] : found.conditions) {
-    conditions_.push_back(Condition{names(absent), names(present)});
+    ++condition;
+    AddConditionNames(condition, absent, true);
+    AddConditionNames(condition, present, false);
   }
-  condition_names_ = FlattenConditions(conditions_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<uint8_t>(l);
     for (Scope scope : {Scope::kIp, Scope::kUser, Scope::kOrigin, Scope::kRoom,
@@ -438,13 +418,8 @@ void PolicySet::AssignSlots() {
           for (size_t i = 0; i < n && !used; ++i) used = member(i);
           if (!used) continue;
           const auto slot = static_cast<uint8_t>(slots_.size());
-          const bool plain = layer == 0 && !shadow &&
-                             !variants[v].concurrency &&
-                             condition_of_variant[v] == 0;
-          slots_.push_back(
-              Slot{layer, scope, shadow, variants[v].concurrency,
-                   condition_of_variant[v],
-                   plain && (scope == Scope::kIp || scope == Scope::kUser)});
+          slots_.push_back(Slot{layer, scope, shadow, variants[v].concurrency,
+                                condition_of_variant[v]});
           for (size_t i = 0; i < n; ++i) {
             if (member(i)) {
               info_[i] = PolicyInfo{policies_[i].share_threshold, layer, slot};
@@ -456,6 +431,16 @@ void PolicySet::AssignSlots() {
   }
   for (size_t i = 0; i < n; ++i) {
     by_name_.emplace(policies_[i].name, static_cast<PolicyId>(i));
+  }
+}
+
+void PolicySet::AddConditionNames(uint8_t condition,
+                                  std::vector<std::string>& names,
+                                  bool absent) {
+  for (std::string& text : names) {
+    const bool plain = internal::IsPlainQueryName(text);
+    condition_names_.push_back(
+        ConditionName{std::move(text), plain, absent, condition});
   }
 }
 
@@ -641,13 +626,19 @@ void PolicySet::BuildRawSide() {
               });
     if (!list.empty()) inner_slots_.push_back(static_cast<uint8_t>(slot));
   }
-  condition_slots_.assign(conditions_.size(), 0);
-  slot_words_.clear();
+  // The default layer's plain rate policies name Resolution::ip and ::user.
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i].names_decision) continue;
-    (slots_[i].scope == Scope::kIp ? ip_decision_slot_ : user_decision_slot_) =
-        static_cast<uint8_t>(i);
+    const Slot& slot = slots_[i];
+    if (slot.layer != 0 || slot.shadow || slot.concurrency ||
+        slot.condition != 0) {
+      continue;
+    }
+    if (slot.scope == Scope::kIp) ip_decision_slot_ = static_cast<uint8_t>(i);
+    if (slot.scope == Scope::kUser) {
+      user_decision_slot_ = static_cast<uint8_t>(i);
+    }
   }
+  slot_words_.clear();
   for (const Slot& slot : slots_) {
     slot_words_.push_back(uint64_t{slot.layer} << 32 |
                           uint64_t{static_cast<uint8_t>(slot.scope)} << 40 |
@@ -804,31 +795,25 @@ uint32_t PolicySet::ConditionDroppedSlots(
   // absent, or missing where it must be present.
   uint32_t dropped = 0;
   for (const ConditionName& n : condition_names_) {
-    if (internal::QueryHasParameter(request_target, n.name.text,
-                                    n.name.plain) == n.absent) {
+    if (internal::QueryHasParameter(request_target, n.text, n.plain) ==
+        n.absent) {
       dropped |= condition_slots_[n.condition];
     }
   }
   return dropped;
 }
 
-bool PolicySet::Condition::Holds(std::string_view request_target) const {
-  for (const Name& name : absent) {
-    if (internal::QueryHasParameter(request_target, name.text, name.plain)) {
-      return false;
-    }
-  }
-  for (const Name& name : present) {
-    if (!internal::QueryHasParameter(request_target, name.text, name.plain)) {
+bool PolicySet::QueryConditionsHold(PolicyId id,
+                                    std::string_view request_target) const {
+  const uint8_t condition = slots_[info_[id].slot].condition;
+  for (const ConditionName& n : condition_names_) {
+    if (n.condition == condition &&
+        internal::QueryHasParameter(request_target, n.text, n.plain) ==
+            n.absent) {
       return false;
     }
   }
   return true;
-}
-
-bool PolicySet::QueryConditionsHold(PolicyId id,
-                                    std::string_view request_target) const {
-  return conditions_[slots_[info_[id].slot].condition].Holds(request_target);
 }
 
 static_assert(std::endian::native == std::endian::little,
