@@ -273,14 +273,18 @@ constexpr int64_t ClampNow(MonotonicTime now) {
 }
 
 // The bucket's lead at `now` (a clamped time): max(TAT, now) - now, pulled
-// back to tau if a backwards clock left the TAT further ahead.
+// back to tau (plus a queue of `max_queue_ns`, see GcraEvaluateQueued) if a
+// backwards clock left the TAT further ahead.
 constexpr int64_t GcraLead(const Rate& rate, const GcraState& state,
-                           int64_t now) {
+                           int64_t now, int64_t max_queue_ns = 0) {
   if (state.tat <= now) return 0;  // Also covers kFresh.
   // tat > now, so the unsigned difference is exact even across the range.
-  uint64_t lead = static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
-  uint64_t tau = static_cast<uint64_t>(rate.tolerance_ns());
-  return static_cast<int64_t>(std::min(lead, tau));
+  const uint64_t lead =
+      static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(now);
+  const uint64_t cap =
+      static_cast<uint64_t>(rate.tolerance_ns()) +
+      static_cast<uint64_t>(std::max<int64_t>(max_queue_ns, 0));
+  return static_cast<int64_t>(std::min(lead, cap));
 }
 
 // The GCRA rule, the one definition every bucket decision uses (the engine's
@@ -310,33 +314,6 @@ constexpr GcraVerdict GcraVerdictFor(const Rate& rate, int64_t lead,
 
 }  // namespace internal
 
-// GcraEvaluate()
-//
-// Would a request of `cost` pass now? Reads `state` and changes nothing.
-// Negative costs count as 0.
-constexpr GcraVerdict GcraEvaluate(const Rate& rate, const GcraState& state,
-                                   MonotonicTime now, int64_t cost = 1) {
-  GcraVerdict v;
-  if (rate.unlimited()) {
-    v.allowed = true;
-    return v;
-  }
-  if (rate.blocked()) {
-    v.never = true;
-    return v;
-  }
-  // Even a request that can never pass reports the lead, so that applying
-  // its denial persists a pull-back (see GcraApply).
-  v.lead = internal::GcraLead(rate, state, internal::ClampNow(now));
-  if (cost > rate.burst()) {
-    v.never = true;
-    return v;
-  }
-  // All terms are within [0, 2^62]: no overflow.
-  return internal::GcraVerdictFor(
-      rate, v.lead, std::max<int64_t>(cost, 0) * rate.interval_ns());
-}
-
 // GcraEvaluateQueued()
 //
 // GcraEvaluate for a bucket that admissions may have charged ahead of time
@@ -348,25 +325,35 @@ constexpr GcraVerdict GcraEvaluateQueued(const Rate& rate,
                                          const GcraState& state,
                                          MonotonicTime now, int64_t cost,
                                          int64_t max_queue_ns) {
-  if (rate.unlimited() || rate.blocked()) {
-    return GcraEvaluate(rate, state, now, cost);
-  }
   GcraVerdict v;
-  const int64_t at = internal::ClampNow(now);
-  if (state.tat > at) {
-    const uint64_t lead =
-        static_cast<uint64_t>(state.tat) - static_cast<uint64_t>(at);
-    const uint64_t cap =
-        static_cast<uint64_t>(rate.tolerance_ns()) +
-        static_cast<uint64_t>(std::max<int64_t>(max_queue_ns, 0));
-    v.lead = static_cast<int64_t>(std::min(lead, cap));
+  if (rate.unlimited()) {
+    v.allowed = true;
+    return v;
   }
+  if (rate.blocked()) {
+    v.never = true;
+    return v;
+  }
+  // Even a request that can never pass reports the lead, so that applying
+  // its denial persists a pull-back (see GcraApply).
+  v.lead =
+      internal::GcraLead(rate, state, internal::ClampNow(now), max_queue_ns);
   if (cost > rate.burst()) {
     v.never = true;
     return v;
   }
+  // All terms are within [0, 2^62]: no overflow.
   return internal::GcraVerdictFor(
       rate, v.lead, std::max<int64_t>(cost, 0) * rate.interval_ns());
+}
+
+// GcraEvaluate()
+//
+// Would a request of `cost` pass now? Reads `state` and changes nothing.
+// Negative costs count as 0.
+constexpr GcraVerdict GcraEvaluate(const Rate& rate, const GcraState& state,
+                                   MonotonicTime now, int64_t cost = 1) {
+  return GcraEvaluateQueued(rate, state, now, cost, 0);
 }
 
 // GcraRemaining()
