@@ -15,20 +15,13 @@
 namespace mxlimit {
 namespace {
 
+using ::mxlimit::testing::DelayedPolicy;
+using ::mxlimit::testing::Holdable;
 using ::mxlimit::testing::MakePolicy;
 using ::mxlimit::testing::MakeRequest;
 using std::chrono::milliseconds;
 
-constexpr char kSearch[] = "/_matrix/client/v3/publicRooms";
-
-// 10 a second, burst 2, waits of up to 500 ms are served late.
-Policy Delayed() {
-  Policy p = MakePolicy("rooms-delayed", kSearch, Scope::kIp, 10,
-                        TimeUnit::kSecond, 2);
-  p.on_limit = OnLimit::kDelay;
-  p.max_delay = milliseconds(500);
-  return p;
-}
+constexpr const char* kSearch = testing::kPublicRooms;
 
 LimiterConfig ConfigWith(std::vector<Policy> policies) {
   LimiterConfig config;  // built-ins on
@@ -37,12 +30,6 @@ LimiterConfig ConfigWith(std::vector<Policy> policies) {
 }
 
 MonotonicTime Ms(int64_t ms) { return MonotonicTime::FromMilliseconds(ms); }
-
-// A request from an embedder that holds delayed requests.
-Request Holdable(Request r) {
-  r.may_delay = true;
-  return r;
-}
 
 template <typename L>
 void ExpectGcraDelays(L& limiter) {
@@ -76,19 +63,19 @@ void ExpectGcraDelays(L& limiter) {
 }
 
 TEST(DelayTest, DelaysFollowTheGcraQueueExactly) {
-  auto l = Limiter::Create(ConfigWith({Delayed()}));
+  auto l = Limiter::Create(ConfigWith({DelayedPolicy()}));
   ASSERT_TRUE(l.ok()) << l.status();
   ExpectGcraDelays(**l);
 }
 
 TEST(DelayTest, AShardedLimiterDelaysAlike) {
-  auto l = ShardedLimiter::Create(ConfigWith({Delayed()}), 4);
+  auto l = ShardedLimiter::Create(ConfigWith({DelayedPolicy()}), 4);
   ASSERT_TRUE(l.ok()) << l.status();
   ExpectGcraDelays(**l);
 }
 
 TEST(DelayTest, PeekReportsTheDelayAndChargesNothing) {
-  auto l = *Limiter::Create(ConfigWith({Delayed()}));
+  auto l = *Limiter::Create(ConfigWith({DelayedPolicy()}));
   const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.5"));
   l->Check(r, Ms(0));
   l->Check(r, Ms(0));
@@ -104,7 +91,7 @@ TEST(DelayTest, ADenyPolicyDeniingBesideItWins) {
   // denied although the delay policy alone would have admitted it late.
   Policy strict =
       MakePolicy("rooms-user", kSearch, Scope::kUser, 1, TimeUnit::kMinute, 1);
-  auto l = *Limiter::Create(ConfigWith({Delayed(), strict}));
+  auto l = *Limiter::Create(ConfigWith({DelayedPolicy(), strict}));
   Request r =
       Holdable(MakeRequest("GET", kSearch, "203.0.113.5", "@a:example.org"));
   EXPECT_TRUE(l->Check(r, Ms(0)).allowed);
@@ -124,7 +111,7 @@ TEST(DelayTest, ADenyPolicyDeniingBesideItWins) {
 // The default: an embedder that does not say it holds requests never sees a
 // delay, so reading only `allowed` stays exact.
 TEST(DelayTest, AnEmbedderThatCannotHoldGetsTheDenial) {
-  auto l = *Limiter::Create(ConfigWith({Delayed()}));
+  auto l = *Limiter::Create(ConfigWith({DelayedPolicy()}));
   Request r = MakeRequest("GET", kSearch, "203.0.113.5");  // may_delay false
   l->Check(r, Ms(0));
   l->Check(r, Ms(0));
@@ -135,7 +122,7 @@ TEST(DelayTest, AnEmbedderThatCannotHoldGetsTheDenial) {
 }
 
 TEST(DelayTest, ValidationNamesTheProblem) {
-  Policy p = Delayed();
+  Policy p = DelayedPolicy();
   p.max_delay = milliseconds(0);
   EXPECT_NE(OnLimitProblem(p.on_limit, p.max_delay, p.rate), "");
   p.max_delay = std::chrono::seconds(61);

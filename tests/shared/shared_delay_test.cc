@@ -19,11 +19,12 @@ namespace {
 
 using internal::FakeStore;
 using std::chrono::milliseconds;
-using testing::MakePolicy;
+using testing::DelayedPolicy;
+using testing::Holdable;
 using testing::MakeRequest;
 
 constexpr char kSecret[] = "0123456789abcdef-test-secret";
-constexpr char kSearch[] = "/_matrix/client/v3/publicRooms";
+constexpr const char* kSearch = testing::kPublicRooms;
 
 MonotonicTime Ms(int64_t ms) { return MonotonicTime::FromMilliseconds(ms); }
 
@@ -41,21 +42,6 @@ std::unique_ptr<SharedLimiter> Process(FakeStore& store,
       config, std::make_unique<testing::ForwardingStore>(store), 2);
   EXPECT_TRUE(limiter.ok()) << limiter.status();
   return limiter.ok() ? *std::move(limiter) : nullptr;
-}
-
-// 10 a second, burst 2, waits of up to 500 ms are served late; shared
-// exactly through the store.
-Policy Delayed() {
-  Policy p = MakePolicy("rooms-delayed", kSearch, Scope::kIp, 10,
-                        TimeUnit::kSecond, 2);
-  p.on_limit = OnLimit::kDelay;
-  p.max_delay = milliseconds(500);
-  return p;
-}
-
-Request Holdable(Request r) {
-  r.may_delay = true;
-  return r;
 }
 
 Request Federation(std::string_view origin, std::string_view ip) {
@@ -78,9 +64,10 @@ void ExpectSameDecision(const Decision& got, const Decision& want,
 
 TEST(SharedDelayTest, StoreBucketsQueueAsOneLimiterDoes) {
   FakeStore store;
-  std::unique_ptr<SharedLimiter> shared = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> shared =
+      Process(store, Config({DelayedPolicy()}));
   ASSERT_NE(shared, nullptr);
-  auto one = Limiter::Create(Config({Delayed()}));
+  auto one = Limiter::Create(Config({DelayedPolicy()}));
   ASSERT_TRUE(one.ok());
   const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.5"));
   // Two at once, five late by 100..500 ms, the eighth denied; then the
@@ -97,7 +84,8 @@ TEST(SharedDelayTest, StoreBucketsQueueAsOneLimiterDoes) {
   EXPECT_GT(shared->StoreStats().store_decisions, 0u);
   // The store holds what one Limiter holds: a second process, asked now,
   // sees the queue the first one built.
-  std::unique_ptr<SharedLimiter> other = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> other =
+      Process(store, Config({DelayedPolicy()}));
   ASSERT_NE(other, nullptr);
   const Request plain = MakeRequest("GET", kSearch, "203.0.113.5");
   ExpectSameDecision(other->Check(plain, Ms(901)),
@@ -135,8 +123,8 @@ TEST(SharedDelayTest, FederationInFlightQueuesWithAStore) {
 
 TEST(SharedDelayTest, AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
   FakeStore store;
-  std::unique_ptr<SharedLimiter> a = Process(store, Config({Delayed()}));
-  std::unique_ptr<SharedLimiter> b = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> a = Process(store, Config({DelayedPolicy()}));
+  std::unique_ptr<SharedLimiter> b = Process(store, Config({DelayedPolicy()}));
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.6"));
@@ -164,11 +152,11 @@ TEST(SharedDelayTest, AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
 
 TEST(SharedDelayTest, AProcessThatDoesNotDelayKeepsTheQueueOthersBuilt) {
   FakeStore store;
-  std::unique_ptr<SharedLimiter> a = Process(store, Config({Delayed()}));
-  std::unique_ptr<SharedLimiter> b = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> a = Process(store, Config({DelayedPolicy()}));
+  std::unique_ptr<SharedLimiter> b = Process(store, Config({DelayedPolicy()}));
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  auto one = Limiter::Create(Config({Delayed()}));
+  auto one = Limiter::Create(Config({DelayedPolicy()}));
   ASSERT_TRUE(one.ok());
   const Request held = Holdable(MakeRequest("GET", kSearch, "203.0.113.8"));
   Request plain = held;
@@ -192,7 +180,8 @@ TEST(SharedDelayTest, AProcessThatDoesNotDelayKeepsTheQueueOthersBuilt) {
 
 TEST(SharedDelayTest, PeekReportsTheDelayAndChargesNothing) {
   FakeStore store;
-  std::unique_ptr<SharedLimiter> shared = Process(store, Config({Delayed()}));
+  std::unique_ptr<SharedLimiter> shared =
+      Process(store, Config({DelayedPolicy()}));
   ASSERT_NE(shared, nullptr);
   const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.7"));
   ASSERT_TRUE(shared->Check(r, Ms(0)).allowed);

@@ -2,6 +2,7 @@
 #ifndef MXLIMIT_TESTS_TESTING_LIMITER_FIXTURES_H_
 #define MXLIMIT_TESTS_TESTING_LIMITER_FIXTURES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,26 @@ inline Request MakeRequest(std::string_view method, std::string_view target,
   r.target = target;
   r.client = Ip(ip);
   r.user_id = user;
+  return r;
+}
+
+// The room directory search: no built-in policy limits it tighter than the
+// delaying policy below.
+inline constexpr char kPublicRooms[] = "/_matrix/client/v3/publicRooms";
+
+// Per IP on kPublicRooms, 10 a second, burst 2; waits of up to 500 ms are
+// served late (`on_limit: delay`).
+inline Policy DelayedPolicy() {
+  Policy p = MakePolicy("rooms-delayed", kPublicRooms, Scope::kIp, 10,
+                        TimeUnit::kSecond, 2);
+  p.on_limit = OnLimit::kDelay;
+  p.max_delay = std::chrono::milliseconds(500);
+  return p;
+}
+
+// `r` from an embedder that holds delayed requests.
+inline Request Holdable(Request r) {
+  r.may_delay = true;
   return r;
 }
 
