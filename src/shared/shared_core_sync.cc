@@ -1,7 +1,8 @@
-// SharedCore's bookkeeping with the store outside the check path: the
-// periodic sync of approximate charges (the sync thread, or the checking
-// thread at the caller's time), and the mirror's reset when the store comes
-// back empty. The check path is shared_core.cc.
+// SharedCore's bookkeeping with the store outside the check path: charges
+// and refunds (Charge, Refund, a late reply's refund), the periodic sync of
+// approximate charges (the sync thread, or the checking thread at the
+// caller's time), and the mirror's reset when the store comes back empty.
+// The check path is shared_core.cc.
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +13,63 @@
 
 #include "mxlimit/internal/mutex.h"
 #include "src/shared/shared_core.h"
+#include "src/shared/store_ops.h"
 
 namespace mxlimit::internal {
+
+void SharedCore::Charge(const Request& request, MonotonicTime now) {
+  // The mirror first: the whole truth for local policies, and for shared
+  // ones the same change the store gets (a refund lowers this process's
+  // lower bound by what it lowers the store's).
+  set_.Charge(request, now);
+  if (request.cost == 0) return;
+  PreparedRequest p;
+  const Owners o = set_.Prepare(request, p);
+  Shard& a = set_.shard(o.ip);
+  Shard& b = set_.shard(o.user);
+  Plan plan;
+  {
+    LockedPair lock(a, b, o.ip_first());
+    Pass pass;
+    Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
+    if (pass.ip_part.exempt) return;
+    PlanOp(a, b, request, pass, StoreOpKind::kCharge, now, plan);
+  }
+  if (plan.op.count == 0 || !breaker_.Allow(SteadyNow())) return;
+  const StoreResult result = store_->Execute(
+      plan.op,
+      std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              options_.timeout));
+  breaker_.Record(result.status == StoreStatus::kOk, SteadyNow());
+}
+
+void SharedCore::Refund(const StoreOp& op, const StoreResult& result,
+                        bool shadow_only) {
+  if (op.kind != StoreOpKind::kCheck || !result.allowed) return;
+  StoreOp refund;
+  refund.kind = StoreOpKind::kCharge;
+  refund.cost = -op.cost;
+  refund.caller_clock = op.caller_clock;
+  refund.now_ns = op.now_ns;
+  refund.at_ns = op.at_ns;
+  for (uint8_t i = 0; i < op.count; ++i) {
+    const StoreBucket& bucket = op.buckets[i];
+    if (!StoreCheckCharged(op, result, i)) continue;
+    if (shadow_only && bucket.mode != BucketMode::kShadow) continue;
+    refund.buckets[refund.count++] = bucket;
+  }
+  if (refund.count == 0 || op.cost == 0) return;
+  store_->Post(refund);
+  refunds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SharedCore::OnLateReply(const StoreOp& op, const StoreResult& result) {
+  // The check fell back (and charged the mirror if it allowed); the store
+  // charged too. Keep the store's budget for what the fallback decided:
+  // give the store's charge back.
+  if (result.status == StoreStatus::kOk) Refund(op, result);
+}
 
 void SharedCore::SyncGeneration() {
   const uint64_t now_gen = store_->generation();
