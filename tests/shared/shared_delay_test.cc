@@ -23,7 +23,6 @@ using testing::DelayedPolicy;
 using testing::Holdable;
 using testing::MakeRequest;
 
-constexpr char kSecret[] = "0123456789abcdef-test-secret";
 constexpr const char* kSearch = testing::kPublicRooms;
 
 MonotonicTime Ms(int64_t ms) { return MonotonicTime::FromMilliseconds(ms); }
@@ -31,7 +30,7 @@ MonotonicTime Ms(int64_t ms) { return MonotonicTime::FromMilliseconds(ms); }
 LimiterConfig Config(std::vector<Policy> policies = {}) {
   LimiterConfig config;  // Built-in policies on.
   config.policies = std::move(policies);
-  config.store.key_secret = kSecret;
+  config.store.key_secret = testing::kStoreKeySecret;
   config.store.clock = StoreOptions::Clock::kCaller;
   return config;
 }
@@ -121,12 +120,30 @@ TEST(SharedDelayTest, FederationInFlightQueuesWithAStore) {
                      (*one)->Check(now, Ms(1'200)), "may_delay false");
 }
 
-TEST(SharedDelayTest, AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
-  FakeStore store;
-  std::unique_ptr<SharedLimiter> a = Process(store, Config({DelayedPolicy()}));
-  std::unique_ptr<SharedLimiter> b = Process(store, Config({DelayedPolicy()}));
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
+// Two processes A and B on one store, and one Limiter to compare them with,
+// all with the delaying policy.
+class SharedDelayTwoProcessesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = Process(store_, Config({DelayedPolicy()}));
+    b_ = Process(store_, Config({DelayedPolicy()}));
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+    auto one = Limiter::Create(Config({DelayedPolicy()}));
+    ASSERT_TRUE(one.ok());
+    one_ = *std::move(one);
+  }
+
+  FakeStore store_;
+  std::unique_ptr<SharedLimiter> a_;
+  std::unique_ptr<SharedLimiter> b_;
+  std::unique_ptr<Limiter> one_;
+};
+
+TEST_F(SharedDelayTwoProcessesTest,
+       AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
+  SharedLimiter* a = a_.get();
+  SharedLimiter* b = b_.get();
   const Request r = Holdable(MakeRequest("GET", kSearch, "203.0.113.6"));
   ASSERT_TRUE(a->Check(r, Ms(0)).allowed);
   ASSERT_TRUE(a->Check(r, Ms(0)).allowed);
@@ -150,31 +167,28 @@ TEST(SharedDelayTest, AQueueOnlyTheStoreSawDeniesOnceThenIsJoined) {
   EXPECT_EQ(fourth.delay, milliseconds(200));
 }
 
-TEST(SharedDelayTest, AProcessThatDoesNotDelayKeepsTheQueueOthersBuilt) {
-  FakeStore store;
-  std::unique_ptr<SharedLimiter> a = Process(store, Config({DelayedPolicy()}));
-  std::unique_ptr<SharedLimiter> b = Process(store, Config({DelayedPolicy()}));
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  auto one = Limiter::Create(Config({DelayedPolicy()}));
-  ASSERT_TRUE(one.ok());
+TEST_F(SharedDelayTwoProcessesTest,
+       AProcessThatDoesNotDelayKeepsTheQueueOthersBuilt) {
+  SharedLimiter* a = a_.get();
+  SharedLimiter* b = b_.get();
+  Limiter* one = one_.get();
   const Request held = Holdable(MakeRequest("GET", kSearch, "203.0.113.8"));
   Request plain = held;
   plain.may_delay = false;
   // A builds a queue 400 ms deep (two at once, two late).
   for (int i = 0; i < 4; ++i) {
-    ExpectSameDecision(a->Check(held, Ms(0)), (*one)->Check(held, Ms(0)),
+    ExpectSameDecision(a->Check(held, Ms(0)), one->Check(held, Ms(0)),
                        "A " + std::to_string(i));
   }
   // B, which cannot hold this one, is denied with the wait one Limiter
   // gives (the whole queue), and the queue stays: B's next request, which
   // it can hold, is admitted as late as one Limiter admits it.
-  ExpectSameDecision(b->Check(plain, Ms(0)), (*one)->Check(plain, Ms(0)),
+  ExpectSameDecision(b->Check(plain, Ms(0)), one->Check(plain, Ms(0)),
                      "B without delay");
-  ExpectSameDecision(b->Check(held, Ms(0)), (*one)->Check(held, Ms(0)),
+  ExpectSameDecision(b->Check(held, Ms(0)), one->Check(held, Ms(0)),
                      "B with delay");
   // Five admitted by 200 ms would be one too many: 4 in [0, 200] is GCRA's.
-  ExpectSameDecision(b->Check(plain, Ms(200)), (*one)->Check(plain, Ms(200)),
+  ExpectSameDecision(b->Check(plain, Ms(200)), one->Check(plain, Ms(200)),
                      "B at 200 ms");
 }
 

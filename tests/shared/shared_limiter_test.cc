@@ -27,11 +27,9 @@ using testing::kSecond;
 using testing::MakePolicy;
 using testing::MakeRequest;
 
-constexpr char kSecret[] = "0123456789abcdef-test-secret";
-
 LimiterConfig SharedConfig(bool caller_clock = true) {
   LimiterConfig config;  // Built-in policies on.
-  config.store.key_secret = kSecret;
+  config.store.key_secret = testing::kStoreKeySecret;
   if (caller_clock) config.store.clock = StoreOptions::Clock::kCaller;
   return config;
 }
@@ -284,7 +282,7 @@ TEST(SharedLimiterTest, ReloadAppliesCheckStoreReload) {
 TEST(SharedLimiterTest, CheckStoreReloadNamesEveryChangedField) {
   StoreOptions running;
   running.url = "redis://127.0.0.1:6379/0";
-  running.key_secret = kSecret;
+  running.key_secret = testing::kStoreKeySecret;
   StoreOptions next = running;
   next.url = "redis://:hunter2@127.0.0.1:6379/1";
   next.timeout = std::chrono::milliseconds(2);
@@ -315,7 +313,7 @@ TEST(SharedLimiterTest, ReloadWithoutStoreRefusesAddingOne) {
   EXPECT_TRUE(SharedLimiter::CheckStoreReload(nullptr, next.store).ok());
   EXPECT_TRUE((*shared)->Reload(next).ok());
   next.store.url = "redis://127.0.0.1:6379/0";
-  next.store.key_secret = kSecret;
+  next.store.key_secret = testing::kStoreKeySecret;
   const absl::Status rule =
       SharedLimiter::CheckStoreReload(nullptr, next.store);
   EXPECT_EQ(rule.code(), absl::StatusCode::kFailedPrecondition);

@@ -17,6 +17,9 @@
 
 namespace mxlimit::testing {
 
+// A store key secret for tests (`store.key_secret`).
+inline constexpr char kStoreKeySecret[] = "0123456789abcdef-test-secret";
+
 // One process's view of a store that several share: forwards every op.
 // Late replies go to the process that registered last.
 class ForwardingStore final : public internal::Store {
