@@ -65,12 +65,12 @@ const char* const kTargets[] = {
 // Buckets each client owns per table: its route's and the aggregate one.
 constexpr size_t kBucketsPerClient = 2;
 
+// The default configuration with `capacity` buckets per client table (the
+// origin and room tables keep their default capacities).
 LimiterConfig DefaultConfig(size_t capacity) {
   LimiterConfig config;  // built-ins on
   config.tables.ip_capacity = capacity;
   config.tables.user_capacity = capacity;
-  config.tables.origin_capacity = capacity;
-  config.tables.room_capacity = capacity;
   return config;
 }
 
@@ -332,6 +332,8 @@ void RunSubjectCheck(benchmark::State& state, bool rooms) {
   const size_t keys = static_cast<size_t>(state.range(0));
   SubjectWorkload w = MakeSubjectWorkload(keys, kDraws, rooms);
   LimiterConfig config = DefaultConfig(keys);
+  config.tables.origin_capacity = keys;
+  config.tables.room_capacity = keys;
   // Every client's route and aggregate buckets fit: the hit path.
   const size_t clients = rooms ? w.users : keys;
   config.tables.ip_capacity = kBucketsPerClient * clients;
