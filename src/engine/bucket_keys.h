@@ -129,10 +129,11 @@ static_assert(std::has_unique_object_representations_v<IpBucketKey>,
 class UserBucketKey {
  public:
   enum class Kind : uint8_t {
-    kInline = 0,    // The ID itself is stored (`length()` bytes).
-    kDigest = 1,    // The keyed 16-byte digest of the ID is stored.
-    kOverflow = 2,  // Malformed or oversized ID; shared per policy+route.
-    kBound = 3,     // Digest of a value bound to a network (AssignValue).
+    kInline = 0,       // The ID itself is stored (`length()` bytes).
+    kDigest = 1,       // The keyed 16-byte digest of the ID is stored.
+    kOverflow = 2,     // Malformed or oversized ID; shared per policy+route.
+    kBound = 3,        // Digest of a value bound to a network (AssignValue).
+    kBoundInline = 4,  // A short value and its network, stored (the same).
   };
 
   // Longest user ID stored verbatim. Chosen so that a table record (key,
@@ -181,15 +182,25 @@ class UserBucketKey {
   // shared overflow bucket instead. `bound`, when given (an unverified
   // origin), is a masked network the value is bound to: the key is then the
   // digest of both, so the same name sent from another network is another
-  // bucket. Never allocates; `value` longer than kMaxBoundValueBytes with a
-  // `bound` network is overflow (server names are at most 255 bytes).
+  // bucket; a short value is stored with its network instead (the two
+  // kinds never compare equal, so no name has two buckets per network).
+  // Never allocates; `value` longer than kMaxBoundValueBytes with a `bound`
+  // network is overflow (server names are at most 255 bytes).
   static constexpr size_t kMaxBoundValueBytes = 255;
+  static constexpr size_t kBoundInlineCapacity = kInlineCapacity - 16;
   void AssignValue(std::string_view value, bool valid, const IpAddress* bound,
                    PolicyId policy, RouteId route, const SipKey& secret) {
     Kind kind = Kind::kOverflow;
     size_t length = 0;
     for (size_t i = 1; i < kWords; ++i) words_[i] = 0;
-    if (valid && bound != nullptr && value.size() <= kMaxBoundValueBytes) {
+    if (valid && bound != nullptr && value.size() <= kBoundInlineCapacity) {
+      // Most server names: no digest to compute on every request.
+      std::memcpy(&words_[1], bound->bytes.data(), 16);
+      std::memcpy(&words_[3], value.data(), value.size());
+      kind = Kind::kBoundInline;
+      length = value.size();
+    } else if (valid && bound != nullptr &&
+               value.size() <= kMaxBoundValueBytes) {
       char buf[16 + kMaxBoundValueBytes];
       std::memcpy(buf, bound->bytes.data(), 16);
       std::memcpy(buf + 16, value.data(), value.size());

@@ -127,6 +127,45 @@ TEST(UserBucketKeyTest, LongIdsAreDistinguishedByKeyedDigest) {
 // The inline path validates a word at a time; it must agree with the
 // byte-at-a-time definition (IsWellFormedUserId) on every ID it sees, and
 // store exactly the ID's bytes.
+// An unverified origin's key is the name bound to the sender's network:
+// stored as both when the name fits beside the network, else their keyed
+// digest. Either way the same name from another network is another bucket,
+// and no name has two keys on one network.
+TEST(UserBucketKeyTest, BoundValuesAreKeyedByNameAndNetwork) {
+  IpAddress net_a;
+  net_a.bytes[0] = 0x20;
+  net_a.bytes[1] = 0x01;
+  IpAddress net_b = net_a;
+  net_b.bytes[5] = 0x01;
+  auto bound = [](std::string_view name, const IpAddress& net) {
+    UserBucketKey k;
+    k.AssignValue(name, true, &net, 3, 4, kSecret);
+    return k;
+  };
+  const std::string longest(UserBucketKey::kBoundInlineCapacity, 'm');
+  const std::string too_long = longest + "m";
+  for (const std::string& name : {std::string("matrix.org"), longest, too_long,
+                                  std::string("s1234567.example.org")}) {
+    const UserBucketKey a = bound(name, net_a);
+    EXPECT_EQ(a.kind(), name.size() <= UserBucketKey::kBoundInlineCapacity
+                            ? Kind::kBoundInline
+                            : Kind::kBound)
+        << name;
+    EXPECT_EQ(a, bound(name, net_a)) << name;
+    EXPECT_FALSE(a == bound(name, net_b)) << name;
+    EXPECT_FALSE(a == bound(name + "x", net_a)) << name;
+    // The verified name (no network) is another bucket.
+    UserBucketKey verified;
+    verified.AssignValue(name, true, nullptr, 3, 4, kSecret);
+    EXPECT_FALSE(a == verified) << name;
+    EXPECT_EQ(a.policy(), 3);
+    EXPECT_EQ(a.route(), 4);
+  }
+  // A name that ends in NUL bytes is not the shorter name.
+  EXPECT_FALSE(bound("a.org", net_a) ==
+               bound(std::string("a.org\0", 6), net_a));
+}
+
 TEST(UserBucketKeyTest, WordAtATimeValidationAgreesWithTheDefinition) {
   std::mt19937_64 rng(5);
   // Port and IPv6 bytes too: the word masks settle a server of hostname
