@@ -117,6 +117,20 @@ static_assert(std::has_unique_object_representations_v<IpBucketKey>,
 // `IsWellFormedUserId`; `UserBucketKey` evaluates it a word at a time for IDs
 // it stores inline.
 
+// IsWellFormedServerName, a word at a time for the usual origin: up to 40
+// bytes of hostname bytes alone (no port, no IPv6 literal) are well formed;
+// anything else goes to the definition. Every federation request checks its
+// origin.
+inline bool IsWellFormedOrigin(std::string_view name) {
+  const size_t n = name.size();
+  if (n == 0 || n > kIdWords * 8) return IsWellFormedServerName(name);
+  uint64_t w[kIdWords] = {};
+  std::memcpy(w, name.data(), n);
+  const uint64_t valid = (uint64_t{1} << n) - 1;  // n <= 40
+  if ((ScanIdWords(w).non_host & valid) == 0) return true;
+  return IsWellFormedServerName(name);
+}
+
 // -----------------------------------------------------------------------------
 // UserBucketKey
 // -----------------------------------------------------------------------------

@@ -166,8 +166,7 @@ void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
   switch (a.scope) {
     case Scope::kOrigin: {
       if (!s.origin_found) {
-        s.origin_valid = request.origin.size() <= kMaxServerNameBytes &&
-                         IsWellFormedServerName(request.origin);
+        s.origin_valid = IsWellFormedOrigin(request.origin);
       }
       const IpAddress network = request.origin_verified
                                     ? IpAddress{}
