@@ -9,7 +9,8 @@
 //   IpBucketKey    20 bytes: 16 address bytes + policy id + route id.
 //   UserBucketKey  48 bytes: one word of policy id, route id, kind and
 //                  length, then 40 bytes holding either the user ID itself or
-//                  a keyed digest of it.
+//                  a keyed digest of it (or an origin, room or target the
+//                  same way; an unverified origin with its network).
 //
 // Both compare bytewise (no padding, unused bytes always zero). The limiter's
 // tables hash them with the seeded `BucketKeyHash` below; `AbslHashValue`
@@ -137,7 +138,8 @@ inline bool IsWellFormedOrigin(std::string_view name) {
 //
 // Six 64-bit words. Word 0 holds policy (bits 0-15), route (16-31), kind
 // (32-39) and length (40-47); words 1-5 hold the inline ID's bytes in memory
-// order, or the 16-byte digest, zero padded. Built and compared a whole word
+// order, or the 16-byte digest, or (kBoundInline) the 16 network bytes and
+// then the value's, zero padded. Built and compared a whole word
 // at a time: a key written byte by byte and then read by words stalls the
 // CPU's store-to-load forwarding on every request.
 class UserBucketKey {
@@ -250,7 +252,8 @@ class UserBucketKey {
   PolicyId policy() const { return static_cast<PolicyId>(words_[0]); }
   RouteId route() const { return static_cast<RouteId>(words_[0] >> 16); }
   Kind kind() const { return static_cast<Kind>((words_[0] >> 32) & 0xFF); }
-  // Bytes of the ID when inline; 0 otherwise.
+  // Bytes of the ID (or value) when stored inline, kBoundInline included; 0
+  // otherwise.
   size_t length() const { return (words_[0] >> 40) & 0xFF; }
 
   // The user ID when stored inline; empty for digests and overflow.

@@ -26,7 +26,6 @@
 #include "src/engine/room_locator.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
-#include "src/policy/slot_lanes.h"
 #include "src/util/query.h"
 #include "src/util/quote.h"
 
@@ -39,7 +38,6 @@ using internal::CanonicalPattern;
 using internal::ClassifyMethod;
 using internal::GlobMatch;
 using internal::GlobMatchCanonical;
-using internal::MaxInto;
 using internal::MethodClass;
 using internal::MethodMask;
 using internal::PatternKind;
@@ -435,7 +433,7 @@ void PolicySet::RankEntries() {
                   policies_[e.policy].on_limit == OnLimit::kDelay});
     entries_.push_back(std::move(e));
   }
-  // Table rows are padded to whole 8-lane vectors (see MaxInto).
+  // Table rows are padded to whole 8-lane vectors (see slot_lanes.h).
   lanes_ = std::max<size_t>(8, (slots_.size() + 7) / 8 * 8);
 }
 

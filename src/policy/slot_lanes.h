@@ -6,9 +6,9 @@
 //
 // A PolicySet's per-slot rows are arrays of 16-bit entry orders, one lane per
 // slot, padded to a multiple of 8 lanes. These take the lane-wise maximum of
-// two rows and the set of non-empty lanes, with SSE2 where there is one:
-// compiling (policy_set.cc) and resolving (policy_resolve.cc) read the rows
-// the same way.
+// two rows and the set of non-empty lanes, with SSE2 where there is one, for
+// resolving (policy_resolve.cc); compiling (policy_set.cc) pads the rows to
+// fit them.
 
 #ifndef MXLIMIT_POLICY_SLOT_LANES_H_
 #define MXLIMIT_POLICY_SLOT_LANES_H_
