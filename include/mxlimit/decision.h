@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "mxlimit/limit_error.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
 
@@ -103,6 +104,9 @@ struct Decision {
   std::string_view layer;
   // The id of `policy` in the limiter's current policy set (0xFFFF if none).
   PolicyId denied_policy = 0xFFFF;
+  // The error `policy` names for its denials (`Policy::errcode`; answer it
+  // with WriteLimitBody, matrix_response.h); null: M_LIMIT_EXCEEDED.
+  const LimitError* error = nullptr;
 
   // A shadow-mode policy would have denied this request. Shadow policies are
   // counted and reported but never deny, so `allowed` stays true for them.

@@ -103,10 +103,26 @@ class Limiter {
   // Limiter::Charge()
   //
   // Charges `request.cost` to every applying policy's bucket without
-  // checking, e.g. a failed login recorded after the response. Buckets drain
-  // to empty, never past it; a negative cost refunds, up to a full bucket.
-  // Exempt requests and unlimited or blocked policies are not charged.
+  // checking (`request.request_bytes` to a `cost: request_bytes` policy's,
+  // with the sign of `request.cost`). Buckets drain to empty, never past it;
+  // a negative cost refunds, up to a full bucket. Exempt requests, unlimited
+  // or blocked policies and policies charged on the response (`Settle`'s)
+  // are not charged.
   void Charge(const Request& request, MonotonicTime now);
+
+  // Limiter::Settle()
+  //
+  // Charges what the response of an admitted request costs: the policies
+  // charged on the response (`charge: response`, `cost: response_bytes`)
+  // that apply to `request` and list `completion.status` (or list none), each
+  // by its cost (`request.cost`, `request.request_bytes` or
+  // `completion.body_bytes`). A response may cost more than its bucket
+  // held: the bucket then goes into debt, by at most one more burst, and
+  // denies until it has refilled past it. `Check` only
+  // checked that their buckets had room. Call it once per admitted request,
+  // with the request as it was checked. Never allocates.
+  void Settle(const Request& request, const Completion& completion,
+              MonotonicTime now);
 
   // Limiter::Release()
   //

@@ -55,6 +55,8 @@
 #include <string>
 #include <string_view>
 
+#include "mxlimit/limit_error.h"
+
 namespace mxlimit {
 
 inline constexpr std::string_view kLimitExceededErrcode = "M_LIMIT_EXCEEDED";
@@ -127,6 +129,68 @@ inline std::string LimitExceededBody(std::chrono::nanoseconds wait,
                                      bool never) {
   char buf[kLimitExceededBodyMaxBytes];
   return std::string(buf, WriteLimitExceededBody(wait, never, buf));
+}
+
+// Largest body `WriteLimitBody` produces for an errcode and info_uri of at
+// most `errcode_bytes` and `uri_bytes` (a policy's are at most 64 and
+// 1024: kLimitBodyMaxBytes suffices for any).
+constexpr size_t LimitBodyMaxBytes(size_t errcode_bytes, size_t uri_bytes) {
+  return kLimitExceededBodyMaxBytes + errcode_bytes + uri_bytes +
+         sizeof(R"(,"info_uri":"","can_upgrade":false)");
+}
+inline constexpr size_t kLimitBodyMaxBytes = LimitBodyMaxBytes(64, 1024);
+
+// WriteLimitExceededBody with the policy's error: its errcode instead of
+// M_LIMIT_EXCEEDED (the same body when it names none), then MSC4335's
+// `info_uri` and `can_upgrade` where set, e.g.
+//   {"errcode":"M_USER_LIMIT_EXCEEDED","error":"Too many requests",
+//    "retry_after_ms":N,"info_uri":"https://...","can_upgrade":true}
+// Returns 0 and writes nothing when `out` is too short. Never allocates.
+inline size_t WriteLimitBody(const LimitError& error,
+                             std::chrono::nanoseconds wait, bool never,
+                             std::span<char> out) {
+  using namespace matrix_response_internal;
+  if (error.errcode.empty() || error.errcode == kLimitExceededErrcode) {
+    return WriteLimitExceededBody(wait, never, out);
+  }
+  char head[kLimitExceededBodyMaxBytes];
+  size_t n = WriteLimitExceededBody(wait, never, head) - 1;  // drop the '}'
+  constexpr std::string_view kOld = kLimitExceededErrcode;
+  constexpr size_t kCodeAt = sizeof(R"({"errcode":")") - 1;
+  const std::string_view rest(head + kCodeAt + kOld.size(),
+                              n - kCodeAt - kOld.size());
+  const std::string_view uri_head = R"(,"info_uri":")";
+  const std::string_view upgrade_head = R"(,"can_upgrade":)";
+  using Upgrade = LimitError::Upgrade;
+  const std::string_view upgrade =
+      error.can_upgrade == Upgrade::kUnset
+          ? ""
+          : (error.can_upgrade == Upgrade::kYes ? "true" : "false");
+  const size_t total =
+      kCodeAt + error.errcode.size() + rest.size() +
+      (error.info_uri.empty() ? 0
+                              : uri_head.size() + error.info_uri.size() + 1) +
+      (upgrade.empty() ? 0 : upgrade_head.size() + upgrade.size()) + 1;
+  if (out.size() < total) return 0;
+  char* p = out.data();
+  auto put = [&p](std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  put(std::string_view(head, kCodeAt));
+  put(error.errcode);
+  put(rest);
+  if (!error.info_uri.empty()) {
+    put(uri_head);
+    put(error.info_uri);
+    put("\"");
+  }
+  if (!upgrade.empty()) {
+    put(upgrade_head);
+    put(upgrade);
+  }
+  put("}");
+  return total;
 }
 
 // Writes the `Retry-After` header value (decimal seconds, rounded up, never

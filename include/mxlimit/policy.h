@@ -87,7 +87,7 @@ inline constexpr size_t kMaxPatternsPerPolicy = 64;
 // The layer a policy belongs to unless it names one.
 inline constexpr std::string_view kDefaultLayer = "route";
 // Most distinct layers in one compiled set (built-ins included).
-inline constexpr size_t kMaxLayers = 8;
+inline constexpr size_t kMaxLayers = 9;
 // Longest accepted layer name, in bytes.
 inline constexpr size_t kMaxLayerNameBytes = 32;
 
@@ -130,12 +130,50 @@ inline constexpr int kMaxConcurrency = 64;
 inline constexpr int kMaxQueuedLeases = 64;
 inline constexpr std::chrono::nanoseconds kMaxLease = std::chrono::hours(1);
 
+// When a policy's bucket is charged.
+enum class ChargeOn : uint8_t {
+  kRequest,   // At the decision (the default).
+  kResponse,  // Once the response is known (`Limiter::Settle`), and only
+              // when its status is one `Policy::status` lists; the decision
+              // only checks that the bucket has room.
+};
+
+// What one request costs a policy's bucket.
+enum class CostKind : uint8_t {
+  kRequests,       // `Request::cost`: 1 unless the embedder says otherwise.
+  kRequestBytes,   // `Request::request_bytes` (the body's Content-Length).
+  kResponseBytes,  // The response's body bytes (`Completion::body_bytes`),
+                   // known only at `Limiter::Settle`: charged on the
+                   // response whatever `charge` says.
+};
+
+// An inclusive range of HTTP status codes: {401, 401}, {400, 499}.
+struct StatusRange {
+  int first = 0;
+  int last = 0;
+  friend bool operator==(const StatusRange&, const StatusRange&) = default;
+};
+
+// The `errcode` whose body MSC4335 extends with `info_uri`/`can_upgrade`.
+inline constexpr std::string_view kUserLimitExceededErrcode =
+    "M_USER_LIMIT_EXCEEDED";
+// Longest accepted `errcode` and `info_uri`, in bytes.
+inline constexpr size_t kMaxErrcodeBytes = 64;
+inline constexpr size_t kMaxInfoUriBytes = 1024;
+
 // How a `SharedLimiter` shares a policy's buckets among processes.
 enum class Sharing : uint8_t { kExact, kApproximate, kLocal };
 
 // "exact", "approximate", "local".
 std::string_view SharingName(Sharing sharing);
 std::optional<Sharing> ParseSharing(std::string_view name);
+
+// "request", "response"; "requests", "request_bytes", "response_bytes": the
+// YAML spellings of `charge` and `cost`.
+std::string_view ChargeOnName(ChargeOn charge);
+std::optional<ChargeOn> ParseChargeOn(std::string_view name);
+std::string_view CostKindName(CostKind cost);
+std::optional<CostKind> ParseCostKind(std::string_view name);
 
 struct Policy {
   // Unique within a set; reports, metrics labels and tab-separated CLI output
@@ -184,6 +222,16 @@ struct Policy {
   // queues at most kMaxQueuedLeases so. 0 < max_delay <= kMaxDelayLimit
   // with `kDelay`, 0 with `kDeny`.
   OnLimit on_limit = OnLimit::kDeny;
+  // When the bucket is charged, and by how much (see ChargeOn, CostKind):
+  // a policy charged on the response (`charge: response`, or
+  // `cost: response_bytes`) is checked at the decision (a request is denied
+  // when its bucket has no room) and charged by `Limiter::Settle` when the
+  // response's status is in `status`. Byte costs make the rate's numbers
+  // bytes. Such policies need a limited rate and deny rather than delay; a
+  // SharedLimiter keeps them in process. (Beside `on_limit`, which the
+  // engine reads with them.)
+  ChargeOn charge = ChargeOn::kRequest;
+  CostKind cost = CostKind::kRequests;
   std::chrono::nanoseconds max_delay{0};
   // Set instead of a rate (which then stays `Rate::Unlimited()`): the
   // policy limits requests in flight, not a rate. Always kept in process,
@@ -197,12 +245,33 @@ struct Policy {
   // the others, as shadow policies are, never instead of them.
   std::vector<std::string> query_absent;
   std::vector<std::string> query_present;
+  // `charge: response` (or a `cost` of response bytes): the statuses whose
+  // responses charge the bucket (see `charge`); empty: any status.
+  std::vector<StatusRange> status;
+  // The Matrix error of this policy's denials; empty: M_LIMIT_EXCEEDED.
+  // `kUserLimitExceededErrcode` (MSC4335, per-user quotas) needs
+  // `info_uri` (where the user learns about the limit) and may say
+  // `can_upgrade`; no other errcode takes either.
+  std::string errcode;
+  std::string info_uri;
+  std::optional<bool> can_upgrade;
   // Set on the built-in defaults; operator policies win ties against them.
   bool builtin = false;
   // Where the policy was defined (config file line), for error messages; 0
   // when built in code.
   int source_line = 0;
 };
+
+// Whether `policy`'s bucket is charged when the response is known
+// (`charge: response`, or a `cost` of response bytes).
+inline bool ChargedOnResponse(const Policy& policy) {
+  return policy.charge == ChargeOn::kResponse ||
+         policy.cost == CostKind::kResponseBytes;
+}
+
+// Whether a response of `status` charges `policy`: it is charged on the
+// response, and `status` is in one of its ranges (or it lists none).
+bool StatusCharges(const Policy& policy, int status);
 
 // -----------------------------------------------------------------------------
 // Validation
@@ -254,6 +323,17 @@ std::string ConcurrencyProblem(const Concurrency& concurrency,
 inline constexpr size_t kMaxQueryNameBytes = 64;
 std::string QueryNameProblem(std::string_view name);
 
+// The problems of what a policy charges and answers: `charge`, `status`
+// and `cost` against its rate and `on_limit`, and `errcode`, `info_uri`
+// and `can_upgrade` together. Each names its field ("charge", "status",
+// "cost", "errcode", "info_uri" or "can_upgrade") with the problem worded
+// to follow the field's name and ": ".
+struct FieldProblem {
+  std::string_view field;
+  std::string problem;
+};
+std::vector<FieldProblem> OutcomeProblems(const Policy& policy);
+
 // `layer`: 1 to `kMaxLayerNameBytes` of the characters `name` allows.
 std::string LayerProblem(std::string_view layer);
 
@@ -264,9 +344,10 @@ std::string ClientPrefixProblem(const ClientPrefix& prefix, Scope scope);
 
 // The policy of an operator list that brings one layer too many into its set
 // (at most `kMaxLayers`): its index, and the problem worded to follow
-// "layer: ", e.g. `got "l6", layer 9 of a set that holds at most 8
-// (built-ins and route included: route, network, aggregate, l1, ...); put
-// this policy in one of those layers (the set has 10 layers in all)`.
+// "layer: ", e.g. `got "l6", layer 10 of a set that holds at most 9
+// (built-ins and route included: route, network, response, aggregate, l1,
+// ...); put this policy in one of those layers (the set has 11 layers in
+// all)`.
 struct LayerOverflow {
   size_t index = 0;
   std::string problem;
@@ -310,8 +391,8 @@ struct PolicyError {
   // Index of the offending policy in the validated list.
   size_t index = 0;
   // The field at fault: "name", "match", "methods", "share_threshold",
-  // "layer", "client_prefix", "on_limit", "concurrency", "query_absent" or
-  // "query_present".
+  // "layer", "client_prefix", "on_limit", "concurrency", "query_absent",
+  // "query_present", or one of OutcomeProblems' fields.
   std::string_view field;
   // Names the policy, the field, the value and what was expected, e.g.
   //   policy "media" (line 12): share_threshold: got true, but match "/a/b"
@@ -331,7 +412,8 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies);
 // A reload keeps a policy's buckets (its clients' budgets carry over) when a
 // policy of the same name is in both configs and none of what shapes its
 // buckets changed: scope, rate, whether it limits requests in flight,
-// share_threshold, layer, client_prefix and sharing. An in-flight policy
+// share_threshold, layer, client_prefix, sharing and cost (requests or
+// bytes). An in-flight policy
 // whose limit or lease changes keeps its leases: they count against the new
 // limit and end by the lease time they were taken with. Matching patterns,
 // methods and shadow mode may change freely.

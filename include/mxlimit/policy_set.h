@@ -68,6 +68,7 @@
 #include "absl/status/statusor.h"
 #include "mxlimit/internal/policy_match.h"
 #include "mxlimit/internal/prefix_trie.h"
+#include "mxlimit/limit_error.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route.h"
 
@@ -223,6 +224,13 @@ class PreparedRouteForms {
 // -----------------------------------------------------------------------------
 class PolicySet {
  public:
+  // Movable, not copyable: the compiled tables and `limit_error` view the
+  // policies' strings.
+  PolicySet(PolicySet&&) = default;
+  PolicySet& operator=(PolicySet&&) = default;
+  PolicySet(const PolicySet&) = delete;
+  PolicySet& operator=(const PolicySet&) = delete;
+
   // Every policy a request resolved to, in layer order (the order in which
   // layers first appear: `route` first, then operator policies' layers, then
   // the built-ins'), ip before user, enforcing before shadow.
@@ -236,10 +244,15 @@ class PolicySet {
     RouteId user_bucket_route = kFallbackRouteId;
 
     uint8_t count = 0;
-    // Every applied policy limits a rate per address or user and denies
-    // rather than delays: no in-flight limit, no origin, room or target
-    // scope, no `on_limit: delay`. The engine then takes its short path.
+    // Every applied policy limits a rate per address or user, charges
+    // `Request::cost` at the decision and denies rather than delays: no
+    // in-flight limit, no origin, room or target scope, no `on_limit:
+    // delay`, byte cost or charge on the response. The engine then takes its
+    // short path.
     bool plain = false;
+    // Some applied policy charges other than `Request::cost` at the
+    // decision: a byte cost, or a charge on the response (never `plain`).
+    bool weighed = false;
     // The first `count` are set; the rest are unspecified.
     std::array<ResolvedPolicy, kMaxResolved> applied;
 
@@ -367,6 +380,11 @@ class PolicySet {
   const Policy& policy(PolicyId id) const { return policies_[id]; }
   std::span<const Policy> policies() const { return policies_; }
   std::optional<PolicyId> Find(std::string_view name) const;
+  // The error policy `id` names for its denials; null when it names none
+  // (M_LIMIT_EXCEEDED). Views into the set's policies.
+  const LimitError* limit_error(PolicyId id) const {
+    return policies_[id].errcode.empty() ? nullptr : &limit_errors_[id];
+  }
 
   // Layers in resolution order; `layer_of(id)` indexes them.
   size_t layer_count() const { return layers_.size(); }
@@ -449,6 +467,9 @@ class PolicySet {
   const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
 
   std::vector<Policy> policies_;
+  // By PolicyId: each policy's error, viewing its strings (a move of the set
+  // keeps the policies where they are).
+  std::vector<LimitError> limit_errors_;
   std::vector<PolicyInfo> info_;
   absl::flat_hash_map<std::string, PolicyId> by_name_;
   std::vector<std::string> route_keys_;
@@ -468,9 +489,13 @@ class PolicySet {
   struct OrderInfo {
     PolicyId policy;
     bool share_threshold;
-    // `on_limit: delay` (a Resolution with it is not `plain`).
-    bool delays;
+    // kGeneral: `on_limit: delay`, a byte cost or a charge on the response
+    // (a Resolution with it is not `plain`); kWeighed: the last two (it is
+    // `weighed`).
+    uint8_t kind;
   };
+  static constexpr uint8_t kGeneral = 1;
+  static constexpr uint8_t kWeighed = 2;
   std::vector<OrderInfo> order_info_;
   // Width of a table row: slots_.size() rounded up to a multiple of 8.
   size_t lanes_ = 8;

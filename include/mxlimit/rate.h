@@ -433,16 +433,23 @@ constexpr GcraResult GcraCheck(const Rate& rate, GcraState& state,
 }
 
 // Charges `cost` without checking: the bucket is drained by that much, down
-// to empty (never past it). A negative cost refunds, up to a full bucket.
-// Used for actions recorded after the fact, e.g. a failed login.
+// to empty, or past it by at most `max_debt_ns` (0 <= max_debt_ns <= tau):
+// a bucket in debt denies until its lead is back within tau, so a charge
+// known only after the fact (a response's bytes) that exceeds what was left
+// still holds the next requests back. A negative cost refunds, up to a full
+// bucket. Used for actions recorded after the fact, e.g. a failed login.
 constexpr void GcraCharge(const Rate& rate, GcraState& state, MonotonicTime now,
-                          int64_t cost) {
+                          int64_t cost, int64_t max_debt_ns = 0) {
   if (rate.unlimited() || rate.blocked() || cost == 0) return;
   const int64_t t = rate.interval_ns();
-  const int64_t tau = rate.tolerance_ns();
-  const int64_t lead = internal::GcraLead(rate, state, internal::ClampNow(now));
-  const int64_t n = std::clamp<int64_t>(cost, -rate.burst(), rate.burst());
-  const int64_t next = std::clamp<int64_t>(lead + n * t, 0, tau);
+  const int64_t cap = rate.tolerance_ns() +
+                      std::clamp<int64_t>(max_debt_ns, 0, rate.tolerance_ns());
+  const int64_t lead = internal::GcraLead(rate, state, internal::ClampNow(now),
+                                          cap - rate.tolerance_ns());
+  // At most two bursts either way: n * t stays within 2 * tau <= 2^62.
+  const int64_t n =
+      std::clamp<int64_t>(cost, -2 * rate.burst(), 2 * rate.burst());
+  const int64_t next = std::clamp<int64_t>(lead + n * t, 0, cap);
   state.tat = internal::ClampNow(now) + next;
 }
 

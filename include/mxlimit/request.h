@@ -69,6 +69,20 @@ struct Request {
   // How many requests this one counts as. Must be >= 0 for Check/Peek; a
   // negative cost in Charge refunds.
   int64_t cost = 1;
+  // The request body's length (its Content-Length), what policies with
+  // `cost: request_bytes` charge (an empty body still needs a byte of room);
+  // -1 when unknown (a chunked upload), which they charge a whole burst, so
+  // that hiding the length never slips past a quota.
+  int64_t request_bytes = -1;
+};
+
+// How a request ended, for `Limiter::Settle`: what policies charged on the
+// response (`charge: response`, `cost: response_bytes`) are charged by.
+struct Completion {
+  // The HTTP status answered (200, 401, ...).
+  int status = 0;
+  // The response body's length in bytes, as sent.
+  int64_t body_bytes = 0;
 };
 
 // `target` in origin form, as `Request::target` wants it: an absolute-form

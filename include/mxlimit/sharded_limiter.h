@@ -134,6 +134,12 @@ class ShardedLimiter {
   // the other, each under its own shard's lock.
   void Charge(const Request& request, MonotonicTime now);
 
+  // ShardedLimiter::Settle()
+  //
+  // `Limiter::Settle`, each scope under its own shard's lock.
+  void Settle(const Request& request, const Completion& completion,
+              MonotonicTime now);
+
   // ShardedLimiter::Release()
   //
   // `Limiter::Release`. The shards share one lease table, behind one lock.

@@ -151,6 +151,11 @@ class SharedLimiter {
   // shared ones in the store too.
   void Charge(const Request& request, MonotonicTime now);
 
+  // `Limiter::Settle`. Policies charged on the response, and byte costs,
+  // are kept in process (docs/shared-state.md): the store is not asked.
+  void Settle(const Request& request, const Completion& completion,
+              MonotonicTime now);
+
   // `Limiter::Release`. Leases are this process's: in-flight limits are
   // kept in process, never in the store.
   void Release(const Leases& leases, MonotonicTime now);

@@ -59,6 +59,26 @@ std::string DurationText(std::chrono::nanoseconds d) {
                              : absl::StrCat(us, "us");
 }
 
+// What the bucket counts and when it is charged, if not one request at the
+// decision; and the errcode a denial names, if not M_LIMIT_EXCEEDED.
+std::string ChargeText(const Policy& p) {
+  std::string out;
+  if (p.cost != CostKind::kRequests) {
+    absl::StrAppend(&out, ", counts ", internal::ToAbsl(CostKindName(p.cost)));
+  }
+  if (ChargedOnResponse(p)) {
+    out += p.status.empty() ? ", charged on every response"
+                            : ", charged on responses ";
+    for (size_t i = 0; i < p.status.size(); ++i) {
+      const StatusRange& r = p.status[i];
+      absl::StrAppend(&out, i > 0 ? ", " : "", r.first);
+      if (r.last != r.first) absl::StrAppend(&out, "-", r.last);
+    }
+  }
+  if (!p.errcode.empty()) absl::StrAppend(&out, ", answers ", p.errcode);
+  return out;
+}
+
 std::string Describe(const Policy& p) {
   std::string prefix;
   if (p.client_prefix.has_value()) {
@@ -82,7 +102,7 @@ std::string Describe(const Policy& p) {
   for (const std::string& q : p.query_present) {
     absl::StrAppend(&query, ", with ?", EscapeForOutput(q));
   }
-  return absl::StrCat(p.name, " (", limit, query,
+  return absl::StrCat(p.name, " (", limit, query, ChargeText(p),
                       p.shadow_mode ? ", shadow" : "",
                       p.share_threshold ? ", shared" : "", prefix, delay,
                       p.builtin ? ", built-in" : "", ")");

@@ -384,8 +384,16 @@ class ReplayLoop {
       setup_.appservices->Apply(record, &request);
     }
     clock_ms_ = std::max(clock_ms_, record.time_ms);
-    const Decision d =
-        decider_.Check(request, MonotonicTime::FromMilliseconds(clock_ms_));
+    const MonotonicTime now = MonotonicTime::FromMilliseconds(clock_ms_);
+    const Decision d = decider_.Check(request, now);
+    // The line says how the request ended: policies charged on the response
+    // are settled at once, as mxlimitd settles them from its feed.
+    if (d.allowed && !d.exempt && record.status > 0) {
+      decider_.Settle(
+          request,
+          Completion{record.status, std::max<int64_t>(record.body_bytes, 0)},
+          now);
+    }
     const std::string limited = LimitedClient(d, request, limiter_, rooms_);
     const std::string shadow_limited =
         ShadowLimitedClient(d, request, limiter_, rooms_);

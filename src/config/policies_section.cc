@@ -43,7 +43,9 @@ constexpr std::string_view kPolicyKeys[] = {
     "unlimited",    "shadow_mode",   "share_threshold",
     "layer",        "client_prefix", "sharing",
     "on_limit",     "max_delay",     "concurrency",
-    "query_absent", "query_present"};
+    "query_absent", "query_present", "charge",
+    "status",       "cost",          "errcode",
+    "info_uri",     "can_upgrade"};
 constexpr std::string_view kPrefixKeys[] = {"ipv4", "ipv6"};
 constexpr std::string_view kRateKeys[] = {"unit", "requests_per_unit", "burst"};
 constexpr std::string_view kScopes[] = {"ip", "user", "origin", "room",
@@ -93,6 +95,7 @@ class PolicyReader {
     ReadQueryConditions(policy);
     ReadSharing(policy);
     ReadOnLimit(policy);
+    ReadPolicyOutcome(fields_, node_, path_, policy, errors_);
     CheckRoomPatterns(policy);
     return true;
   }
@@ -564,7 +567,11 @@ class PolicyReader {
           *burst_field, absl::StrCat("an integer from 1 to ", Rate::kMaxBurst),
           errors_);
       if (burst.has_value()) {
-        absl::Status ok = Rate::Create(1, TimeUnit::kDay, burst).status();
+        // The range alone: at the fastest rate no burst in range is too
+        // long (that is checked with the rate below).
+        absl::Status ok =
+            Rate::Create(Rate::kMaxRequestsPerUnit, TimeUnit::kSecond, burst)
+                .status();
         if (!ok.ok()) {
           range_error(*burst_field, ok);
           return;

@@ -56,6 +56,14 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
                   const PolicySetShape& set, std::vector<Policy>& policies,
                   ConfigErrors& errors, ConfigErrors& warnings);
 
+// A policy's `charge`, `status`, `cost`, `errcode`, `info_uri` and
+// `can_upgrade`, read from its `fields` into `policy` once its rate and
+// `on_limit` are read (the rules weigh them too). `node` and `path` are the
+// policy's, for problems of a field the file leaves out.
+void ReadPolicyOutcome(const MapFields& fields, const YAML::Node& node,
+                       std::string_view path, Policy& policy,
+                       ConfigErrors& errors);
+
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config
 // file, whose directory a relative `key_secret_file` is read from.
 void ReadStore(const Field& field, std::string_view file_name,

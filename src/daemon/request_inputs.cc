@@ -172,7 +172,28 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
                    out.access_token, found);
   }
   out.masquerade_user_id = AppserviceUserId(out.target, out.user_id_buffer);
+  // Set by the proxy from the request's own Content-Length (nginx passes no
+  // client header; Caddy's header_up replaces the client's copy). Envoy's
+  // endpoint never reads it: it carries the client's headers. A bad value
+  // is unknown (a whole burst to a byte policy), never an error.
+  const std::string_view length =
+      protocol == CheckProtocol::kEnvoy
+          ? std::string_view()
+          : head.Field("X-Original-Content-Length", &found);
+  out.request_bytes = protocol != CheckProtocol::kEnvoy && found
+                          ? ParseContentLength(length)
+                          : -1;
   return true;
+}
+
+int64_t ParseContentLength(std::string_view value) {
+  if (value.empty() || value.size() > 18) return -1;
+  int64_t n = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
 }
 
 }  // namespace mxlimit::daemon

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -54,6 +55,10 @@ struct OriginalRequest {
   // sent: unverified, so the limiter binds it to the client's network.
   // Empty without one.
   std::string_view origin;
+  // X-Original-Content-Length, the request body's length as the proxy saw
+  // it (`Request::request_bytes`); -1 when absent or not a decimal number
+  // of at most 18 digits.
+  int64_t request_bytes = -1;
   // Backing store for decoded query values.
   std::array<char, kMaxTokenBytes> token_buffer{};
   std::array<char, kMaxTokenBytes> user_id_buffer{};
@@ -101,6 +106,9 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
                          std::span<const Cidr> trusted_proxies,
                          OriginalRequest& out, std::string_view& error,
                          std::string_view envoy_target = {});
+
+// A Content-Length value: 1 to 18 decimal digits; -1 for anything else.
+int64_t ParseContentLength(std::string_view value);
 
 // The query decoder (src/util/query.h), for callers of this header.
 using internal::QueryParameter;

@@ -112,6 +112,7 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   request.target = original.target;
   request.client = original.client;
   request.origin = original.origin;
+  request.request_bytes = original.request_bytes;
   // mxlimitd never sees a request end: a long-poll's leases last its
   // timeout and a second, when that is shorter than the policy's lease.
   request.max_lease = LeaseForTimeout(original.target);
@@ -162,9 +163,13 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   if (d.allowed) {
     out.status = for_nginx ? 204 : 200;
   } else {
-    char body[kLimitExceededBodyMaxBytes];
+    // The policy's own errcode (MSC4335's M_USER_LIMIT_EXCEEDED for a
+    // quota) when it names one.
+    char body[kLimitBodyMaxBytes];
     const std::string_view json(
-        body, WriteLimitExceededBody(d.retry_after, d.never, body));
+        body, d.error != nullptr
+                  ? WriteLimitBody(*d.error, d.retry_after, d.never, body)
+                  : WriteLimitExceededBody(d.retry_after, d.never, body));
     char retry[kRetryAfterValueMaxBytes];
     const std::string_view retry_after(
         retry, WriteRetryAfterValue(d.retry_after, d.never, retry));

@@ -33,13 +33,34 @@
 namespace mxlimit::internal {
 namespace {
 
-// a / b < c / d for non-negative a, c and positive b, d, without dividing.
 // TryDelay's own first test, inline: a denial that cannot be delayed (a
 // flood's, mostly) makes no call.
 bool MayDelay(const Decision& d, const Request& request) {
   return !d.allowed && !d.never && request.may_delay;
 }
 
+// The bytes a `cost: request_bytes` policy charges: the body's length, or a
+// whole burst when it is unknown (a chunked upload), so that no upload slips
+// past a quota by hiding its length: one needs a full bucket and spends it.
+int64_t RequestBytes(const Policy& p, int64_t request_bytes) {
+  return request_bytes < 0 ? p.rate.burst() : request_bytes;
+}
+
+// What a response charges a policy charged on the response (`Settle`).
+int64_t ResponseCost(const Policy& p, const Request& request,
+                     const Completion& completion) {
+  switch (p.cost) {
+    case CostKind::kResponseBytes:
+      return completion.body_bytes;
+    case CostKind::kRequestBytes:
+      return RequestBytes(p, request.request_bytes);
+    case CostKind::kRequests:
+      break;
+  }
+  return request.cost;
+}
+
+// a / b < c / d for non-negative a, c and positive b, d, without dividing.
 bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 #if defined(__SIZEOF_INT128__)
   __extension__ using I128 = __int128;  // not ISO C++: say so
@@ -67,6 +88,29 @@ void Engine::EvaluateCheck(BucketCheck& c, const GcraState* state,
   const GcraState& bucket = state != nullptr ? *state : kFreshBucket;
   // With no queue, GcraEvaluateQueued is GcraEvaluate: one call, no branch.
   c.verdict = GcraEvaluateQueued(c.spec->rate, bucket, now, cost, queue_ns);
+}
+
+int64_t Engine::DecisionCost(const BucketCheck& c, int64_t cost,
+                             int64_t request_bytes) {
+  switch (c.spec->cost) {
+    case CostKind::kRequests:
+      return cost;
+    case CostKind::kRequestBytes:
+      // Even an empty body needs a byte of room: a spent quota denies every
+      // request it covers.
+      return std::max<int64_t>(RequestBytes(*c.spec, request_bytes), 1);
+    case CostKind::kResponseBytes:
+      break;
+  }
+  return 1;
+}
+
+int64_t Engine::SettleCost(const BucketCheck& c, int64_t cost,
+                           int64_t request_bytes) {
+  if (ChargedOnResponse(*c.spec)) return 0;
+  return c.spec->cost == CostKind::kRequestBytes
+             ? RequestBytes(*c.spec, request_bytes)
+             : cost;
 }
 
 Engine::Engine(const TableOptions& tables,
@@ -224,6 +268,8 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
   if (r.plain) {
     AddChecksOf<true>(request, mask, r, e, user_base, path);
   } else {
+    e.weighed = r.weighed;
+    e.request_bytes = request.request_bytes;
     AddChecksOf<false>(request, mask, r, e, user_base, path);
   }
 }
@@ -363,7 +409,8 @@ void Engine::EvaluateChecks(Evaluation& e, MonotonicTime now, int64_t cost) {
       // No queue: nothing delays.
       EvaluateCheck(c, state, now, cost, 0);
     } else {
-      EvaluateCheck(c, state, now, cost, DelayQueueNs(*c.spec));
+      EvaluateCheck(c, state, now, DecisionCostIn(e, c, cost),
+                    DelayQueueNs(*c.spec));
       if (c.in_flight) [[unlikely]]
         EvaluateInFlight(c, now);
     }
@@ -398,7 +445,8 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
       state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
                                     : NamedTable(c.scope).Peek(c.key.user);
     }
-    EvaluateCheck(c, state, now, cost, DelayQueueNs(*c.spec));
+    EvaluateCheck(c, state, now, DecisionCostIn(e, c, cost),
+                  DelayQueueNs(*c.spec));
     if (c.in_flight) [[unlikely]]
       EvaluateInFlight(c, now);
   }
@@ -417,10 +465,22 @@ Decision Engine::Combine(const Evaluation& ip_part,
   // slack / interval (compared by cross-multiplying; one division at the end).
   int64_t min_slack = 0;
   int64_t min_interval = 0;
+  // Requests left are counted by buckets charged a request at the decision:
+  // not bytes, nor what only a response charges. Only weighed resolutions
+  // have other buckets.
+  const bool weighed = ip_part.weighed || user_part.weighed;
+  const bool lone = &ip_part == &user_part;
+  auto own = [lone](const BucketCheck& c) {
+    return lone || c.scope == Scope::kIp;
+  };
   auto consider = [&](const BucketCheck& c) {
     const GcraVerdict& r = c.verdict;
     if (r.allowed) {
-      if (c.shadow || c.spec->rate.unlimited()) return;
+      if (c.shadow || c.spec->rate.unlimited() ||
+          (weighed && (c.spec->cost != CostKind::kRequests ||
+                       c.spec->charge != ChargeOn::kRequest))) {
+        return;
+      }
       const int64_t t = c.spec->rate.interval_ns();
       if (min_interval == 0 || LessRatio(r.slack, t, min_slack, min_interval)) {
         min_slack = r.slack;
@@ -449,6 +509,10 @@ Decision Engine::Combine(const Evaluation& ip_part,
       d.policy = c.spec->name;
       d.layer = policies_->layer_name(c.layer);
       d.denied_policy = c.policy;
+      // The other engine's checks of a split request may be of another
+      // policy set (a ShardedLimiter installs a reload shard by shard):
+      // ShardSet::PinNames names their error from that engine's shard.
+      d.error = own(c) ? policies_->limit_error(c.policy) : nullptr;
     }
   };
   for (const BucketCheck& c : ip_part.all()) {
@@ -496,7 +560,8 @@ void Engine::ReevaluateOwn(Evaluation& part, bool lone, bool user_side,
       c.verdict.allowed = c.verdict.allowed || c.verdict.retry_after <= *wait;
       continue;
     }
-    EvaluateCheck(c, LocatedState(c), at, cost, DelayQueueNs(*c.spec));
+    EvaluateCheck(c, LocatedState(c), at, DecisionCostIn(part, c, cost),
+                  DelayQueueNs(*c.spec));
     if (c.in_flight) EvaluateInFlight(c, at);
   }
 }
@@ -565,20 +630,24 @@ void Engine::SettleChecks(const Evaluation& e, const Decision& d,
               ? ip_table_.Acquire({&c.key.ip, c.hash}, c.slot)
               : TableOf<kPlain>(c.scope).Acquire({&c.key.user, c.hash}, c.slot);
     }
-    SettleOne(c, bucket, d, now, cost);
+    SettleOne(c, bucket, d, now, CostOf<kPlain>(c, cost, e));
   }
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
     if (!c.has_bucket || c.slot != 0) continue;
-    if (!Charges(c, d) && !(admit_leads && c.verdict.lead > 0)) {
-      SettleOne(c, nullptr, d, now, cost);
+    const int64_t charge = CostOf<kPlain>(c, cost, e);
+    // A bucket charged only on the response is admitted by Settle then.
+    const bool charges =
+        Charges(c, d) && (kPlain || !e.weighed || !ChargedOnResponse(*c.spec));
+    if (!charges && !(admit_leads && c.verdict.lead > 0)) {
+      SettleOne(c, nullptr, d, now, charge);
       continue;
     }
     GcraState* bucket =
         c.scope == Scope::kIp
             ? ip_table_.Acquire({&c.key.ip, c.hash}, 0)
             : TableOf<kPlain>(c.scope).Acquire({&c.key.user, c.hash}, 0);
-    SettleOne(c, bucket, d, now, cost);
+    SettleOne(c, bucket, d, now, charge);
   }
 }
 
@@ -727,16 +796,33 @@ Decision Engine::Peek(const Request& request, MonotonicTime now) const {
 }
 
 void Engine::ChargeScopes(const Request& request, MonotonicTime now,
-                          ScopeMask mask) {
+                          ScopeMask mask, const Completion* completion) {
   if (IsExempt(request)) return;
   Evaluation e;
   Resolve(request, mask, e);
   for (const BucketCheck& c : e.all()) {
     if (!c.has_bucket) continue;
+    int64_t cost = 0;
+    int64_t debt_ns = 0;
+    if (completion != nullptr) {
+      if (!StatusCharges(*c.spec, completion->status)) continue;
+      cost = ResponseCost(*c.spec, request, *completion);
+      // A response may cost more than was left: the debt (DelayQueueNs)
+      // holds the next requests back.
+      debt_ns = DelayQueueNs(*c.spec);
+    } else {
+      // What only a response charges is Settle's.
+      if (ChargedOnResponse(*c.spec)) continue;
+      cost = c.spec->cost == CostKind::kRequestBytes
+                 ? (request.cost < 0 ? -1 : 1) *
+                       RequestBytes(*c.spec, request.request_bytes)
+                 : request.cost;
+    }
+    if (cost == 0 || (completion != nullptr && cost < 0)) continue;
     GcraState* bucket = c.scope == Scope::kIp
                             ? ip_table_.FindOrAdmit(c.key.ip)
                             : NamedTable(c.scope).FindOrAdmit(c.key.user);
-    GcraCharge(c.spec->rate, *bucket, now, request.cost);
+    GcraCharge(c.spec->rate, *bucket, now, cost, debt_ns);
   }
 }
 

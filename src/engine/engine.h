@@ -122,6 +122,10 @@ class Engine {
     // PolicySet::Resolution::plain: only ip and user rate checks, none
     // delaying (the short path: no subject tables, leases or queues).
     bool plain = false;
+    // PolicySet::Resolution::weighed, and Request::request_bytes for its
+    // byte-cost checks (both set only when not plain).
+    bool weighed = false;
+    int64_t request_bytes = -1;
     Checks checks;
     // Held from the first origin, room, target or in-flight check to the end
     // of the request (see ScopeTables). The user half of a request split over
@@ -229,6 +233,29 @@ class Engine {
   // nothing.
   static void EvaluateCheck(BucketCheck& c, const GcraState* state,
                             MonotonicTime now, int64_t cost, int64_t queue_ns);
+  // For a request of `cost` and `request_bytes`: the cost check `c` is
+  // evaluated with (its bytes, or one byte of room for a response's), and
+  // the charge settling it takes at the decision (0 for a policy charged on
+  // the response, which Settle(request, completion) charges).
+  static int64_t DecisionCost(const BucketCheck& c, int64_t cost,
+                              int64_t request_bytes);
+  static int64_t SettleCost(const BucketCheck& c, int64_t cost,
+                            int64_t request_bytes);
+  // DecisionCost and SettleCost for a check of `e`: `cost` unless `e` is
+  // weighed (never on the short path).
+  static int64_t DecisionCostIn(const Evaluation& e, const BucketCheck& c,
+                                int64_t cost) {
+    return e.weighed ? DecisionCost(c, cost, e.request_bytes) : cost;
+  }
+  template <bool kPlain>
+  static int64_t CostOf(const BucketCheck& c, int64_t cost,
+                        const Evaluation& e) {
+    if constexpr (kPlain) {
+      return cost;
+    } else {
+      return e.weighed ? SettleCost(c, cost, e.request_bytes) : cost;
+    }
+  }
   // The decision from the per-IP checks of `ip_part` and the per-user checks
   // of `user_part` (the same evaluation, for a lone engine).
   Decision Combine(const Evaluation& ip_part,
@@ -305,8 +332,11 @@ class Engine {
   void RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
                  MonotonicTime now);
   // `Charge` for the scopes in `mask`: charges (or refunds, cost < 0) every
-  // applying limited policy's bucket without checking.
-  void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask);
+  // applying limited policy's bucket without checking. With `completion`
+  // (`Settle`): only the policies charged on the response whose `status`
+  // lists the completion's, each by its cost (bytes: the body's).
+  void ChargeScopes(const Request& request, MonotonicTime now, ScopeMask mask,
+                    const Completion* completion = nullptr);
 
   // Reload in two steps, so that a ShardedLimiter compiles a config once and
   // installs the result in every shard. Only the first step can fail.

@@ -35,6 +35,12 @@ void Limiter::Charge(const Request& request, MonotonicTime now) {
   engine_->Charge(request, now);
 }
 
+void Limiter::Settle(const Request& request, const Completion& completion,
+                     MonotonicTime now) {
+  engine_->ChargeScopes(request, now, internal::Engine::kBothScopes,
+                        &completion);
+}
+
 absl::Status Limiter::Reload(const LimiterConfig& config) {
   return engine_->Reload(config);
 }

@@ -170,9 +170,11 @@ void ShardSet::PinNames(const Shard& ip, const Shard& user, Decision& d) {
     if (d.limited_by == LimitScope::kIp) {
       d.policy = ip.names[d.denied_policy];
       d.layer = ip.layers[d.denied_policy];
+      d.error = ip.errors[d.denied_policy];
     } else {
       d.policy = user.names[d.denied_policy];
       d.layer = user.layers[d.denied_policy];
+      d.error = user.errors[d.denied_policy];
     }
   }
   if (d.shadow_denied) {
@@ -206,7 +208,8 @@ ShardSet::Owners ShardSet::Prepare(const Request& request,
   return o;
 }
 
-void ShardSet::Charge(const Request& request, MonotonicTime now) {
+void ShardSet::Charge(const Request& request, MonotonicTime now,
+                      const Completion* completion) {
   const ShardSet::Owners o = OwnersOf(request);
   // Each scope under its own shard's lock, one after the other: a charge
   // has nothing to decide, so nothing needs both at once.
@@ -214,13 +217,34 @@ void ShardSet::Charge(const Request& request, MonotonicTime now) {
     Shard& a = shard(o.ip);
     MutexLock lock(a.mu);
     a.engine->ChargeScopes(request, now,
-                           o.split() ? Engine::kIpScope : Engine::kBothScopes);
+                           o.split() ? Engine::kIpScope : Engine::kBothScopes,
+                           completion);
   }
   if (o.split()) {
     Shard& b = shard(o.user);
     MutexLock lock(b.mu);
-    b.engine->ChargeScopes(request, now, Engine::kUserScope);
+    b.engine->ChargeScopes(request, now, Engine::kUserScope, completion);
   }
+}
+
+std::vector<const LimitError*> ShardSet::InternErrors(
+    const PolicySet& policies) {
+  std::vector<const LimitError*> out(policies.size(), nullptr);
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const LimitError* e = policies.limit_error(static_cast<PolicyId>(i));
+    if (e == nullptr) continue;
+    const std::string_view code = *names_.insert(std::string(e->errcode)).first;
+    const std::string_view uri = *names_.insert(std::string(e->info_uri)).first;
+    // The three fields as one key: neither string holds a NUL.
+    std::string key(code);
+    key.push_back('\0');
+    key.append(uri);
+    key.push_back('\0');
+    key.push_back(static_cast<char>(e->can_upgrade));
+    out[i] = &errors_.try_emplace(key, LimitError{code, uri, e->can_upgrade})
+                  .first->second;
+  }
+  return out;
 }
 
 std::vector<std::string_view> ShardSet::InternNames(const PolicySet& policies,
@@ -261,6 +285,7 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
   // Everything that can fail is done: from here on every shard installs.
   const std::vector<std::string_view> names = InternNames(**compiled, false);
   const std::vector<std::string_view> layers = InternNames(**compiled, true);
+  const std::vector<const LimitError*> errors = InternErrors(**compiled);
   std::vector<bool> kept;
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[i];
@@ -268,6 +293,7 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
     s.engine->Install(*compiled, config.exempt, &kept);
     s.names = names;
     s.layers = layers;
+    s.errors = errors;
   }
   // The shared tables once, after every shard: what a shard still on the
   // old policies wrote under a token the reload hands out again goes too

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -52,6 +53,9 @@ struct alignas(64) Shard {
   std::vector<std::string_view> names ABSL_GUARDED_BY(mu);
   // The layer name of each policy, likewise interned.
   std::vector<std::string_view> layers ABSL_GUARDED_BY(mu);
+  // The error each policy names (PolicySet::limit_error), likewise
+  // interned; null for M_LIMIT_EXCEEDED.
+  std::vector<const LimitError*> errors ABSL_GUARDED_BY(mu);
 };
 
 // The lock on a request's shards: the per-IP scope's and the per-user
@@ -117,8 +121,10 @@ class ShardSet {
   // both routes it and keys its buckets in every shard's engine.
   Owners Prepare(const Request& request, PreparedRequest& prepared) const;
 
-  // `ShardedLimiter::Charge`: each scope under its own shard's lock.
-  void Charge(const Request& request, MonotonicTime now);
+  // `ShardedLimiter::Charge`: each scope under its own shard's lock; with
+  // `completion`, `ShardedLimiter::Settle`.
+  void Charge(const Request& request, MonotonicTime now,
+              const Completion* completion = nullptr);
   // `ShardedLimiter::Release`: under the shared scope tables' lock alone.
   void Release(const Leases& leases, MonotonicTime now) {
     ReleaseLeases(*scope_tables_, {leases.begin(), leases.end()}, now);
@@ -144,6 +150,9 @@ class ShardSet {
   // returns them by PolicyId.
   std::vector<std::string_view> InternNames(const PolicySet& policies,
                                             bool layers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Interns the errors of `policies`; returns them by PolicyId.
+  std::vector<const LimitError*> InternErrors(const PolicySet& policies)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const TableOptions tables_;
@@ -177,6 +186,9 @@ class ShardSet {
   // Lock order: reload_mu_ before any shard's mu.
   mutable Mutex reload_mu_;
   absl::node_hash_set<std::string> names_ ABSL_GUARDED_BY(reload_mu_);
+  // Errors by their text, viewing names_: never shrinks, as names_.
+  absl::node_hash_map<std::string, LimitError> errors_
+      ABSL_GUARDED_BY(reload_mu_);
 };
 
 }  // namespace mxlimit::internal

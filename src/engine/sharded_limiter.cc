@@ -94,6 +94,11 @@ void ShardedLimiter::Charge(const Request& request, MonotonicTime now) {
   set_->Charge(request, now);
 }
 
+void ShardedLimiter::Settle(const Request& request,
+                            const Completion& completion, MonotonicTime now) {
+  set_->Charge(request, now, &completion);
+}
+
 void ShardedLimiter::Release(const Leases& leases, MonotonicTime now) {
   set_->Release(leases, now);
 }

@@ -41,6 +41,12 @@ constexpr std::string_view kNoPreflight =
 constexpr std::string_view kRoute = "route";
 constexpr std::string_view kNetwork = "network";
 constexpr std::string_view kAggregate = "aggregate";
+// Policies charged on the response, beside the route layer's request counts
+// on the same routes.
+constexpr std::string_view kResponse = "response";
+constexpr std::string_view kMediaDownloads =
+    "/_matrix/client/v1/media/download/*,/_matrix/client/v1/media/thumbnail/*,"
+    "/_matrix/media/v3/download/*,/_matrix/media/v3/thumbnail/*";
 // IPv4 /24 and IPv6 /48: what one tenant of a hosting provider commonly gets.
 constexpr ClientPrefix kPerNetwork{24, 48};
 
@@ -63,6 +69,11 @@ struct BuiltinRow {
   std::string_view query_absent = {};
   // `on_limit: delay` with this `max_delay` when above 0.
   int64_t max_delay_ms = 0;
+  // Rows charged on the response: the statuses that charge (comma-separated
+  // codes; empty = any), and what the bucket counts.
+  bool on_response = false;
+  std::string_view status = {};
+  CostKind cost = CostKind::kRequests;
 };
 
 // clang-format off
@@ -132,6 +143,12 @@ const BuiltinRow kBuiltins[] = {
    "mxlimit: per IPv4 /24 and IPv6 /48, so rotating addresses inside one allocation gains no fresh bursts", kPerNetwork},
   {"registration-per-network", kNetwork, kIp, "POST", "/_matrix/client/v3/register", false, 30, U::kHour, 10,
    "mxlimit: per IPv4 /24 and IPv6 /48, as login-per-network", kPerNetwork},
+  {"failed-login-per-ip", kResponse, kIp, "POST", "/_matrix/client/v3/login", false, 612, U::kHour, 3,
+   "Synapse rc_login.failed_attempts: per_second 0.17 (= 612/hour), burst_count 3; per client address (mxlimitd cannot read the account), charged on 401 and 403 answers",
+   std::nullopt, 0, 0, {}, 0, true, "401,403"},
+  {"media-download-bytes-per-ip", kResponse, kIp, "GET,HEAD", kMediaDownloads, true, 89088, U::kSecond, 524288000,
+   "Synapse remote_media_download_per_second 87K (= 89088 bytes/second), remote_media_download_burst_count 500M (= 524288000 bytes); charged with the bytes each response sent, local media too",
+   std::nullopt, 0, 0, {}, 0, true, {}, CostKind::kResponseBytes},
   {"aggregate-per-ip", kAggregate, kIp, "", "*", true, 12000, U::kMinute, 2000,
    "mxlimit: one counter per address across every route (twice one route's catch-all): stops floods spread over many routes"},
   {"aggregate-per-user", kAggregate, kUser, "", "*", true, 2400, U::kMinute, 400,
@@ -174,6 +191,14 @@ std::vector<Policy> ParseBuiltins() {
     }
     p.rate = rate.ok() ? *rate : Rate::Unlimited();
     p.share_threshold = row.share_threshold;
+    if (row.on_response) {
+      p.charge = ChargeOn::kResponse;
+      p.cost = row.cost;
+      for (const std::string& code : SplitList(row.status)) {
+        const int c = std::stoi(code);
+        p.status.push_back(StatusRange{c, c});
+      }
+    }
     p.builtin = true;
     out.push_back(std::move(p));
   }

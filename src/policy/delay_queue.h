@@ -21,9 +21,13 @@ namespace mxlimit::internal {
 // How far past its rate's tolerance a bucket of `policy` keeps its lead:
 // `max_delay` for `on_limit: delay` (an admission `d` late is charged as of
 // now + d, so the queue must survive the requests that do not delay, see
-// GcraEvaluateQueued), 0 otherwise.
+// GcraEvaluateQueued); one burst for a policy charged on the response (a
+// response may cost more than the bucket held: the debt it leaves, up to
+// one more burst, must hold the next requests back, see GcraCharge); 0
+// otherwise. (The store never holds the latter.)
 inline int64_t DelayQueueNs(const Policy& policy) {
-  return policy.on_limit == OnLimit::kDelay ? policy.max_delay.count() : 0;
+  if (policy.on_limit == OnLimit::kDelay) return policy.max_delay.count();
+  return ChargedOnResponse(policy) ? policy.rate.tolerance_ns() : 0;
 }
 
 }  // namespace mxlimit::internal

@@ -22,6 +22,9 @@ std::string PrefixText(const std::optional<ClientPrefix>& prefix) {
   return absl::StrCat("{ipv4: ", prefix->ipv4, ", ipv6: ", prefix->ipv6, "}");
 }
 
+// Whether a policy's buckets count bytes rather than requests.
+bool ByteCost(const Policy& p) { return p.cost != CostKind::kRequests; }
+
 }  // namespace
 
 bool KeepsBuckets(const Policy& before, const Policy& after) {
@@ -30,7 +33,7 @@ bool KeepsBuckets(const Policy& before, const Policy& after) {
          before.share_threshold == after.share_threshold &&
          before.layer == after.layer &&
          before.client_prefix == after.client_prefix &&
-         before.sharing == after.sharing;
+         before.sharing == after.sharing && ByteCost(before) == ByteCost(after);
 }
 
 std::string BucketResetReason(const Policy& before, const Policy& after) {
@@ -68,6 +71,11 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
     // neither can stand for the other.
     return absl::StrCat("sharing ", ToAbsl(SharingName(before.sharing)), " -> ",
                         ToAbsl(SharingName(after.sharing)));
+  }
+  if (ByteCost(before) != ByteCost(after)) {
+    // The bucket's numbers are requests on one side and bytes on the other.
+    return absl::StrCat("cost ", ToAbsl(CostKindName(before.cost)), " -> ",
+                        ToAbsl(CostKindName(after.cost)));
   }
   return "";
 }

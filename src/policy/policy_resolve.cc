@@ -110,7 +110,7 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
     found &= ~ConditionDroppedSlots(target);
   }
   Resolution r;
-  bool delays = false;
+  uint8_t kinds = 0;
   const bool general = (found & general_slots_) != 0;
   uint8_t count = 0;
   // The default layer's plain rate policies name the decision's
@@ -133,10 +133,11 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
     const uint64_t word =
         slot_words_[s] | o.policy | static_cast<uint64_t>(bucket) << 16;
     std::memcpy(&r.applied[count++], &word, sizeof word);
-    delays |= o.delays;
+    kinds |= o.kind;
   }
   r.count = count;
-  r.plain = !general && !delays;
+  r.plain = !general && kinds == 0;
+  r.weighed = (kinds & kWeighed) != 0;
   return r;
 }
 

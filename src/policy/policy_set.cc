@@ -332,6 +332,15 @@ absl::StatusOr<PolicySet> PolicySet::Compile(
 
   set.BuildRouteSide(route_forms);
   set.BuildRawSide();
+  set.limit_errors_.reserve(set.policies_.size());
+  for (const Policy& p : set.policies_) {
+    LimitError e{p.errcode, p.info_uri};
+    if (p.can_upgrade.has_value()) {
+      e.can_upgrade =
+          *p.can_upgrade ? LimitError::Upgrade::kYes : LimitError::Upgrade::kNo;
+    }
+    set.limit_errors_.push_back(e);
+  }
   return set;
 }
 
@@ -426,11 +435,16 @@ void PolicySet::RankEntries() {
     return x.pattern > y.pattern;
   });
   entries_.reserve(ranked.size());
-  order_info_.push_back(OrderInfo{kNoPolicy, false, false});  // order 0: none
+  order_info_.push_back(OrderInfo{kNoPolicy, false, 0});  // order 0: none
   for (auto& [r, e] : ranked) {
+    const Policy& p = policies_[e.policy];
+    const bool weighed =
+        p.cost != CostKind::kRequests || p.charge != ChargeOn::kRequest;
+    const bool general = weighed || p.on_limit == OnLimit::kDelay;
     order_info_.push_back(
         OrderInfo{e.policy, info_[e.policy].share_threshold,
-                  policies_[e.policy].on_limit == OnLimit::kDelay});
+                  static_cast<uint8_t>((general ? kGeneral : 0) |
+                                       (weighed ? kWeighed : 0))});
     entries_.push_back(std::move(e));
   }
   // Table rows are padded to whole 8-lane vectors (see slot_lanes.h).

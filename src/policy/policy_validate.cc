@@ -360,6 +360,11 @@ std::vector<PolicyError> ValidatePolicies(std::span<const Policy> policies) {
       add(i, field, std::move(m));
     });
 
+    for (const FieldProblem& f : OutcomeProblems(p)) {
+      add(i, f.field,
+          absl::StrCat(who, ": ", ToAbsl(f.field), ": ", f.problem));
+    }
+
     if (p.share_threshold && !p.match.empty()) {
       if (std::string problem = ShareThresholdProblem(p.match);
           !problem.empty()) {

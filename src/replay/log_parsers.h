@@ -35,13 +35,16 @@ namespace mxlimit::replay {
 // ParseTsvLine
 // -----------------------------------------------------------------------------
 //
-// mxlimit's own format: `TIME_MS METHOD TARGET IP USER`, fields separated by
-// runs of spaces and/or tabs; leading and trailing blanks are ignored.
+// mxlimit's own format: `TIME_MS METHOD TARGET IP USER [STATUS [BYTES]]`,
+// fields separated by runs of spaces and/or tabs; leading and trailing blanks
+// are ignored.
 //   - TIME_MS: a non-negative decimal integer (at most 18 digits), taken as is.
 //   - USER: "-" for anonymous, otherwise a Matrix user ID (`@local:server`,
 //     visible ASCII, at most 255 bytes).
-//   - Exactly five fields: a sixth field makes the line malformed, because a
-//     silently ignored column usually means the producer wrote another format.
+//   - STATUS (three digits) and BYTES (the response body's, at most 18
+//     digits): how the request ended, optional. Five to seven fields: an
+//     eighth makes the line malformed, because a silently ignored column
+//     usually means the producer wrote another format.
 ParseResult ParseTsvLine(std::string_view line, LogRecord* out);
 
 // -----------------------------------------------------------------------------

@@ -59,15 +59,21 @@ struct LogRecord {
   // one and it is not "-". Empty otherwise. The CLI resolves it against
   // `--trusted-proxy`; without trusted proxies `client_ip` stands.
   std::string_view forwarded_for;
+  // How the request ended, where the format logs it (every format but
+  // tsv, where they are optional trailing columns): the HTTP status (0:
+  // not logged) and the response body's bytes (-1: not logged). Replay
+  // settles policies charged on the response with them.
+  int status = 0;
+  int64_t body_bytes = -1;
 };
 
 // -----------------------------------------------------------------------------
 // LogFormat
 // -----------------------------------------------------------------------------
 enum class LogFormat : uint8_t {
-  kTsv,          // mxlimit's own: TIME_MS METHOD TARGET IP USER
-  kSynapse,      // Synapse's request log (synapse.access.http[s].<tag>)
-  kNginx,        // nginx "combined" (+ an optional "$http_x_forwarded_for")
+  kTsv,      // mxlimit's own: TIME_MS METHOD TARGET IP USER [STATUS [BYTES]]
+  kSynapse,  // Synapse's request log (synapse.access.http[s].<tag>)
+  kNginx,    // nginx "combined" (+ an optional "$http_x_forwarded_for")
   kSynapseJson,  // the same records, by Synapse's TerseJsonFormatter
   kCaddy,        // Caddy's JSON access log (logger http.log.access*)
 };

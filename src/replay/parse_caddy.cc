@@ -17,7 +17,7 @@ using internal::JsonType;
 using internal::Scanner;
 
 struct CaddyFields {
-  JsonMember logger, ts, duration, request;
+  JsonMember logger, ts, duration, request, status, size;
   // Inside `request`.
   JsonMember client_ip, remote_ip, method, uri, proto;
 };
@@ -69,6 +69,21 @@ ParseResult ReadRequest(CaddyFields& f, LogRecord* r) {
   return ParseResult::kOk;
 }
 
+// The response's "status" and "size" (body bytes), where they are plain
+// integers; otherwise left unknown.
+void ReadOutcome(const CaddyFields& f, LogRecord* r) {
+  int status = 0;
+  int64_t size = 0;
+  if (f.status.type == JsonType::kNumber) {
+    Scanner s(f.status.value);
+    if (s.FixedDigits(3, &status) && s.done()) r->status = status;
+  }
+  if (f.size.type == JsonType::kNumber) {
+    Scanner s(f.size.value);
+    if (s.Digits(18, &size) && s.done()) r->body_bytes = size;
+  }
+}
+
 }  // namespace
 
 ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
@@ -79,10 +94,9 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
   if (s.peek() != '{') return ParseResult::kNotRequest;
 
   CaddyFields f;
-  const JsonSlot top[] = {{"logger", &f.logger},
-                          {"ts", &f.ts},
-                          {"duration", &f.duration},
-                          {"request", &f.request}};
+  const JsonSlot top[] = {{"logger", &f.logger},     {"ts", &f.ts},
+                          {"duration", &f.duration}, {"request", &f.request},
+                          {"status", &f.status},     {"size", &f.size}};
   if (!CollectMembers(line, top)) return ParseResult::kMalformed;
   if (!IsPlainString(f.logger) || !IsAccessLogger(f.logger.value)) {
     return ParseResult::kNotRequest;
@@ -92,6 +106,7 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
     return t;
   }
   if (ParseResult q = ReadRequest(f, &r); q != ParseResult::kOk) return q;
+  ReadOutcome(f, &r);
   *out = r;
   return ParseResult::kOk;
 }

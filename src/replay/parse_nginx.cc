@@ -93,6 +93,8 @@ ParseResult ParseNginxLine(std::string_view line, LogRecord* out) {
     return ParseResult::kMalformed;
   }
 
+  r.status = status;
+  r.body_bytes = bytes;
   r.forwarded_for = ForwardedFor(s.rest());
 
   Scanner req(request);

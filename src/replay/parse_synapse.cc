@@ -71,6 +71,23 @@ ParseResult ParseRequester(std::string_view text, LogRecord* r) {
 
 }  // namespace
 
+namespace internal {
+
+bool ScanProcessedFigures(Scanner* s, int64_t* processing_ms,
+                          int64_t* body_bytes, int* status) {
+  int64_t ignored = 0;
+  if (!(s->SecondsAsMs(processing_ms) && s->Consume("sec/") &&
+        s->SecondsAsMs(&ignored) && s->Consume("sec ") && SkipUsage(s) &&
+        s->Digits(18, body_bytes) && s->Consume("B ") &&
+        s->FixedDigits(3, status))) {
+    return false;
+  }
+  s->Consume("!");  // the client went away before the response was sent
+  return true;
+}
+
+}  // namespace internal
+
 ParseResult ParseSynapseLine(std::string_view line, LogRecord* out) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   Scanner s(line);
@@ -113,15 +130,11 @@ ParseResult ParseSynapseLine(std::string_view line, LogRecord* out) {
     return u;
   }
 
-  int64_t processing_ms = 0, ignored = 0;
-  if (!(s.SecondsAsMs(&processing_ms) && s.Consume("sec/") &&
-        s.SecondsAsMs(&ignored) && s.Consume("sec ") && SkipUsage(&s) &&
-        s.Digits(18, &ignored) && s.Consume("B "))) {
+  int64_t processing_ms = 0;
+  if (!internal::ScanProcessedFigures(&s, &processing_ms, &r.body_bytes,
+                                      &r.status)) {
     return ParseResult::kMalformed;
   }
-  int status = 0;
-  if (!s.FixedDigits(3, &status)) return ParseResult::kMalformed;
-  s.Consume("!");  // the client went away before the response was sent
 
   // "METHOD TARGET PROTOCOL": Twisted split the request line on spaces, so
   // none of the three contains one.

@@ -39,18 +39,29 @@ bool CollectFields(std::string_view line, SynapseFields* f) {
   return CollectMembers(line, slots);
 }
 
-// The processing time: the first number after "Processed request: " in the
-// message. kNotRequest when the message is not a finished request.
-ParseResult ProcessingTime(const JsonMember& log, int64_t* ms) {
+// The figures after "Processed request: " in the message: the processing
+// time, and the response's size and status when the message has them.
+// kNotRequest when the message is not a finished request.
+ParseResult ProcessedFigures(const JsonMember& log, int64_t* ms, LogRecord* r) {
   if (log.key.empty() || log.type != JsonType::kString) {
     return ParseResult::kNotRequest;
   }
   static constexpr std::string_view kMarker = "} Processed request: ";
   const size_t at = log.value.find(kMarker);
   if (at == std::string_view::npos) return ParseResult::kNotRequest;
-  Scanner s(log.value.substr(at + kMarker.size()));
-  return s.SecondsAsMs(ms) && s.Consume("sec/") ? ParseResult::kOk
-                                                : ParseResult::kMalformed;
+  const std::string_view figures = log.value.substr(at + kMarker.size());
+  Scanner s(figures);
+  if (!s.SecondsAsMs(ms) || !s.Consume("sec/")) return ParseResult::kMalformed;
+  // The size and status as the text format has them; a message cut short
+  // leaves them unknown.
+  Scanner all(figures);
+  int64_t again = 0, bytes = 0;
+  int status = 0;
+  if (internal::ScanProcessedFigures(&all, &again, &bytes, &status)) {
+    r->body_bytes = bytes;
+    r->status = status;
+  }
+  return ParseResult::kOk;
 }
 
 // `requester` (the user acted for, a server name, or null) and
@@ -109,7 +120,8 @@ ParseResult ParseSynapseJsonLine(std::string_view line, LogRecord* out) {
     return ParseResult::kNotRequest;
   }
   int64_t processing_ms = 0, logged_ms = 0;
-  if (ParseResult p = ProcessingTime(f.log, &processing_ms);
+  LogRecord r;
+  if (ParseResult p = ProcessedFigures(f.log, &processing_ms, &r);
       p != ParseResult::kOk) {
     return p;
   }
@@ -117,7 +129,6 @@ ParseResult ParseSynapseJsonLine(std::string_view line, LogRecord* out) {
       !internal::JsonSecondsToMs(f.time.value, &logged_ms)) {
     return ParseResult::kBadTimestamp;
   }
-  LogRecord r;
   if (!IsPlainString(f.ip_address) ||
       !internal::LooksLikeIpAddress(f.ip_address.value)) {
     return ParseResult::kBadClientAddress;

@@ -1,4 +1,4 @@
-// mxlimit's own replay format: TIME_MS METHOD TARGET IP USER.
+// mxlimit's own replay format: TIME_MS METHOD TARGET IP USER [STATUS [BYTES]].
 
 #include <string_view>
 
@@ -16,10 +16,10 @@ ParseResult ParseTsvLine(std::string_view line, LogRecord* out) {
   s.SkipBlanks();
   if (s.done()) return ParseResult::kEmpty;
 
-  std::string_view fields[5];
+  std::string_view fields[7];
   int n = 0;
   while (!s.done()) {
-    if (n == 5) return ParseResult::kMalformed;  // a sixth field
+    if (n == 7) return ParseResult::kMalformed;  // an eighth field
     fields[n++] = s.TakeField();
     s.SkipBlanks();
   }
@@ -55,6 +55,19 @@ ParseResult ParseTsvLine(std::string_view line, LogRecord* out) {
   } else if (who != "-") {
     if (!IsWellFormedUserId(who)) return ParseResult::kBadUser;
     r.user = who;
+  }
+  // Optional: how the request ended, STATUS then BYTES.
+  if (n >= 6) {
+    Scanner status(fields[5]);
+    if (!status.FixedDigits(3, &r.status) || !status.done()) {
+      return ParseResult::kMalformed;
+    }
+  }
+  if (n == 7) {
+    Scanner bytes(fields[6]);
+    if (!bytes.Digits(18, &r.body_bytes) || !bytes.done()) {
+      return ParseResult::kMalformed;
+    }
   }
   *out = r;
   return ParseResult::kOk;

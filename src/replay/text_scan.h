@@ -171,6 +171,15 @@ inline int64_t CivilToEpochMs(int y, int mo, int d, int h, int mi, int s,
 }
 
 // A forward-only cursor over one line.
+class Scanner;
+
+// The figures of a Synapse "Processed request: " message, read from just
+// after that marker: the processing time, then (past the usage figures)
+// the response's size and status, and a '!' after it if any. Both Synapse
+// parsers read them so.
+bool ScanProcessedFigures(Scanner* s, int64_t* processing_ms,
+                          int64_t* body_bytes, int* status);
+
 class Scanner {
  public:
   explicit Scanner(std::string_view text) : text_(text) {}

@@ -18,7 +18,10 @@ namespace {
 // A shared bucket the store can hold: a limited rate whose tau fits the
 // script's exact arithmetic.
 bool StoreCanHold(const Policy& p) {
+  // Byte costs and charges on the response are kept in process: the store's
+  // script charges one cost to every bucket of a check.
   return p.rate.kind() == Rate::Kind::kLimited &&
+         p.cost == CostKind::kRequests && !ChargedOnResponse(p) &&
          MaxStoreLead(p.rate, p.sharing) <= kMaxSharedLeadNs;
 }
 

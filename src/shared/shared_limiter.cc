@@ -27,7 +27,11 @@ absl::Status CheckShareable(const LimiterConfig& config) {
     for (Policy& p : BuiltinPolicies()) all.push_back(std::move(p));
   }
   for (const Policy& p : all) {
-    if (p.sharing == Sharing::kLocal) continue;
+    // Byte costs and charges on the response stay in process.
+    if (p.sharing == Sharing::kLocal || p.cost != CostKind::kRequests ||
+        ChargedOnResponse(p)) {
+      continue;
+    }
 
     if (p.rate.kind() != Rate::Kind::kLimited) continue;
     if (internal::MaxStoreLead(p.rate, p.sharing) >
@@ -152,6 +156,11 @@ void SharedLimiter::Release(const Leases& leases, MonotonicTime now) {
 void SharedLimiter::Charge(const Request& request, MonotonicTime now) {
   if (core_ == nullptr) return mirror_->Charge(request, now);
   core_->Charge(request, now);
+}
+
+void SharedLimiter::Settle(const Request& request, const Completion& completion,
+                           MonotonicTime now) {
+  mirror_->Settle(request, completion, now);
 }
 
 absl::Status SharedLimiter::CheckStoreReload(const StoreOptions* running,

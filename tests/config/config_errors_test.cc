@@ -77,7 +77,8 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
                   "known keys: name, match, methods, scope, rate_limit, "
                   "burst, unlimited, shadow_mode, share_threshold, layer, "
                   "client_prefix, sharing, on_limit, max_delay, "
-                  "concurrency, query_absent, query_present"));
+                  "concurrency, query_absent, query_present, charge, "
+                  "status, cost, errcode, info_uri, can_upgrade"));
   EXPECT_THAT(
       Errors("policies:\n  - name: a\n    match: /a\n"
              "    rate_limit: { unit: day, requests_per_unit: 1, burts: 1 }\n"),
@@ -384,21 +385,22 @@ std::string LayeredPolicies(int count, std::string_view extra = "") {
 }
 
 TEST(ConfigErrorTest, TooManyLayersPointAtTheFirstPolicyPastTheLimit) {
-  // Built-ins on: route, network and aggregate leave five layers.
+  // Built-ins on: route, network, response and aggregate leave five layers.
   EXPECT_TRUE(ParseConfig(LayeredPolicies(5), "test.yaml").ok());
   EXPECT_THAT(Errors(LayeredPolicies(7)),
               ElementsAre("test.yaml:24:12: policies[5].layer: got \"l6\", "
-                          "layer 9 of a set that holds at most 8 (built-ins "
-                          "and route included: route, network, aggregate, l1, "
-                          "l2, l3, l4, l5); put this policy in one of those "
-                          "layers (the set has 10 layers in all)"));
-  // Without the built-ins, route and seven more.
+                          "layer 10 of a set that holds at most 9 (built-ins "
+                          "and route included: route, network, response, "
+                          "aggregate, l1, l2, l3, l4, l5); put this policy in "
+                          "one of those layers (the set has 11 layers in "
+                          "all)"));
+  // Without the built-ins, route and eight more.
   EXPECT_TRUE(
-      ParseConfig(LayeredPolicies(7, "builtin_policies: false\n"), "test.yaml")
+      ParseConfig(LayeredPolicies(8, "builtin_policies: false\n"), "test.yaml")
           .ok());
-  EXPECT_THAT(Errors(LayeredPolicies(8, "builtin_policies: false\n")),
-              ElementsAre(StartsWith("test.yaml:33:12: policies[7].layer: got "
-                                     "\"l8\", layer 9 of")));
+  EXPECT_THAT(Errors(LayeredPolicies(9, "builtin_policies: false\n")),
+              ElementsAre(StartsWith("test.yaml:37:12: policies[8].layer: got "
+                                     "\"l9\", layer 10 of")));
   // Reported together with a field error, before and after it.
   std::string yaml = LayeredPolicies(6);
   yaml.replace(yaml.find("unlimited: true"), 15,

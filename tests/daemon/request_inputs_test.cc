@@ -73,6 +73,16 @@ TEST_F(RequestInputsTest, FederationOriginFromXMatrix) {
   EXPECT_EQ(out_.origin, "");
 }
 
+TEST(ContentLengthTest, DigitsOnlyElseUnknown) {
+  EXPECT_EQ(ParseContentLength("0"), 0);
+  EXPECT_EQ(ParseContentLength("524288000"), 524288000);
+  EXPECT_EQ(ParseContentLength("999999999999999999"), 999999999999999999);
+  for (const char* bad :
+       {"", "-1", "+5", " 5", "5 ", "1e9", "0x10", "1234567890123456789"}) {
+    EXPECT_EQ(ParseContentLength(bad), -1) << bad;
+  }
+}
+
 TEST(XMatrixOriginTest, ReadsEverySpellingAndNeverFails) {
   EXPECT_EQ(XMatrixOrigin("X-Matrix origin=a.example,key=\"k\",sig=\"s\""),
             "a.example");

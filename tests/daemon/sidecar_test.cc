@@ -34,6 +34,14 @@ policies:
     match: "/_matrix/client/v3/register"
     scope: ip
     rate_limit: {requests_per_unit: 0, unit: minute}
+  - name: test.upload-quota
+    match: "/_matrix/media/v3/upload"
+    scope: user
+    layer: quota
+    rate_limit: {requests_per_unit: 1000, unit: hour, burst: 1000}
+    cost: request_bytes
+    errcode: M_USER_LIMIT_EXCEEDED
+    info_uri: https://example.org/quota
 exempt:
   users: ["@ops:example.org"]
 )";
@@ -134,6 +142,46 @@ TEST_F(SidecarTest, NginxAllowsThenDeniesWithTheMatrixBodyInAHeader) {
             204);
   // The query-string token is the same user as the header one.
   EXPECT_EQ(Nginx("PUT", Send(5) + "?access_token=alice_token").status, 403);
+}
+
+TEST_F(SidecarTest, UploadQuotaWeighsTheContentLengthAndNamesItsErrcode) {
+  const std::vector<std::string> dave = {"Authorization: Bearer dave",
+                                         "X-Original-Content-Length: 600"};
+  EXPECT_EQ(Nginx("POST", "/_matrix/media/v3/upload", dave).status, 204);
+  const RawResponse denied = Nginx("POST", "/_matrix/media/v3/upload", dave);
+  ASSERT_EQ(denied.status, 403);
+  EXPECT_EQ(denied.Header("X-Mxlimit-Policy"), "test.upload-quota");
+  const std::string body = denied.Header("X-Mxlimit-Body");
+  EXPECT_THAT(body, HasSubstr(R"({"errcode":"M_USER_LIMIT_EXCEEDED",)"));
+  EXPECT_THAT(body, HasSubstr(R"("info_uri":"https://example.org/quota")"));
+  // What is left still fits; a length that is not a number is unknown and
+  // charged nothing, but needs a byte of room.
+  EXPECT_EQ(
+      Nginx("POST", "/_matrix/media/v3/upload",
+            {"Authorization: Bearer dave", "X-Original-Content-Length: 400"})
+          .status,
+      204);
+  for (const char* bad :
+       {"X-Original-Content-Length: 12abc", "X-Original-Content-Length: -5",
+        "X-Original-Content-Length: 99999999999999999999"}) {
+    EXPECT_EQ(Nginx("POST", "/_matrix/media/v3/upload",
+                    {"Authorization: Bearer dave", bad})
+                  .status,
+              403)
+        << bad;
+  }
+  // Caddy answers the 429 itself, with the same body.
+  const RawResponse caddy =
+      Caddy("POST", "/_matrix/media/v3/upload",
+            {"Authorization: Bearer dave", "X-Original-Content-Length: 1"});
+  EXPECT_EQ(caddy.status, 429);
+  EXPECT_THAT(caddy.body, HasSubstr("M_USER_LIMIT_EXCEEDED"));
+  // Another user has their own quota.
+  EXPECT_EQ(
+      Nginx("POST", "/_matrix/media/v3/upload",
+            {"Authorization: Bearer erin", "X-Original-Content-Length: 1000"})
+          .status,
+      204);
 }
 
 TEST_F(SidecarTest, ForwardAuthAnswers429Itself) {

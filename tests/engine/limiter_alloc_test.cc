@@ -17,7 +17,7 @@ namespace {
 using ::mxlimit::testing::At;
 using ::mxlimit::testing::MakeRequest;
 
-TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
+TEST(LimiterAllocationTest, CheckPeekChargeAndSettleAllocateNothing) {
   LimiterConfig config;  // the built-in policies: route, network, aggregate
   // One more layer with a shadow trial and a per-/48 cap, so every kind of
   // check is on the path.
@@ -49,6 +49,7 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
       "/_matrix/client/v3/keys/claim",
       "/_matrix/client/v3/keys/not-a-route",
       "/_matrix/client/v3/login",
+      "/_matrix/client/v1/media/download/remote.example/abc",
       "/wp-admin/../../etc/passwd",
       std::string(70'000, 'a'),
       // Hostile encodings: the canonical path is read without a copy.
@@ -69,8 +70,9 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
   std::vector<Request> requests;
   for (size_t i = 0; i < 2000; ++i) {
     requests.push_back(
-        MakeRequest(i % 2 ? "PUT" : "GET", targets[i % targets.size()],
-                    ips[i % ips.size()], users[i % users.size()]));
+        MakeRequest(i % 3 == 0 ? "PUT" : (i % 3 == 1 ? "GET" : "POST"),
+                    targets[i % targets.size()], ips[i % ips.size()],
+                    users[i % users.size()]));
   }
 
   const long before = ::mxlimit::testing::AllocationCount();
@@ -79,6 +81,8 @@ TEST(LimiterAllocationTest, CheckPeekAndChargeAllocateNothing) {
     (*limiter)->Check(r, At(t++));
     (*limiter)->Peek(r, At(t));
     (*limiter)->Charge(r, At(t));
+    // Failed logins and downloads are charged on the response.
+    (*limiter)->Settle(r, Completion{403, 1 << 20}, At(t));
   }
   EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 0);
   EXPECT_EQ((*limiter)->Stats().ip_table.size, 64u);

@@ -81,5 +81,46 @@ TEST(MatrixResponseTest, ShortBufferGetsNothingWritten) {
   EXPECT_EQ(std::string(two, 2), "99");
 }
 
+TEST(MatrixResponseTest, APolicysErrcodeAndMsc4335Fields) {
+  LimitError e{"M_USER_LIMIT_EXCEEDED", "https://example.org/plans",
+               LimitError::Upgrade::kYes};
+  char body[kLimitBodyMaxBytes];
+  size_t n = WriteLimitBody(e, milliseconds(1500), false, body);
+  EXPECT_EQ(std::string(body, n),
+            R"({"errcode":"M_USER_LIMIT_EXCEEDED","error":"Too many requests",)"
+            R"("retry_after_ms":1500,"info_uri":"https://example.org/plans",)"
+            R"("can_upgrade":true})");
+  e.can_upgrade = LimitError::Upgrade::kNo;
+  n = WriteLimitBody(e, milliseconds(1500), true, body);
+  EXPECT_EQ(std::string(body, n),
+            R"({"errcode":"M_USER_LIMIT_EXCEEDED","error":"Too many requests",)"
+            R"("info_uri":"https://example.org/plans","can_upgrade":false})");
+  // No errcode: the M_LIMIT_EXCEEDED body, exactly.
+  n = WriteLimitBody(LimitError{}, milliseconds(250), false, body);
+  EXPECT_EQ(std::string(body, n),
+            std::string(kHead) + R"(,"retry_after_ms":250})");
+  LimitError resource;
+  resource.errcode = "M_RESOURCE_LIMIT_EXCEEDED";
+  n = WriteLimitBody(resource, milliseconds(1), false, body);
+  EXPECT_EQ(std::string(body, n),
+            R"({"errcode":"M_RESOURCE_LIMIT_EXCEEDED","error":)"
+            R"("Too many requests","retry_after_ms":1})");
+}
+
+TEST(MatrixResponseTest, LimitBodyOfTheLongestFieldsFitsItsBuffer) {
+  const std::string code(64, 'M');
+  const std::string uri = "https://" + std::string(1024 - 8, 'a');
+  const LimitError e{code, uri, LimitError::Upgrade::kYes};
+  const nanoseconds max(std::numeric_limits<int64_t>::max());
+  char body[kLimitBodyMaxBytes];
+  const size_t n = WriteLimitBody(e, max, false, body);
+  ASSERT_GT(n, 0u);
+  EXPECT_LE(n, sizeof(body));
+  // One byte short: nothing written.
+  std::string small(n - 1, 'x');
+  EXPECT_EQ(WriteLimitBody(e, max, false, small), 0u);
+  EXPECT_EQ(small, std::string(n - 1, 'x'));
+}
+
 }  // namespace
 }  // namespace mxlimit

@@ -205,6 +205,9 @@ TEST(PolicyExplainTest, ResolveAgreesWithExplainOnRandomPolicySets) {
         ASSERT_EQ(got.plain, want.plain)
             << "round " << round << " " << req.method << " " << req.path
             << " user=" << has_user;
+        ASSERT_EQ(got.weighed, want.weighed)
+            << "round " << round << " " << req.method << " " << req.path
+            << " user=" << has_user;
         plain[got.plain ? 1 : 0]++;
         ++compared;
       }

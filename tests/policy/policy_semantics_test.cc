@@ -439,7 +439,7 @@ TEST(LayerTest, ClientPrefixKeysBucketsByTheWiderNetwork) {
 
 TEST(LayerTest, TooManyLayersAreRefused) {
   std::vector<Policy> policies;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 10; ++i) {
     Policy p = MakePolicy("p" + std::to_string(i), "*", Scope::kIp, 1,
                           TimeUnit::kMinute);
     p.layer = "l" + std::to_string(i);
@@ -449,11 +449,11 @@ TEST(LayerTest, TooManyLayersAreRefused) {
   config.policies = policies;
   absl::StatusOr<std::unique_ptr<Limiter>> l = Limiter::Create(config);
   ASSERT_FALSE(l.ok());
-  // The first policy past the limit (route, network and aggregate count
-  // first), named with its layer.
+  // The first policy past the limit (route, network, response and aggregate
+  // count first), named with its layer.
   EXPECT_THAT(std::string(l.status().message()),
-              ::testing::StartsWith("policy \"p5\": layer: got \"l5\", layer 9 "
-                                    "of a set that holds at most 8"));
+              ::testing::StartsWith("policy \"p5\": layer: got \"l5\", layer "
+                                    "10 of a set that holds at most 9"));
 }
 
 TEST(LayerTest, ReloadKeepsStatePerPolicyAndLayer) {

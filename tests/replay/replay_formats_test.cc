@@ -149,6 +149,21 @@ TEST(SynapseJsonParserTest, ParsesAnAccessRecord) {
   EXPECT_TRUE(r.acting_user.empty());
 }
 
+TEST(SynapseJsonParserTest, ReadsHowTheRequestEnded) {
+  LogRecord r;
+  ASSERT_EQ(ParseSynapseJsonLine(Keep(SynapseJson()), &r), ParseResult::kOk);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body_bytes, 62);
+  // A message cut short after the processing time still parses, with the
+  // status and size unknown.
+  std::string cut = SynapseJson();
+  const size_t from = cut.find("(0.010sec");
+  cut.erase(from, cut.find(R"(\"PUT)") - from);
+  ASSERT_EQ(ParseSynapseJsonLine(Keep(cut), &r), ParseResult::kOk);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.body_bytes, -1);
+}
+
 TEST(SynapseJsonParserTest, RequesterVariants) {
   LogRecord r;
   ASSERT_EQ(ParseSynapseJsonLine(Keep(SynapseJson(R"(,"requester":null)")), &r),
@@ -219,6 +234,19 @@ TEST(CaddyParserTest, ParsesAnAccessEntry) {
   EXPECT_EQ(r.target, "/_matrix/client/v3/sync?timeout=30000");
   EXPECT_EQ(r.client_ip, "203.0.113.9");  // client_ip, not the proxy
   EXPECT_TRUE(r.user.empty());
+}
+
+TEST(CaddyParserTest, ReadsHowTheRequestEnded) {
+  LogRecord r;
+  ASSERT_EQ(ParseCaddyLine(Keep(Caddy()), &r), ParseResult::kOk);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body_bytes, 512);
+  // Values that are not plain integers leave them unknown.
+  ASSERT_EQ(
+      ParseCaddyLine(Keep(Caddy("", R"(,"status":"403","size":1e9)")), &r),
+      ParseResult::kOk);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.body_bytes, -1);
 }
 
 TEST(CaddyParserTest, FallsBackToRemoteIpAndAcceptsCrlf) {

@@ -95,6 +95,29 @@ TEST(TsvParserTest, AcceptsRunsOfSpacesAndTabsAndCrlf) {
   EXPECT_EQ(r.user, "@bob:example.org");
 }
 
+TEST(TsvParserTest, ReadsTheOptionalStatusAndBytes) {
+  LogRecord r;
+  ASSERT_EQ(ParseTsvLine("1 POST /login 203.0.113.9 - 403 71", &r),
+            ParseResult::kOk);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body_bytes, 71);
+  ASSERT_EQ(ParseTsvLine("1 POST /login 203.0.113.9 - 200", &r),
+            ParseResult::kOk);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body_bytes, -1);
+  ASSERT_EQ(ParseTsvLine("1 POST /login 203.0.113.9 -", &r), ParseResult::kOk);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.body_bytes, -1);
+  EXPECT_EQ(ParseTsvLine("1 GET / 203.0.113.9 - 40x 1", &r),
+            ParseResult::kMalformed);
+  EXPECT_EQ(ParseTsvLine("1 GET / 203.0.113.9 - 4000 1", &r),
+            ParseResult::kMalformed);
+  EXPECT_EQ(ParseTsvLine("1 GET / 203.0.113.9 - 200 -1", &r),
+            ParseResult::kMalformed);
+  EXPECT_EQ(ParseTsvLine("1 GET / 203.0.113.9 - 200 1 extra", &r),
+            ParseResult::kMalformed);
+}
+
 TEST(TsvParserTest, RejectsWrongFieldCountsAndValues) {
   LogRecord r;
   EXPECT_EQ(ParseTsvLine("", &r), ParseResult::kEmpty);
@@ -170,6 +193,8 @@ TEST(SynapseParserTest, ParsesTheDocumentedLine) {
   EXPECT_EQ(r.user, "@alice:example.org");
   EXPECT_TRUE(r.acting_user.empty());
   EXPECT_TRUE(r.origin_server.empty());
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body_bytes, 62);
 }
 
 TEST(SynapseParserTest, ArrivalIsFinishMinusProcessingTime) {
@@ -254,6 +279,7 @@ TEST(SynapseParserTest, AcceptsClientWentAwayStatus) {
             ParseResult::kOk);
   EXPECT_EQ(Synapse(SynapseLine("@a:s", "GET / HTTP/1.1", "499!"), &r),
             ParseResult::kOk);
+  EXPECT_EQ(r.status, 499);
   EXPECT_EQ(Synapse(SynapseLine("@a:s", "GET / HTTP/1.1", "20x"), &r),
             ParseResult::kMalformed);
 }
@@ -368,6 +394,8 @@ TEST(NginxParserTest, ParsesCombinedLine) {
   EXPECT_EQ(r.target, "/_matrix/client/v3/sync?timeout=30000");
   EXPECT_EQ(r.client_ip, "203.0.113.9");
   EXPECT_TRUE(r.user.empty());
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body_bytes, 512);
 }
 
 TEST(NginxParserTest, HonoursZoneOffset) {

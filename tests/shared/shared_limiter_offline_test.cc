@@ -42,10 +42,12 @@ TEST(SharedLimiterOfflineTest, KeysAreThoseOfALimiterWithAStore) {
       config, std::make_unique<internal::FakeStore>(), 2);
   ASSERT_TRUE(online.ok()) << online.status();
   EXPECT_EQ(*offline, (*online)->DescribeStoreKeys(login));
-  ASSERT_EQ(offline->size(), 3u);
+  ASSERT_EQ(offline->size(), 4u);
   EXPECT_EQ((*offline)[0], "login-local local");
   EXPECT_THAT((*offline)[1], StartsWith("login-per-network exact mxl:1:i:"));
-  EXPECT_THAT((*offline)[2], StartsWith("aggregate-per-ip exact mxl:1:i:"));
+  // Charged on the response: kept in process whatever `sharing` says.
+  EXPECT_EQ((*offline)[2], "failed-login-per-ip local");
+  EXPECT_THAT((*offline)[3], StartsWith("aggregate-per-ip exact mxl:1:i:"));
 }
 
 TEST(SharedLimiterOfflineTest, TheSecretNamesTheKeys) {

@@ -206,7 +206,8 @@ inline NaiveResolution AsNaive(const PolicySet& set,
 inline PolicySet::Resolution ResolutionFromExplain(
     const PolicySet& set, const std::vector<PolicyMatch>& matches) {
   PolicySet::Resolution want;
-  // Plain unless a chosen policy is of another scope, in flight or delaying.
+  // Plain unless a chosen policy is of another scope, in flight, delaying,
+  // weighs bytes or is charged on the response.
   want.plain = true;
   for (const PolicyMatch& m : matches) {
     if (m.verdict != MatchVerdict::kChosen) continue;
@@ -214,8 +215,12 @@ inline PolicySet::Resolution ResolutionFromExplain(
         ResolvedPolicy{m.policy, m.bucket_route, m.layer, m.scope, m.shadow};
     const Policy& p = set.policy(m.policy);
     if ((m.scope != Scope::kIp && m.scope != Scope::kUser) ||
-        p.concurrency.has_value() || p.on_limit == OnLimit::kDelay) {
+        p.concurrency.has_value() || p.on_limit == OnLimit::kDelay ||
+        p.cost != CostKind::kRequests || ChargedOnResponse(p)) {
       want.plain = false;
+    }
+    if (p.cost != CostKind::kRequests || p.charge != ChargeOn::kRequest) {
+      want.weighed = true;
     }
     if (m.layer != 0 || m.shadow || p.concurrency.has_value() ||
         !p.query_absent.empty() || !p.query_present.empty()) {
