@@ -117,10 +117,17 @@ void ReadPolicyOutcome(const MapFields& fields, const YAML::Node& node,
     policy.can_upgrade = ReadBool(*f, errors);
     if (!policy.can_upgrade.has_value()) return;
   }
+  // A rate_limit that did not read (reported already) leaves the policy
+  // unlimited: saying that it needs a limited rate would only repeat it.
+  const bool rate_unread =
+      fields.Find("rate_limit") != nullptr && policy.rate.unlimited();
   for (const FieldProblem& p : OutcomeProblems(policy)) {
-    // A problem of a field the file does not set (charge, when cost implies
-    // it) points at the policy.
+    if (rate_unread && (p.field == "charge" || p.field == "cost")) continue;
+    // A problem of `charge` where the file says only `cost: response_bytes`
+    // (which implies it) points at `cost`; of another field the file does
+    // not set, at the policy.
     const Field* at = fields.Find(p.field);
+    if (at == nullptr && p.field == "charge") at = fields.Find("cost");
     errors.Add(at != nullptr ? at->mark() : node.Mark(),
                absl::StrCat(at != nullptr ? at->path
                                           : absl::StrCat(ToAbsl(path), ".",

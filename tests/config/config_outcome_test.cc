@@ -132,6 +132,21 @@ TEST(ConfigOutcomeTest, ChargesNeedALimitedRateAndCannotDelay) {
                                     "the response cannot delay")));
 }
 
+TEST(ConfigOutcomeTest, ProblemsPointAtWhatTheFileSays) {
+  // cost: response_bytes implies charge: response; the delay problem points
+  // at the cost the file wrote.
+  EXPECT_THAT(Errors(OnePolicy("    cost: response_bytes\n    on_limit: delay\n"
+                               "    max_delay: 1s\n")),
+              ElementsAre(HasSubstr("test.yaml:5:11: policies[0].cost: a "
+                                    "policy charged on the response cannot "
+                                    "delay")));
+  // A rate that did not read is reported once, not again as missing.
+  EXPECT_THAT(Errors(OnePolicy("    cost: request_bytes\n",
+                               "    rate_limit: {unit: fortnight, "
+                               "requests_per_unit: 5}\n")),
+              ElementsAre(HasSubstr("rate_limit.unit: got fortnight")));
+}
+
 TEST(ConfigOutcomeTest, TheErrorFollowsMsc4335) {
   EXPECT_THAT(Errors(OnePolicy("    errcode: M_USER_LIMIT_EXCEEDED\n")),
               ElementsAre("test.yaml:5:14: policies[0].errcode: "
