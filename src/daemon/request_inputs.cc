@@ -176,13 +176,12 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
   // client header; Caddy's header_up replaces the client's copy). Envoy's
   // endpoint never reads it: it carries the client's headers. A bad value
   // is unknown (a whole burst to a byte policy), never an error.
-  const std::string_view length =
-      protocol == CheckProtocol::kEnvoy
-          ? std::string_view()
-          : head.Field("X-Original-Content-Length", &found);
-  out.request_bytes = protocol != CheckProtocol::kEnvoy && found
-                          ? ParseContentLength(length)
-                          : -1;
+  out.request_bytes = -1;
+  if (protocol != CheckProtocol::kEnvoy) {
+    const std::string_view length =
+        head.Field("X-Original-Content-Length", &found);
+    if (found) out.request_bytes = ParseContentLength(length);
+  }
   return true;
 }
 

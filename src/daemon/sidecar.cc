@@ -167,9 +167,8 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     // quota) when it names one.
     char body[kLimitBodyMaxBytes];
     const std::string_view json(
-        body, d.error != nullptr
-                  ? WriteLimitBody(*d.error, d.retry_after, d.never, body)
-                  : WriteLimitExceededBody(d.retry_after, d.never, body));
+        body, WriteLimitBody(d.error != nullptr ? *d.error : LimitError{},
+                             d.retry_after, d.never, body));
     char retry[kRetryAfterValueMaxBytes];
     const std::string_view retry_after(
         retry, WriteRetryAfterValue(d.retry_after, d.never, retry));

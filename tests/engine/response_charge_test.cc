@@ -288,8 +288,8 @@ TEST(ResponseChargeTest, ChargeLeavesResponsePoliciesToSettle) {
   for (int i = 0; i < 4; ++i) limiter->Charge(login, At(0));
   EXPECT_TRUE(limiter->Check(login, At(0)).allowed);
   // A byte policy is charged the request's bytes, and refunded them.
-  Request upload = MakeRequest("POST", kUpload, "203.0.113.18",
-                               "@dan:example.org");
+  Request upload =
+      MakeRequest("POST", kUpload, "203.0.113.18", "@dan:example.org");
   upload.request_bytes = 90 * kMiB;
   limiter->Charge(upload, At(0));
   EXPECT_FALSE(limiter->Check(upload, At(0)).allowed);
