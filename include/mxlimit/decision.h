@@ -132,6 +132,12 @@ struct Decision {
   // Allowed: the leases taken for the request's in-flight policies (shadow
   // ones included); release them when the request ends. Empty otherwise.
   Leases leases;
+  // A policy that applied charges more than `Request::cost`: bytes, or on
+  // the response (`charge: response`, `cost: response_bytes`). Only then
+  // can `Limiter::Settle` charge anything for this request, so an embedder
+  // that must keep the request until it completes (mxlimitd's feed) keeps
+  // only these and those with `leases`.
+  bool settles = false;
 };
 
 // NOTE: the string views in a Decision point into the Limiter (policy names,

@@ -180,4 +180,48 @@ void DaemonMetrics::AppendPrometheus(const http::ServerCounters& server,
   Sample(out, "mxlimitd_whoami_lookups_total", "result=\"failed\"", c.failures);
 }
 
+void AppendFeedPrometheus(const FeedCounters& c, std::string& out) {
+  Family(out, "mxlimitd_feed_lines_total", "counter",
+         "Completion feed lines, by what became of them.");
+  constexpr std::string_view kLineLabels[] = {
+      "result=\"settled\"", "result=\"no_pending\"", "result=\"no_id\"",
+      "result=\"unparsed\""};
+  for (size_t i = 0; i < c.lines.size(); ++i) {
+    Sample(out, "mxlimitd_feed_lines_total", kLineLabels[i], c.lines[i]);
+  }
+  struct Single {
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    uint64_t value;
+  };
+  const Single singles[] = {
+      {"mxlimitd_feed_datagrams_total", "counter",
+       "Datagrams read from the feed sockets.", c.datagrams},
+      {"mxlimitd_feed_oversized_total", "counter",
+       "Feed datagrams longer than 64 KiB, dropped unread.", c.oversized},
+      {"mxlimitd_feed_dropped_total", "counter",
+       "Feed datagrams the kernel dropped on a full UDP socket.", c.dropped},
+      {"mxlimitd_feed_pending", "gauge",
+       "Admitted requests waiting for their completion.", c.pending},
+      {"mxlimitd_feed_pending_capacity", "gauge",
+       "Most requests kept for their completion (--feed-pending).",
+       c.pending_capacity},
+      {"mxlimitd_feed_pending_evicted_total", "counter",
+       "Kept requests dropped for room before their completion came; their "
+       "leases ended by their lease time.",
+       c.pending_evicted},
+      {"mxlimitd_feed_pending_replaced_total", "counter",
+       "Kept requests replaced by a later one with the same request id.",
+       c.pending_replaced},
+      {"mxlimitd_feed_pending_too_long_total", "counter",
+       "Requests not kept: a user ID or origin over 255 bytes.",
+       c.pending_too_long},
+  };
+  for (const Single& s : singles) {
+    Family(out, s.name, s.type, s.help);
+    Sample(out, s.name, "", s.value);
+  }
+}
+
 }  // namespace mxlimit::daemon

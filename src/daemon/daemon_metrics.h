@@ -45,6 +45,23 @@ enum class Outcome : uint8_t {
   kCount
 };
 
+// The completion feed's counters (src/daemon/feed_*.h), when it is on.
+struct FeedCounters {
+  // Per FeedLineResult: settled, no_pending, no_id, unparsed.
+  std::array<uint64_t, 4> lines{};
+  uint64_t datagrams = 0;
+  uint64_t oversized = 0;
+  uint64_t dropped = 0;
+  uint64_t pending = 0;
+  uint64_t pending_capacity = 0;
+  uint64_t pending_evicted = 0;
+  uint64_t pending_replaced = 0;
+  uint64_t pending_too_long = 0;
+};
+
+// Appends the mxlimitd_feed_* families.
+void AppendFeedPrometheus(const FeedCounters& c, std::string& out);
+
 class DaemonMetrics {
  public:
   // Upper bounds of the latency histogram, in microseconds (+Inf implied).

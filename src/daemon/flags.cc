@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "mxlimit/options.h"
+#include "src/daemon/feed_receiver.h"
 
 namespace mxlimit::daemon {
 
@@ -54,6 +55,16 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --max-held N              decision answers held at once for policies with
                             on_limit: delay (default 10000); past it they
                             deny at once; 0: never hold
+  --feed unix:PATH          the proxy's access log, streamed as datagrams
+  --feed udp:127.0.0.1:PORT (repeatable): each line ends the request its
+                            id names, releasing its in-flight leases and
+                            charging policies charged on the response. A
+                            unix socket is created with mode 0660; UDP is
+                            loopback only. Once bound, prints "feed ADDRESS"
+                            (docs/mxlimitd.md, "The completion feed")
+  --feed-pending N          admitted requests kept for their completion
+                            (default 16384); past it the oldest is dropped
+                            and its leases end by their lease time
   --version                 print the version and exit
   --help                    print this and exit
 
@@ -195,6 +206,14 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   });
   AddRepeatable(app, "--max-held", [&](const std::string& v) {
     o.max_held = number("--max-held", 0, 1'000'000, v);
+  });
+  AddRepeatable(app, "--feed", [&](const std::string& v) {
+    absl::StatusOr<FeedAddress> a = ParseFeedAddress(v);
+    if (!a.ok()) fail("--feed", std::string(a.status().message()));
+    o.feeds.push_back(v);
+  });
+  AddRepeatable(app, "--feed-pending", [&](const std::string& v) {
+    o.feed_pending = number("--feed-pending", 1, 10'000'000, v);
   });
   try {
     app.parse(argc, argv);

@@ -41,6 +41,9 @@ struct Flags {
   int threads = 2;
   size_t max_connections = 1024;
   size_t max_held = 10'000;
+  // --feed: "unix:PATH" / "udp:HOST:PORT", each valid for ParseFeedAddress.
+  std::vector<std::string> feeds;
+  size_t feed_pending = 16'384;
   bool help = false;
   bool version = false;
 };

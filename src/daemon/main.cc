@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mxlimit/config.h"
 #include "mxlimit/internal/absl_compat.h"
@@ -18,8 +19,11 @@
 #include "mxlimit/version.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
+#include "src/daemon/feed_receiver.h"
+#include "src/daemon/feed_sink.h"
 #include "src/daemon/flags.h"
 #include "src/daemon/log.h"
+#include "src/daemon/pending_table.h"
 #include "src/daemon/sidecar.h"
 #include "src/daemon/store_flags.h"
 #include "src/daemon/store_watch.h"
@@ -143,10 +147,39 @@ int main(int argc, char** argv) {
     whoami->Start();
   }
 
+  // The completion feed is bound before anything is served, so that no
+  // decision is kept for a feed that then fails to start.
+  std::unique_ptr<mxlimit::daemon::PendingTable> pending;
+  std::unique_ptr<mxlimit::daemon::FeedSink> feed_sink;
+  std::unique_ptr<mxlimit::daemon::FeedReceiver> feed;
+  if (!flags.feeds.empty()) {
+    std::vector<mxlimit::daemon::FeedAddress> addresses;
+    for (const std::string& text : flags.feeds) {
+      addresses.push_back(*mxlimit::daemon::ParseFeedAddress(text));
+    }
+    pending = std::make_unique<mxlimit::daemon::PendingTable>(
+        flags.feed_pending);
+    feed_sink =
+        std::make_unique<mxlimit::daemon::FeedSink>(**limiter, *pending);
+    absl::StatusOr<std::unique_ptr<mxlimit::daemon::FeedReceiver>> started =
+        mxlimit::daemon::FeedReceiver::Start(addresses, *feed_sink);
+    if (!started.ok()) {
+      return Fail("cannot open the feed",
+                  mxlimit::internal::FromAbsl(started.status().message()));
+    }
+    feed = std::move(*started);
+    for (const std::string& address : feed->bound()) {
+      std::printf("feed %s\n", address.c_str());
+    }
+  }
+
   mxlimit::daemon::DaemonMetrics metrics;
   mxlimit::daemon::SidecarOptions sidecar_options;
   sidecar_options.trusted_proxies = flags.trusted_proxies;
   sidecar_options.max_held = flags.max_held;
+  sidecar_options.pending = pending.get();
+  sidecar_options.feed_sink = feed_sink.get();
+  sidecar_options.feed_receiver = feed.get();
   mxlimit::daemon::Sidecar sidecar(**limiter, sidecar_options, *secret,
                                    *appservices, whoami.get(), metrics);
   mxlimit::http::ServerOptions server_options;
@@ -190,7 +223,8 @@ int main(int argc, char** argv) {
                      ? std::string("none")
                      : mxlimit::RedactStoreUrl(config->store.url)},
        {"threads", std::to_string(flags.threads)},
-       {"appservices", std::to_string(appservices->size())}});
+       {"appservices", std::to_string(appservices->size())},
+       {"feeds", std::to_string(flags.feeds.size())}});
 
   // The store's state is looked at once a second between signals, and
   // logged when it changes (store_watch.h).

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "mxlimit/appservice.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "src/replay/log_parsers.h"
 #include "src/util/query.h"
 #include "src/util/trusted_proxy.h"
 
@@ -182,6 +183,11 @@ bool ReadOriginalRequest(const http::HttpRequestHead& head,
         head.Field("X-Original-Content-Length", &found);
     if (found) out.request_bytes = ParseContentLength(length);
   }
+  // Only ever matched against the proxy's own log line: a client's copy
+  // (Caddy forwards it when its config sets none) names no decision of
+  // another client's, since ids are random and the log carries the proxy's.
+  out.request_id = head.Field("X-Request-Id");
+  if (!replay::IsRequestId(out.request_id)) out.request_id = {};
   return true;
 }
 

@@ -59,6 +59,11 @@ struct OriginalRequest {
   // it (`Request::request_bytes`); -1 when absent or not a decimal number
   // of at most 18 digits.
   int64_t request_bytes = -1;
+  // X-Request-Id, the proxy's id for the request (nginx $request_id, Caddy
+  // {http.request.uuid}), which the completion feed's access-log line
+  // carries too (src/daemon/feed.h); empty when absent or not a plain id
+  // (replay::IsRequestId).
+  std::string_view request_id;
   // Backing store for decoded query values.
   std::array<char, kMaxTokenBytes> token_buffer{};
   std::array<char, kMaxTokenBytes> user_id_buffer{};

@@ -160,6 +160,18 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     held_.fetch_add(1, std::memory_order_relaxed);
   }
 
+  if (d.allowed && !request.exempt && options_.pending != nullptr &&
+      !original.request_id.empty() && (d.leases.count > 0 || d.settles)) {
+    PendingRequest kept;
+    kept.client = request.client;
+    kept.user_id = request.user_id;
+    kept.origin = request.origin;
+    kept.request_bytes = request.request_bytes;
+    kept.leases = d.leases;
+    kept.settles = d.settles;
+    options_.pending->Put(original.request_id, kept);
+  }
+
   if (d.allowed) {
     out.status = for_nginx ? 204 : 200;
   } else {
@@ -198,6 +210,25 @@ void Sidecar::Metrics(http::HttpResponse& out) {
   metrics_.AppendPrometheus(
       server != nullptr ? server->Counters() : http::ServerCounters{}, whoami_,
       out.owned);
+  if (options_.pending != nullptr && options_.feed_sink != nullptr &&
+      options_.feed_receiver != nullptr) {
+    FeedCounters c;
+    for (size_t i = 0; i < c.lines.size(); ++i) {
+      c.lines[i] =
+          options_.feed_sink->lines(static_cast<FeedLineResult>(i));
+    }
+    const FeedReceiver& r = *options_.feed_receiver;
+    c.datagrams = r.datagrams();
+    c.oversized = r.oversized();
+    c.dropped = r.dropped();
+    const PendingTable::Counters p = options_.pending->counters();
+    c.pending = p.entries;
+    c.pending_capacity = p.capacity;
+    c.pending_evicted = p.evicted;
+    c.pending_replaced = p.replaced;
+    c.pending_too_long = p.too_long;
+    AppendFeedPrometheus(c, out.owned);
+  }
   out.status = 200;
   out.content_type = "text/plain; version=0.0.4; charset=utf-8";
   out.body = out.owned;

@@ -36,6 +36,9 @@
 #include "mxlimit/shared_limiter.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
+#include "src/daemon/feed_receiver.h"
+#include "src/daemon/feed_sink.h"
+#include "src/daemon/pending_table.h"
 #include "src/daemon/request_inputs.h"
 #include "src/daemon/whoami_cache.h"
 #include "src/http/server.h"
@@ -50,6 +53,12 @@ struct SidecarOptions {
   // Answers held at once for delayed admissions (`on_limit: delay`); at the
   // limit a request the policy would delay is denied instead.
   size_t max_held = 10'000;
+  // The completion feed, when on (all three set; borrowed): admitted
+  // requests with leases or charged on their response are kept in `pending`
+  // under their X-Request-Id until their completion line comes.
+  PendingTable* pending = nullptr;
+  const FeedSink* feed_sink = nullptr;
+  const FeedReceiver* feed_receiver = nullptr;
 };
 
 class Sidecar : public http::HttpHandler {

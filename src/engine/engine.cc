@@ -524,6 +524,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
     }
   }
   if (d.allowed && min_interval != 0) d.remaining = min_slack / min_interval;
+  d.settles = weighed;
   return d;
 }
 

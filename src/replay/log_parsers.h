@@ -105,6 +105,10 @@ ParseResult ParseSynapseLine(std::string_view line, LogRecord* out);
 // "$http_x_forwarded_for" (the usual way to log it behind a load balancer)
 // into `forwarded_for` ("-" leaves it empty). The parser does not resolve
 // it: which hops to believe is the caller's `--trusted-proxy` decision.
+// When exactly two more quoted fields follow, the first is that header and
+// the second "$request_id" (mxlimitd's feed format, docs/deploy-nginx.md):
+// read into `request_id` when it is one (32 lower-case hex digits); any
+// other fourth field leaves both empty.
 //
 // Time: `30/Nov/2026:10:00:00 +0100`, converted to UTC using the offset, in
 // ms since the Unix epoch (one-second resolution; nginx logs when the request
@@ -174,8 +178,18 @@ ParseResult ParseSynapseJsonLine(std::string_view line, LogRecord* out);
 // the response, so `time_ms` = ts * 1000 minus `duration` (seconds). Both
 // must be plain JSON numbers (Caddy's default encoder); a `time_format` or
 // `duration_format` that writes strings makes the line kBadTimestamp.
-// Nested objects (headers, tls) are skipped without being interpreted.
+// Nested objects (headers, tls) are skipped without being interpreted, but
+// for the `X-Request-Id` response header (`resp_headers`, an array of
+// strings), whose first value is read into `request_id` when it looks like
+// one (see IsRequestId):
+// mxlimitd's feed matches completions by it (docs/deploy-caddy.md).
 ParseResult ParseCaddyLine(std::string_view line, LogRecord* out);
+
+// A request id as the proxies write one (nginx's $request_id, 32 hex
+// digits; Caddy's {http.request.uuid}): 1 to kMaxRequestIdBytes letters,
+// digits, '-', '_' or '.'.
+inline constexpr size_t kMaxRequestIdBytes = 64;
+bool IsRequestId(std::string_view id);
 
 // Calls the parser for `format`.
 ParseResult ParseLogLine(LogFormat format, std::string_view line,

@@ -65,6 +65,11 @@ struct LogRecord {
   // settles policies charged on the response with them.
   int status = 0;
   int64_t body_bytes = -1;
+  // The proxy's id for the request, which mxlimitd's completion feed matches
+  // to the decision it made (docs/mxlimitd.md "The completion feed"): nginx's
+  // "$request_id" as a fourth quoted field after "$http_user_agent", Caddy's
+  // `X-Request-Id` response header. Empty when not logged.
+  std::string_view request_id;
 };
 
 // -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ using internal::JsonType;
 using internal::Scanner;
 
 struct CaddyFields {
-  JsonMember logger, ts, duration, request, status, size;
+  JsonMember logger, ts, duration, request, status, size, resp_headers;
   // Inside `request`.
   JsonMember client_ip, remote_ip, method, uri, proto;
 };
@@ -84,6 +84,29 @@ void ReadOutcome(const CaddyFields& f, LogRecord* r) {
   }
 }
 
+// The `X-Request-Id` response header, which the feed's Caddy config sets
+// to {http.request.uuid} (Caddy logs each header as an array of strings):
+// its first value, Caddy's own (a backend's copy is appended after it),
+// when that is a plain request id; else nothing.
+void ReadRequestId(const CaddyFields& f, LogRecord* r) {
+  if (f.resp_headers.type != JsonType::kObject) return;
+  JsonMember header;
+  const JsonSlot slots[] = {{"X-Request-Id", &header}};
+  if (!CollectMembers(f.resp_headers.value, slots) ||
+      header.type != JsonType::kArray) {
+    return;
+  }
+  Scanner s(header.value);
+  std::string_view id;
+  s.SkipBlanks();
+  if (!s.Consume("[")) return;
+  s.SkipBlanks();
+  if (!s.Consume("\"") || !s.TakeUntil("\"", &id)) return;
+  s.SkipBlanks();
+  if (!(s.Consume("]") || s.Consume(",")) || !IsRequestId(id)) return;
+  r->request_id = id;
+}
+
 }  // namespace
 
 ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
@@ -96,7 +119,8 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
   CaddyFields f;
   const JsonSlot top[] = {{"logger", &f.logger},     {"ts", &f.ts},
                           {"duration", &f.duration}, {"request", &f.request},
-                          {"status", &f.status},     {"size", &f.size}};
+                          {"status", &f.status},     {"size", &f.size},
+                          {"resp_headers", &f.resp_headers}};
   if (!CollectMembers(line, top)) return ParseResult::kMalformed;
   if (!IsPlainString(f.logger) || !IsAccessLogger(f.logger.value)) {
     return ParseResult::kNotRequest;
@@ -107,6 +131,7 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
   }
   if (ParseResult q = ReadRequest(f, &r); q != ParseResult::kOk) return q;
   ReadOutcome(f, &r);
+  ReadRequestId(f, &r);
   *out = r;
   return ParseResult::kOk;
 }

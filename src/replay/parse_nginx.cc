@@ -47,20 +47,38 @@ bool ParseTimeLocal(std::string_view text, int64_t* ms) {
   return true;
 }
 
-// The "$http_x_forwarded_for" of `combined "$http_x_forwarded_for"`: after
-// $body_bytes_sent, exactly three quoted fields ending the line (referer,
-// user agent, the header), the third not "-". Empty for plain combined and
-// for any other extension, whose trailing fields mean something else.
-std::string_view ForwardedFor(std::string_view tail) {
+bool IsNginxRequestId(std::string_view id);
+
+// The trailing fields after $body_bytes_sent: exactly three quoted fields
+// ending the line (referer, user agent, "$http_x_forwarded_for"), or four
+// (the same and "$request_id", mxlimitd's feed format). The header is left
+// empty when "-". Both are left empty for plain combined and for any other
+// extension (a fourth field that is no request id), whose trailing fields
+// mean something else.
+void ReadTrailingFields(std::string_view tail, LogRecord& r) {
   Scanner s(tail);
-  std::string_view referer, agent, header;
+  std::string_view referer, agent, header, id;
   // nginx escapes '"' in variables as \x22, so quotes delimit the fields.
   if (!(s.Consume(" \"") && s.TakeUntil("\" \"", &referer) &&
-        s.TakeUntil("\" \"", &agent) && s.TakeUntil("\"", &header) &&
-        s.done())) {
-    return {};
+        s.TakeUntil("\" \"", &agent) && s.TakeUntil("\"", &header))) {
+    return;
   }
-  return header == "-" ? std::string_view() : header;
+  if (!s.done()) {
+    if (!(s.Consume(" \"") && s.TakeUntil("\"", &id) && s.done())) return;
+    if (!IsNginxRequestId(id)) return;
+    r.request_id = id;
+  }
+  r.forwarded_for = header == "-" ? std::string_view() : header;
+}
+
+// nginx's $request_id: 32 lower-case hex digits. Only that shape is read as
+// one, so that other four-field extensions keep meaning what they mean.
+bool IsNginxRequestId(std::string_view id) {
+  if (id.size() != 32) return false;
+  for (const char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -95,7 +113,7 @@ ParseResult ParseNginxLine(std::string_view line, LogRecord* out) {
 
   r.status = status;
   r.body_bytes = bytes;
-  r.forwarded_for = ForwardedFor(s.rest());
+  ReadTrailingFields(s.rest(), r);
 
   Scanner req(request);
   std::string_view protocol;

@@ -28,11 +28,14 @@ DOC_CADDY_ALLOW_RESPONDER = "http://:8090 {"
 DOC_BALANCER = "192.0.2.10/32"
 DOC_CONFIG = "/etc/mxlimit/mxlimit.yaml"
 DOC_LOG_DIR = "/var/log/nginx/"
+DOC_FEED_SOCKET = "/run/mxlimitd/feed.sock"
+DOC_FEED_UDP = "127.0.0.1:5140"
 # Addresses a test trusts as the front load balancer, and binds its client sockets to.
 BALANCER = "127.0.0.9"
 # After substitution none of these may be left: a documented address the tests do not know of would otherwise point
 # at whatever listens there on this machine.
-_LEFTOVER = re.compile(r"127\.0\.0\.1:80(89|08)\b|:8090\b|192\.0\.2\.10|\blisten\s+443\b|/var/log/|/etc/mxlimit/")
+_LEFTOVER = re.compile(r"127\.0\.0\.1:80(89|08)\b|:8090\b|192\.0\.2\.10|\blisten\s+443\b|/var/log/|/etc/mxlimit/"
+                       r"|/run/mxlimitd/|:5140\b")
 
 
 class E2EError(AssertionError):
@@ -94,6 +97,17 @@ def snippet(doc_name, block, required, optional=None):
         raise E2EError(f"docs/{doc_name} block {block!r}: {left.group(0)!r} is left after substitution; "
                        f"the test does not know what to put there")
     return text
+
+
+def feed_socket(workdir):
+    """The feed socket's path for a test in `workdir`: a short directory of its own, since a unix socket's path
+    holds at most 107 bytes and work directories are named after their (long) tests."""
+    import hashlib
+    import tempfile
+    tag = hashlib.sha256(str(workdir).encode()).hexdigest()[:12]
+    d = Path(tempfile.gettempdir()) / f"mxlimit-feed-{tag}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return str(d / "feed.sock")
 
 
 # --- ports and processes ---------------------------------------------------------------------------------------------
@@ -298,6 +312,7 @@ class Mxlimitd:
         self.port = port
         self.config = Path(config)
         self.killed = False
+        self.feeds = []
 
     @property
     def address(self):
@@ -321,12 +336,15 @@ class Mxlimitd:
         return request(self.port, "GET", path, headers=headers)
 
 
-def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command"):
-    """Starts mxlimitd with the command line of docs/deploy-nginx.md block `doc_block` (listening on port 0, the
-    policy file in `workdir`, the documented balancer replaced by BALANCER) and waits for `listening HOST:PORT`."""
-    command = snippet("deploy-nginx.md", doc_block,
+def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command", doc="deploy-nginx.md"):
+    """Starts mxlimitd with the command line of docs/DOC block `doc_block` (listening on port 0, the policy file in
+    `workdir`, the documented balancer replaced by BALANCER, a feed socket in `workdir` or a free UDP port) and
+    waits for `listening HOST:PORT` (after a `feed ADDRESS` line per feed)."""
+    command = snippet(doc, doc_block,
                       required={DOC_MXLIMITD: "127.0.0.1:0", DOC_CONFIG: "@CONFIG@"},
-                      optional={DOC_BALANCER: f"{BALANCER}/32"})
+                      optional={DOC_BALANCER: f"{BALANCER}/32",
+                                DOC_FEED_SOCKET: feed_socket(workdir),
+                                DOC_FEED_UDP: "127.0.0.1:0"})
     argv = shlex.split(command.strip())
     if argv[0] != "mxlimitd":
         raise E2EError(f"docs/deploy-nginx.md block {doc_block!r} does not start with `mxlimitd`: {command!r}")
@@ -337,18 +355,20 @@ def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command"
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         out = proc.stdout()
-        if out.endswith("\n") or proc.poll() is not None:
+        if "listening" in out and out.endswith("\n") or proc.poll() is not None:
             break
         time.sleep(0.02)
     out = proc.stdout()
-    m = re.fullmatch(r"listening 127\.0\.0\.1:(\d+)\n", out)
+    m = re.fullmatch(r"((?:feed \S+\n)*)listening 127\.0\.0\.1:(\d+)\n", out)
     if not m:
         status = proc.poll()
         if status is None:
             proc.stop()
-        raise E2EError(f"mxlimitd did not print exactly one line `listening 127.0.0.1:PORT` "
+        raise E2EError(f"mxlimitd did not print `feed ADDRESS` per feed, then one line `listening 127.0.0.1:PORT` "
                        f"(exit status {status}); stdout: {out!r}\n" + proc.logs())
-    return Mxlimitd(proc, int(m.group(1)), config)
+    daemon = Mxlimitd(proc, int(m.group(2)), config)
+    daemon.feeds = [line.split(" ", 1)[1] for line in m.group(1).splitlines()]
+    return daemon
 
 
 # --- nginx -----------------------------------------------------------------------------------------------------------
@@ -365,14 +385,17 @@ class Proxy:
 
 
 def nginx_conf(workdir, server_block, mxlimitd_address, homeserver_port, listen_port):
-    """A complete nginx.conf: this test's process settings around the doc's `http` and `server` snippets."""
+    """A complete nginx.conf: this test's process settings around the doc's `http` and `server` snippets (and the
+    feed's `http` snippet for the feed's server block, whose socket is `workdir`/feed.sock)."""
     workdir = Path(workdir)
     http_block = snippet("deploy-nginx.md", "nginx-http", required={DOC_MXLIMITD: mxlimitd_address})
+    if server_block == "nginx-server-feed":
+        http_block += "\n" + snippet("deploy-nginx.md", "nginx-http-feed", required={})
     server = snippet("deploy-nginx.md", server_block, required={
         DOC_NGINX_LISTEN: f"listen 127.0.0.1:{listen_port};",
         DOC_HOMESERVER: f"127.0.0.1:{homeserver_port}",
         DOC_LOG_DIR: f"{workdir}/",
-    })
+    }, optional={DOC_FEED_SOCKET: feed_socket(workdir)})
     # As root, the workers would switch to `nobody`, who cannot enter a private temporary directory: keep them
     # as the user running the test. Otherwise `user` only draws a warning, so leave it out.
     user = ""
@@ -431,13 +454,14 @@ def _start_nginx(nginx, workdir, server_block, mxlimitd_address, homeserver_port
 
 # --- caddy -----------------------------------------------------------------------------------------------------------
 
-def start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port):
+def start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port, feed_udp=None):
     """Caddy with this test's global options in front of the doc's site block: no admin endpoint, no automatic
-    HTTPS, all state under `workdir`."""
-    return _port_race(lambda: _start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port))
+    HTTPS, all state under `workdir`; `feed_udp` ("127.0.0.1:PORT") replaces the doc's feed address."""
+    return _port_race(lambda: _start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port,
+                                           feed_udp))
 
 
-def _start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port):
+def _start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port, feed_udp=None):
     workdir = Path(workdir)
     port = free_port()
     allow_port = free_port()
@@ -449,6 +473,7 @@ def _start_caddy(caddy, workdir, site_block, mxlimitd_address, homeserver_port):
         DOC_CADDY_ALLOW_RESPONDER: f"http://:{allow_port} {{",
         DOC_BALANCER: f"{BALANCER}/32",
         "127.0.0.1:8090": f"127.0.0.1:{allow_port}",
+        **({DOC_FEED_UDP: feed_udp} if feed_udp else {}),
     })
     caddyfile = workdir / "Caddyfile"
     caddyfile.write_text(

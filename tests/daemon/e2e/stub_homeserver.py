@@ -10,7 +10,10 @@ ephemeral port, one thread per connection.
   - `GET /_matrix/client/v3/account/whoami` maps the tokens in `tokens` to user IDs and answers 401
     `M_UNKNOWN_TOKEN` for any other;
   - `responses[path]` overrides the answer for one raw path (a homeserver's own 403, say);
-  - `delay` (seconds) holds every answer back, for a slow homeserver.
+  - `delay` (seconds) holds every answer back, for a slow homeserver;
+  - `POST .../login` answers 403 `M_FORBIDDEN` to the password "wrong", 200 with a token to any other;
+  - `GET .../media/download/{server}/{N}` (and thumbnail) answers N bytes of media;
+  - `sync_gate`, when set to a threading.Event, holds every /sync until it is set.
 """
 
 import hashlib
@@ -23,6 +26,10 @@ import urllib.parse
 
 _SEND = re.compile(r"^/_matrix/client/(?:v3|r0)/rooms/([^/]+)/send/([^/]+)/([^/?]+)$")
 _WHOAMI = re.compile(r"^/_matrix/client/(?:v3|r0)/account/whoami$")
+_LOGIN = re.compile(r"^/_matrix/client/(?:v3|r0)/login$")
+_MEDIA = re.compile(r"^/_matrix/(?:client/v1/media|media/v3)/(?:download|thumbnail)/[^/]+/(\d+)$")
+_SYNC = re.compile(r"^/_matrix/client/(?:v3|r0)/sync$")
+_CHUNK = b"\0" * (1 << 20)
 
 
 class ReceivedRequest:
@@ -45,6 +52,7 @@ class StubHomeserver:
         self.tokens = {}  # access token -> user ID, for whoami
         self.responses = {}  # raw path -> (status, JSON-able body)
         self.delay = 0.0
+        self.sync_gate = None
         self._lock = threading.Lock()
         self._received = []
         stub = self
@@ -76,6 +84,14 @@ class StubHomeserver:
                     stub._received.append(received)
                 if stub.delay:
                     time.sleep(stub.delay)
+                gate = stub.sync_gate
+                if gate is not None and _SYNC.match(received.path):
+                    gate.wait(30)
+                media = _MEDIA.match(received.path)
+                if media and self.command == "GET":
+                    self._send_media(int(media.group(1)))
+                    received.status = 200
+                    return
                 status, payload = stub._route(received)
                 received.status, received.response = status, payload
                 data = json.dumps(payload).encode()
@@ -85,6 +101,16 @@ class StubHomeserver:
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
+
+            def _send_media(self, size):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                while size > 0:
+                    n = min(size, len(_CHUNK))
+                    self.wfile.write(_CHUNK[:n])
+                    size -= n
 
             do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
 
@@ -109,6 +135,14 @@ class StubHomeserver:
             if token in self.tokens:
                 return 200, {"user_id": self.tokens[token], "device_id": "STUBDEVICE"}
             return 401, {"errcode": "M_UNKNOWN_TOKEN", "error": "Unknown access token"}
+        if req.method == "POST" and _LOGIN.match(req.path):
+            try:
+                password = json.loads(req.body or b"{}").get("password")
+            except ValueError:
+                password = None
+            if password == "wrong":
+                return 403, {"errcode": "M_FORBIDDEN", "error": "Invalid username or password"}
+            return 200, {"user_id": "@alice:example.org", "access_token": "stub_token", "device_id": "STUB"}
         send = _SEND.match(req.path)
         if send and req.method == "PUT":
             room, txn = send.group(1), send.group(3)

@@ -1,0 +1,250 @@
+#include "src/daemon/feed_receiver.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "src/daemon/flags.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+constexpr size_t kBatch = 16;
+
+absl::Status Errno(std::string_view what, std::string_view where) {
+  return absl::UnavailableError(std::string(what) + " " + std::string(where) +
+                                ": " + std::strerror(errno));
+}
+
+bool IsLoopback(const std::string& host) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
+         IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+// Asks the kernel to report, with each datagram, how many it has dropped on
+// this socket (UDP; unix datagram senders are refused instead). And a
+// receive buffer to absorb bursts (capped by net.core.rmem_max).
+void TuneSocket(int fd) {
+  const int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+  const int bytes = 4 << 20;
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+absl::StatusOr<int> BindUnix(const std::string& path) {
+  sockaddr_un sa{};
+  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
+    return absl::InvalidArgumentError("feed socket path too long: " + path);
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    // A socket left by an earlier run is replaced; anything else is not
+    // ours to remove.
+    if (!S_ISSOCK(st.st_mode)) {
+      return absl::AlreadyExistsError("feed path exists and is not a socket: " +
+                                      path);
+    }
+    (void)unlink(path.c_str());
+  }
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Errno("cannot create the feed socket", path);
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.data(), path.size());
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      chmod(path.c_str(), 0660) != 0) {
+    absl::Status error = Errno("cannot bind the feed socket", path);
+    close(fd);
+    return error;
+  }
+  return fd;
+}
+
+absl::StatusOr<int> BindUdp(const FeedAddress& a, uint16_t& port) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  const bool v6 = a.host.find(':') != std::string::npos;
+  if (v6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(a.port);
+    inet_pton(AF_INET6, a.host.c_str(), &s6->sin6_addr);
+    len = sizeof(*s6);
+  } else {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(a.port);
+    inet_pton(AF_INET, a.host.c_str(), &s4->sin_addr);
+    len = sizeof(*s4);
+  }
+  const std::string where = a.host + ":" + std::to_string(a.port);
+  const int fd = socket(v6 ? AF_INET6 : AF_INET,
+                        SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Errno("cannot create the feed socket", where);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    absl::Status error = Errno("cannot bind the feed socket", where);
+    close(fd);
+    return error;
+  }
+  port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                  : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<FeedAddress> ParseFeedAddress(std::string_view text) {
+  FeedAddress a;
+  if (text.substr(0, 5) == "unix:") {
+    a.kind = FeedAddress::Kind::kUnix;
+    a.path = std::string(text.substr(5));
+    if (a.path.empty() || a.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      return absl::InvalidArgumentError(
+          "--feed unix:PATH needs a path of 1 to 107 bytes");
+    }
+    return a;
+  }
+  if (text.substr(0, 4) == "udp:") {
+    a.kind = FeedAddress::Kind::kUdp;
+    if (!ParseListenAddress(text.substr(4), a.host, a.port)) {
+      return absl::InvalidArgumentError(
+          "--feed udp:HOST:PORT needs a numeric address and a port, e.g. "
+          "udp:127.0.0.1:5140");
+    }
+    if (!IsLoopback(a.host)) {
+      return absl::InvalidArgumentError(
+          "--feed udp: listens on loopback only (127.0.0.0/8 or ::1): whoever "
+          "can send the feed datagrams can end in-flight leases early");
+    }
+    return a;
+  }
+  return absl::InvalidArgumentError(
+      "--feed takes unix:PATH or udp:127.0.0.1:PORT");
+}
+
+FeedReceiver::FeedReceiver(FeedSink& sink, int stop_fd)
+    : sink_(sink),
+      stop_fd_(stop_fd),
+      buffers_(kBatch * kMaxDatagramBytes) {}
+
+absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
+    std::span<const FeedAddress> addresses, FeedSink& sink) {
+  const int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop < 0) return Errno("cannot create", "the feed's eventfd");
+  std::unique_ptr<FeedReceiver> r(new FeedReceiver(sink, stop));
+  for (const FeedAddress& a : addresses) {
+    auto socket = std::make_unique<Socket>();
+    if (a.kind == FeedAddress::Kind::kUnix) {
+      absl::StatusOr<int> fd = BindUnix(a.path);
+      if (!fd.ok()) return fd.status();
+      socket->fd = *fd;
+      socket->unlink_path = a.path;
+      r->bound_.push_back("unix:" + a.path);
+    } else {
+      uint16_t port = 0;
+      absl::StatusOr<int> fd = BindUdp(a, port);
+      if (!fd.ok()) return fd.status();
+      socket->fd = *fd;
+      const bool v6 = a.host.find(':') != std::string::npos;
+      r->bound_.push_back("udp:" + (v6 ? "[" + a.host + "]" : a.host) + ":" +
+                          std::to_string(port));
+    }
+    TuneSocket(socket->fd);
+    r->sockets_.push_back(std::move(socket));
+  }
+  r->thread_ = std::thread([p = r.get()] { p->Run(); });
+  return r;
+}
+
+FeedReceiver::~FeedReceiver() {
+  if (thread_.joinable()) {
+    const uint64_t one = 1;
+    (void)write(stop_fd_, &one, sizeof(one));
+    thread_.join();
+  }
+  for (const auto& s : sockets_) {
+    if (s->fd >= 0) close(s->fd);
+    if (!s->unlink_path.empty()) (void)unlink(s->unlink_path.c_str());
+  }
+  close(stop_fd_);
+}
+
+uint64_t FeedReceiver::dropped() const {
+  uint64_t n = 0;
+  for (const auto& s : sockets_) n += s->drops.load(std::memory_order_relaxed);
+  return n;
+}
+
+void FeedReceiver::Run() {
+  std::vector<pollfd> fds;
+  fds.reserve(sockets_.size() + 1);
+  fds.push_back({stop_fd_, POLLIN, 0});
+  for (const auto& s : sockets_) fds.push_back({s->fd, POLLIN, 0});
+  while (true) {
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) Drain(*sockets_[i - 1]);
+    }
+  }
+}
+
+void FeedReceiver::Drain(Socket& socket) {
+  mmsghdr msgs[kBatch];
+  iovec iovs[kBatch];
+  alignas(cmsghdr) char controls[kBatch][CMSG_SPACE(sizeof(uint32_t))];
+  while (true) {
+    for (size_t i = 0; i < kBatch; ++i) {
+      iovs[i] = {buffers_.data() + i * kMaxDatagramBytes, kMaxDatagramBytes};
+      msgs[i] = {};
+      msgs[i].msg_hdr.msg_iov = &iovs[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_control = controls[i];
+      msgs[i].msg_hdr.msg_controllen = sizeof(controls[i]);
+    }
+    const int n = recvmmsg(socket.fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) return;  // EAGAIN: drained
+    const MonotonicTime now = MonotonicTime::FromSteadyClock();
+    for (int i = 0; i < n; ++i) {
+      const msghdr& h = msgs[i].msg_hdr;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr;
+           c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+          uint32_t drops = 0;
+          std::memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+          socket.drops.store(drops, std::memory_order_relaxed);
+        }
+      }
+      datagrams_.fetch_add(1, std::memory_order_relaxed);
+      if ((h.msg_flags & MSG_TRUNC) != 0) {
+        oversized_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      sink_.HandleDatagram(
+          std::string_view(static_cast<const char*>(iovs[i].iov_base),
+                           msgs[i].msg_len),
+          now);
+    }
+    if (static_cast<size_t>(n) < kBatch) return;
+  }
+}
+
+}  // namespace mxlimit::daemon

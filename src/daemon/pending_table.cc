@@ -1,0 +1,142 @@
+#include "src/daemon/pending_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/hash/hash.h"
+
+namespace mxlimit::daemon {
+namespace {
+
+constexpr size_t kShards = 8;
+
+// absl's hash is seeded per process, so no one outside can aim ids at one
+// index slot; a collision only costs the entry it replaces.
+uint64_t HashId(std::string_view id) {
+  return absl::Hash<std::string_view>{}(id);
+}
+
+}  // namespace
+
+PendingRequest PendingEntry::request() const {
+  PendingRequest r;
+  r.client = client_;
+  r.user_id = std::string_view(user_.data(), user_len_);
+  r.origin = std::string_view(origin_.data(), origin_len_);
+  r.request_bytes = request_bytes_;
+  r.leases = leases_;
+  r.settles = settles_;
+  return r;
+}
+
+void PendingEntry::Assign(std::string_view id, const PendingRequest& r) {
+  std::memcpy(id_.data(), id.data(), id.size());
+  std::memcpy(user_.data(), r.user_id.data(), r.user_id.size());
+  std::memcpy(origin_.data(), r.origin.data(), r.origin.size());
+  id_len_ = static_cast<uint8_t>(id.size());
+  user_len_ = static_cast<uint8_t>(r.user_id.size());
+  origin_len_ = static_cast<uint8_t>(r.origin.size());
+  client_ = r.client;
+  request_bytes_ = r.request_bytes;
+  leases_ = r.leases;
+  settles_ = r.settles;
+}
+
+PendingTable::PendingTable(size_t capacity)
+    : shards_(std::clamp<size_t>(capacity, 1, kShards)),
+      capacity_(std::max<size_t>(capacity, 1)) {
+  const size_t n = shards_.size();
+  for (size_t i = 0; i < n; ++i) {
+    Shard& s = shards_[i];
+    const size_t slots = capacity_ / n + (i < capacity_ % n ? 1 : 0);
+    s.slots.resize(slots);
+    s.free.reserve(slots);
+    for (size_t k = slots; k-- > 0;) s.free.push_back(static_cast<uint32_t>(k));
+    // Twice the entries, so that erasing never leaves the map so full of
+    // tombstones that an insert grows it (it rehashes in place instead).
+    s.index.reserve(slots * 2);
+  }
+}
+
+void PendingTable::Unlink(Shard& s, uint32_t slot) {
+  PendingEntry& e = s.slots[slot];
+  if (e.older_ != kNil) {
+    s.slots[e.older_].newer_ = e.newer_;
+  } else {
+    s.oldest = e.newer_;
+  }
+  if (e.newer_ != kNil) {
+    s.slots[e.newer_].older_ = e.older_;
+  } else {
+    s.newest = e.older_;
+  }
+}
+
+void PendingTable::Drop(Shard& s, uint32_t slot, uint64_t hash) {
+  Unlink(s, slot);
+  s.index.erase(hash);
+  s.free.push_back(slot);
+}
+
+void PendingTable::Put(std::string_view id, const PendingRequest& request) {
+  if (request.user_id.size() > PendingEntry::kMaxNameBytes ||
+      request.origin.size() > PendingEntry::kMaxNameBytes) {
+    too_long_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return;
+  const uint64_t hash = HashId(id);
+  Shard& s = ShardOf(hash);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto it = s.index.find(hash); it != s.index.end()) {
+    Drop(s, it->second, hash);
+    replaced_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (s.free.empty()) {
+    const uint32_t oldest = s.oldest;
+    Drop(s, oldest, HashId(s.slots[oldest].id()));
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+  }
+  const uint32_t slot = s.free.back();
+  s.free.pop_back();
+  PendingEntry& e = s.slots[slot];
+  e.Assign(id, request);
+  e.older_ = s.newest;
+  e.newer_ = kNil;
+  if (s.newest != kNil) {
+    s.slots[s.newest].newer_ = slot;
+  } else {
+    s.oldest = slot;
+  }
+  s.newest = slot;
+  s.index.emplace(hash, slot);
+}
+
+bool PendingTable::Take(std::string_view id, PendingEntry& out) {
+  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return false;
+  const uint64_t hash = HashId(id);
+  Shard& s = ShardOf(hash);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.index.find(hash);
+  if (it == s.index.end()) return false;
+  const uint32_t slot = it->second;
+  if (s.slots[slot].id() != id) return false;
+  out = s.slots[slot];
+  Drop(s, slot, hash);
+  return true;
+}
+
+PendingTable::Counters PendingTable::counters() const {
+  Counters c;
+  for (const Shard& s : shards_) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    c.entries += s.slots.size() - s.free.size();
+  }
+  c.capacity = capacity_;
+  c.evicted = evicted_.load(std::memory_order_relaxed);
+  c.replaced = replaced_.load(std::memory_order_relaxed);
+  c.too_long = too_long_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace mxlimit::daemon

@@ -1,0 +1,227 @@
+"""The completion feed through real nginx and Caddy, configured with the feed snippets of docs/deploy-nginx.md and
+docs/deploy-caddy.md, with the built-in policies on: failed logins, media bytes, an upload quota, in-flight leases
+that end at completion or by their lease time, and a feed that is lost or flooded."""
+
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import e2e_harness as h
+
+LOGIN = "/_matrix/client/v3/login"
+MEDIA = "/_matrix/client/v1/media/download/example.org/{}"
+UPLOAD = "/_matrix/media/v3/upload"
+# An initial sync (no `since`): the built-in initial-sync-in-flight allows two per user.
+INITIAL_SYNC = "/_matrix/client/v3/sync"
+MIB = 1 << 20
+
+# The test's policies and an upload quota in the shape of Synapse's media_upload_limits: 1 MiB an hour per user.
+QUOTA = """
+  - name: e2e-upload-quota
+    match: "/_matrix/media/v3/upload"
+    methods: [POST]
+    scope: user
+    layer: quota
+    rate_limit: { unit: hour, requests_per_unit: 1048576, burst: 1048576 }
+    cost: request_bytes
+    errcode: M_USER_LIMIT_EXCEEDED
+    info_uri: https://example.org/quota
+"""
+
+
+def feed_lines(daemon, result):
+    m = re.search(r'^mxlimitd_feed_lines_total\{result="%s"\} (\d+)$' % result,
+                  daemon.get("/_mxlimit/metrics").body.decode(), re.M)
+    assert m, "mxlimitd reports no feed metrics"
+    return int(m.group(1))
+
+
+def await_settled(daemon, n):
+    """The proxy logs a request after answering it: wait until mxlimitd has settled `n` in all."""
+    h.wait_until(lambda: feed_lines(daemon, "settled") >= n, 10, f"{n} settled completions")
+
+
+def rss_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+class FeedScenarios:
+    """Each test starts mxlimitd with the feed and the proxy with the feed's snippet (`start_feed`)."""
+
+    def test_failed_logins_limit_the_address_and_not_others(self, start_feed, stub):
+        daemon, proxy = start_feed()
+        for i in range(3):
+            r = proxy.request("POST", LOGIN, body={"type": "m.login.password", "password": "wrong"},
+                              source="127.0.0.3")
+            # The homeserver's own answer reaches the client.
+            assert r.status == 403, r
+        await_settled(daemon, 3)
+        denied = proxy.request("POST", LOGIN, body={"type": "m.login.password", "password": "right"},
+                               source="127.0.0.3")
+        ms = h.assert_matrix_429(denied)
+        # 0.17/s: a failed login is paid back in about 6 s.
+        assert 0 < ms <= 6000, ms
+        other = proxy.request("POST", LOGIN, body={"type": "m.login.password", "password": "right"},
+                              source="127.0.0.4")
+        assert other.status == 200, other
+        assert stub.count("POST", LOGIN) == 4
+
+    def test_downloads_are_limited_at_the_burst_and_recover_at_the_rate(self, start_feed, stub):
+        daemon, proxy = start_feed()
+        before = feed_lines(daemon, "settled")
+        # 600 MiB: four downloads fit the 500 MiB burst, the fifth finds 20 MiB of room and is charged its 120.
+        for i in range(5):
+            r = proxy.request("GET", MEDIA.format(120 * MIB), source="127.0.0.5", timeout=60)
+            assert r.status == 200 and len(r.body) == 120 * MIB, r.status
+            await_settled(daemon, before + i + 1)
+        denied = proxy.request("GET", MEDIA.format(MIB), source="127.0.0.5")
+        h.assert_matrix_429(denied)
+        # 100 MiB over the burst, paid back at 87 KiB/s.
+        wait = int(denied.headers["Retry-After"])
+        assert abs(wait - 100 * MIB / 89088) <= 3, wait
+        assert proxy.request("GET", MEDIA.format(MIB), source="127.0.0.6").status == 200
+
+    def test_an_upload_quota_answers_user_limit_exceeded(self, start_feed, stub):
+        daemon, proxy = start_feed(h.policy_yaml() + QUOTA)
+        body = b"\0" * (600 * 1024)
+        assert proxy.request("POST", UPLOAD, headers=bearer("uploader"), body=body).status == 200
+        denied = proxy.request("POST", UPLOAD, headers=bearer("uploader"), body=body)
+        assert denied.status == 429, denied
+        payload = denied.json()
+        assert payload["errcode"] == "M_USER_LIMIT_EXCEEDED", payload
+        assert payload["info_uri"] == "https://example.org/quota", payload
+        assert int(denied.headers["Retry-After"]) > 0
+        assert proxy.request("POST", UPLOAD, headers=bearer("someone-else"), body=body).status == 200
+        assert stub.count("POST", UPLOAD) == 2
+
+    def test_an_initial_sync_lease_ends_at_its_completion(self, start_feed, stub):
+        daemon, proxy = start_feed()
+        gate = threading.Event()
+        stub.sync_gate = gate
+        results = []
+
+        def sync():
+            results.append(proxy.request("GET", INITIAL_SYNC, headers=bearer("syncer"), timeout=30).status)
+
+        held = [threading.Thread(target=sync) for _ in range(2)]
+        for t in held:
+            t.start()
+        try:
+            h.wait_until(lambda: stub.count("GET", INITIAL_SYNC) == 2, 10, "two syncs at the homeserver")
+            # Two in flight: the third is denied before it reaches the homeserver.
+            h.assert_matrix_429(proxy.request("GET", INITIAL_SYNC, headers=bearer("syncer")))
+            settled = feed_lines(daemon, "settled")
+        finally:
+            stub.sync_gate = None
+            gate.set()
+            for t in held:
+                t.join(30)
+        assert results == [200, 200], results
+        # Their completions end their leases, which would otherwise last 180 s.
+        await_settled(daemon, settled + 2)
+        started = time.monotonic()
+        assert proxy.request("GET", INITIAL_SYNC, headers=bearer("syncer")).status == 200
+        assert time.monotonic() - started < 5
+        assert stub.count("GET", INITIAL_SYNC) == 3
+
+    def test_a_lease_ends_by_its_lease_time_when_the_feed_is_lost(self, start_feed_lost, stub):
+        daemon, proxy = start_feed_lost()
+        # timeout=1000: mxlimitd's lease for a long-poll is its timeout and a second.
+        sync = INITIAL_SYNC + "?timeout=1000"
+        assert proxy.request("GET", sync, headers=bearer("lost")).status == 200
+        assert proxy.request("GET", sync, headers=bearer("lost")).status == 200
+        started = time.monotonic()
+        denied = proxy.request("GET", sync, headers=bearer("lost"))
+        h.assert_matrix_429(denied)
+        assert int(denied.headers["Retry-After"]) <= 2
+        time.sleep(max(0.0, 2.2 - (time.monotonic() - started)))
+        assert proxy.request("GET", sync, headers=bearer("lost")).status == 200
+        assert feed_lines(daemon, "settled") == 0
+
+
+class TestNginxFeed(FeedScenarios):
+    @pytest.fixture
+    def start_feed(self, mxlimitd_bin, nginx_bin, workdir, procs, stub):
+        def start(policy_text=None):
+            daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(),
+                                      doc_block="mxlimitd-command-feed")
+            procs.append(daemon)
+            assert daemon.feeds == [f"unix:{h.feed_socket(workdir)}"], daemon.feeds
+            proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-feed", daemon.address, stub.port)
+            procs.append(proxy)
+            return daemon, proxy
+
+        return start
+
+    @pytest.fixture
+    def start_feed_lost(self, start_feed, workdir):
+        def start():
+            daemon, proxy = start_feed()
+            # The socket is gone: nginx's lines go nowhere, as when mxlimitd's feed is cut.
+            os.unlink(h.feed_socket(workdir))
+            return daemon, proxy
+
+        return start
+
+    def test_a_flood_of_feed_lines_leaves_memory_flat(self, start_feed, workdir, stub):
+        daemon, proxy = start_feed()
+        path = h.feed_socket(workdir)
+        sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        garbage = b"\xff\x00 not a log line"
+        valid = (b'<190>Dec  5 20:13:47 mxlimit: 127.0.0.3 - - [05/Dec/2026:20:13:47 +0000] '
+                 b'"POST /_matrix/client/v3/login HTTP/1.1" 403 70 "-" "-" "-" "%032x"')
+        # Warm up, then measure across a million lines (ten to a datagram, as a burst of log lines might come).
+        for i in range(1000):
+            sender.sendto(b"\n".join([garbage] * 10), path)
+        h.wait_until(lambda: feed_lines(daemon, "unparsed") >= 10_000, 20, "the warm-up lines")
+        before = rss_kib(daemon.proc.pid)
+        for i in range(100_000):
+            lines = [valid % (i * 10 + k) if k % 2 else garbage for k in range(10)]
+            sender.sendto(b"\n".join(lines), path)
+        sender.sendto(b"x" * 70_000, path)
+        h.wait_until(lambda: feed_lines(daemon, "unparsed") >= 10_000 + 500_000, 60, "the flood")
+        assert feed_lines(daemon, "no_pending") == 500_000
+        after = rss_kib(daemon.proc.pid)
+        assert after - before < 4096, (before, after)
+        # Decisions are still right: three failed logins, then the address is limited.
+        for i in range(3):
+            assert proxy.request("POST", LOGIN, body={"password": "wrong"}, source="127.0.0.7").status == 403
+        await_settled(daemon, 3)
+        h.assert_matrix_429(proxy.request("POST", LOGIN, body={"password": "right"}, source="127.0.0.7"))
+
+
+class TestCaddyFeed(FeedScenarios):
+    @pytest.fixture
+    def start_feed(self, mxlimitd_bin, caddy_bin, workdir, procs, stub):
+        def start(policy_text=None, lost=False):
+            daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(),
+                                      doc="deploy-caddy.md", doc_block="mxlimitd-command-feed-udp")
+            procs.append(daemon)
+            assert len(daemon.feeds) == 1 and daemon.feeds[0].startswith("udp:127.0.0.1:"), daemon.feeds
+            feed = daemon.feeds[0][len("udp:"):]
+            if lost:
+                # Caddy's entries go to a port nobody reads, as when the feed is cut.
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    s.bind(("127.0.0.1", 0))
+                    feed = f"127.0.0.1:{s.getsockname()[1]}"
+            proxy = h.start_caddy(caddy_bin, workdir, "caddy-site-feed", daemon.address, stub.port, feed_udp=feed)
+            procs.append(proxy)
+            return daemon, proxy
+
+        return start
+
+    @pytest.fixture
+    def start_feed_lost(self, start_feed):
+        return lambda: start_feed(lost=True)
