@@ -78,6 +78,37 @@ struct Leases {
   const LeaseId* end() const { return ids.data() + count; }
 };
 
+// What a quota is counted in, as the RateLimit-Policy field's `qu` parameter
+// names it (ratelimit_headers.h).
+enum class QuotaUnit : uint8_t {
+  kRequests,            // A rate of requests (the default unit).
+  kContentBytes,        // A rate of bytes (`cost: request_bytes` or
+                        // `response_bytes`).
+  kConcurrentRequests,  // An in-flight limit (`Policy::concurrency`).
+};
+
+// One enforcing policy's quota and where the client's bucket stands: what
+// the RateLimit header fields describe (`FormatRateLimitHeaders`,
+// ratelimit_headers.h). The policy is the denying one on a denial (the same
+// as `Decision::policy`), and otherwise the enforcing policy that gave
+// `Decision::remaining`: the smallest remaining over the checks counted in
+// it, i.e. the bucket the client will run out of first.
+struct DecisionQuota {
+  // The policy's name; empty when none applies: no limited policy applied
+  // (`remaining` is `kUnlimitedRemaining`), or the request was exempt.
+  std::string_view policy;
+  QuotaUnit unit = QuotaUnit::kRequests;
+  // The policy's burst b (an in-flight policy: its limit), in `unit`s.
+  int64_t burst = 0;
+  // Its emission interval T: one unit comes back every T. 0 for an
+  // in-flight policy, whose units come back when requests end.
+  std::chrono::nanoseconds interval{0};
+  // How long until a request of cost 1 fits this policy's bucket: 0 while
+  // `remaining` is at least 1, T - slack when it is 0, and on a denial the
+  // denial's wait (`Decision::retry_after`).
+  std::chrono::nanoseconds next{0};
+};
+
 struct Decision {
   bool allowed = true;
   // Denied, and no wait helps: the cost exceeds the policy's burst, or the
@@ -93,8 +124,11 @@ struct Decision {
   std::chrono::nanoseconds delay{0};
   // Requests of cost 1 left right after this one, the smallest over every
   // enforcing policy that applied; `kUnlimitedRemaining` when no limited
-  // policy applied.
+  // policy applied. 0 on a denial.
   int64_t remaining = 0;
+  // The policy `remaining` comes from (on a denial, the denying one), with
+  // its quota: what the RateLimit header fields report.
+  DecisionQuota quota;
 
   // The scope, policy and layer that denied the request (`kNone`/empty if
   // allowed). When several policies deny, the one with the longest wait is

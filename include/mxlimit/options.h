@@ -123,6 +123,17 @@ std::string StoreUrlProblem(std::string_view url);
 // StoreUrlProblem quotes a URL only through this.
 std::string RedactStoreUrl(std::string_view url);
 
+// Which header fields an embedder adds to its responses beside the limiter's
+// decisions (`response_headers:` in the policy file). The limiter itself
+// writes no header: it reports the choice, and the embedder (mxlimitd)
+// formats the fields from each `Decision`.
+enum class ResponseHeaders : uint8_t {
+  kNone,       // `none` (the default): only a 429's Retry-After.
+  kRateLimit,  // `ratelimit`: the IETF RateLimit-Policy and RateLimit fields
+               // (FormatRateLimitHeaders, ratelimit_headers.h) on allowed
+               // and denied answers alike.
+};
+
 // A whole limiter configuration, as a YAML file describes it.
 struct LimiterConfig {
   // Whether the documented built-in policies apply (operators may switch them
@@ -140,6 +151,9 @@ struct LimiterConfig {
   std::vector<Policy> policies;
   // Only a `SharedLimiter` reads it.
   StoreOptions store;
+  // Which header fields the embedder adds to its answers. Only the embedder
+  // reads it: the limiter (and `Limiter::Reload`) ignores it.
+  ResponseHeaders response_headers = ResponseHeaders::kNone;
 };
 
 }  // namespace mxlimit

@@ -142,6 +142,9 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
       config.store.url.empty()
           ? ""
           : absl::StrCat("; store ", RedactStoreUrl(config.store.url)),
+      config.response_headers == ResponseHeaders::kRateLimit
+          ? "; response headers ratelimit"
+          : "",
       "\n");
   for (const std::string& w : warnings) absl::StrAppend(&text, w, "\n");
   // Written before the reload check, so that a refusal on standard error

@@ -56,12 +56,37 @@ void ReadPrefix(const MapFields& map, std::string_view key, int max,
   }
 }
 
+// `response_headers: none | ratelimit`. Only these two words: a header
+// field the embedder would not send should not load silently.
+void ReadResponseHeaders(const Field& field, ResponseHeaders& headers,
+                         ConfigErrors& errors) {
+  static constexpr std::string_view kChoices[] = {"none", "ratelimit"};
+  static constexpr std::string_view kExpected = "none or ratelimit";
+  std::optional<std::string> name = ReadString(field, kExpected, errors);
+  if (!name.has_value()) return;
+  if (*name == kChoices[0]) {
+    headers = ResponseHeaders::kNone;
+    return;
+  }
+  if (*name == kChoices[1]) {
+    headers = ResponseHeaders::kRateLimit;
+    return;
+  }
+  std::string message =
+      absl::StrCat(field.path, ": got ", DescribeValue(field.value),
+                   ", expected ", ToAbsl(kExpected));
+  if (std::optional<std::string_view> near = NearestWord(*name, kChoices)) {
+    absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+  }
+  errors.Add(field.mark(), std::move(message));
+}
+
 void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
                   size_t shards, bool want_warnings, LimiterConfig& config,
                   ConfigErrors& errors, ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
-      "builtin_policies", "shadow_mode", "tables", "routes",
-      "exempt",           "policies",    "store"};
+      "builtin_policies", "shadow_mode", "tables",           "routes",
+      "exempt",           "policies",    "response_headers", "store"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = top.Find("builtin_policies")) {
     std::optional<bool> v = ReadBool(*f, errors);
@@ -89,6 +114,9 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
                              want_warnings};
     ReadPolicies(*f, config.tables, route_table.get(), set, config.policies,
                  errors, warnings);
+  }
+  if (const Field* f = top.Find("response_headers")) {
+    ReadResponseHeaders(*f, config.response_headers, errors);
   }
   if (const Field* f = top.Find("store")) {
     ReadStore(*f, file_name, config.store, errors, warnings);

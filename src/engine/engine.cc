@@ -465,6 +465,11 @@ Decision Engine::Combine(const Evaluation& ip_part,
   // slack / interval (compared by cross-multiplying; one division at the end).
   int64_t min_slack = 0;
   int64_t min_interval = 0;
+  // The checks that set `min_slack` and that `d` reports as denying: the
+  // quota the RateLimit fields describe is filled from one of them at the
+  // end, so a request pays a pointer store per new minimum, not a copy.
+  const BucketCheck* min_check = nullptr;
+  const BucketCheck* denier = nullptr;
   // Requests left are counted by buckets charged a request at the decision:
   // not bytes, nor what only a response charges. Only weighed resolutions
   // have other buckets.
@@ -482,9 +487,11 @@ Decision Engine::Combine(const Evaluation& ip_part,
         return;
       }
       const int64_t t = c.spec->rate.interval_ns();
-      if (min_interval == 0 || LessRatio(r.slack, t, min_slack, min_interval)) {
+      if (min_check == nullptr ||
+          LessRatio(r.slack, t, min_slack, min_interval)) {
         min_slack = r.slack;
         min_interval = t;
+        min_check = &c;
       }
       return;
     }
@@ -509,6 +516,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
       d.policy = c.spec->name;
       d.layer = policies_->layer_name(c.layer);
       d.denied_policy = c.policy;
+      denier = &c;
       // The other engine's checks of a split request may be of another
       // policy set (a ShardedLimiter installs a reload shard by shard):
       // ShardSet::PinNames names their error from that engine's shard.
@@ -523,9 +531,35 @@ Decision Engine::Combine(const Evaluation& ip_part,
       if (c.scope != Scope::kIp) consider(c);
     }
   }
-  if (d.allowed && min_interval != 0) d.remaining = min_slack / min_interval;
+  // A denial always sets `denier` (the first one is worse than allowed).
+  if (denier != nullptr) {
+    FillQuota(*denier, d.retry_after, d.quota);
+  } else if (min_check != nullptr) {
+    d.remaining = min_slack / min_interval;
+    // A request of cost 1 fits once the slack reaches one interval.
+    FillQuota(*min_check,
+              std::chrono::nanoseconds(
+                  std::max<int64_t>(min_interval - min_slack, 0)),
+              d.quota);
+  }
   d.settles = weighed;
   return d;
+}
+
+void Engine::FillQuota(const BucketCheck& c, std::chrono::nanoseconds next,
+                       DecisionQuota& quota) {
+  const Policy& p = *c.spec;
+  quota.policy = p.name;
+  quota.next = next;
+  if (c.in_flight) {
+    quota.unit = QuotaUnit::kConcurrentRequests;
+    quota.burst = p.concurrency.has_value() ? p.concurrency->limit : 0;
+    return;
+  }
+  quota.unit = p.cost == CostKind::kRequests ? QuotaUnit::kRequests
+                                             : QuotaUnit::kContentBytes;
+  quota.burst = p.rate.burst();
+  quota.interval = std::chrono::nanoseconds(p.rate.interval_ns());
 }
 
 bool Engine::OwnCheck(const BucketCheck& c, bool lone, bool user_side) {

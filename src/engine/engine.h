@@ -428,6 +428,10 @@ class Engine {
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
+  // Combine's last step: the quota of `c`'s policy, with `next` the wait
+  // until a request of cost 1 fits its bucket (Decision::quota).
+  static void FillQuota(const BucketCheck& c, std::chrono::nanoseconds next,
+                        DecisionQuota& quota);
   // TryDelay's steps. Whether `c` is the part's own check (as Combine reads
   // them: all of a lone engine's; a split request's IP-scope checks on the
   // IP side, the others on the user side).

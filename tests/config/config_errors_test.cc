@@ -43,12 +43,12 @@ TEST(ConfigErrorTest, TopLevelNotAMap) {
       Errors("- a\n- b\n"),
       ElementsAre("test.yaml:1:1: top level: got a list, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "routes, exempt, policies, store"));
+                  "routes, exempt, policies, response_headers, store"));
   EXPECT_THAT(
       Errors("hello\n"),
       ElementsAre("test.yaml:1:1: top level: got hello, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "routes, exempt, policies, store"));
+                  "routes, exempt, policies, response_headers, store"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -64,7 +64,7 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       ElementsAre("test.yaml:1:1: unknown key \"polices\" in the top level "
                   "(did you mean \"policies\"?); known keys: "
                   "builtin_policies, shadow_mode, tables, routes, exempt, "
-                  "policies, store"));
+                  "policies, response_headers, store"));
   EXPECT_THAT(
       Errors("tables:\n  ip: { capacty: 5 }\n"),
       ElementsAre("test.yaml:2:9: unknown key \"capacty\" in tables.ip (did "

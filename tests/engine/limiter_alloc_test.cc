@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
+#include "mxlimit/ratelimit_headers.h"
 #include "tests/testing/counting_new.h"
 #include "tests/testing/limiter_fixtures.h"
 
@@ -77,14 +78,20 @@ TEST(LimiterAllocationTest, CheckPeekChargeAndSettleAllocateNothing) {
 
   const long before = ::mxlimit::testing::AllocationCount();
   int64_t t = 0;
+  size_t header_bytes = 0;
   for (const Request& r : requests) {
-    (*limiter)->Check(r, At(t++));
+    const Decision d = (*limiter)->Check(r, At(t++));
+    // The RateLimit fields of `response_headers: ratelimit`.
+    char policy[kRateLimitPolicyValueMaxBytes];
+    char limit[kRateLimitValueMaxBytes];
+    header_bytes += FormatRateLimitHeaders(d, policy, limit).ratelimit;
     (*limiter)->Peek(r, At(t));
     (*limiter)->Charge(r, At(t));
     // Failed logins and downloads are charged on the response.
     (*limiter)->Settle(r, Completion{403, 1 << 20}, At(t));
   }
   EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 0);
+  EXPECT_GT(header_bytes, 0u);
   EXPECT_EQ((*limiter)->Stats().ip_table.size, 64u);
 }
 
