@@ -54,7 +54,7 @@ int Fail(std::string_view what, std::string_view message) {
 // included (that needs a restart).
 void Reload(const std::string& path,
             const mxlimit::daemon::StoreOverrides& store,
-            mxlimit::SharedLimiter& limiter,
+            mxlimit::SharedLimiter& limiter, mxlimit::daemon::Sidecar& sidecar,
             mxlimit::daemon::DaemonMetrics& metrics) {
   absl::StatusOr<mxlimit::LimiterConfig> config = mxlimit::LoadConfigFile(path);
   absl::Status status = config.status();
@@ -62,6 +62,7 @@ void Reload(const std::string& path,
   if (status.ok()) status = limiter.Reload(*config);
   metrics.CountReload(status.ok());
   if (status.ok()) {
+    sidecar.set_response_headers(config->response_headers);
     Log("info", "reloaded", {{"config", path}});
   } else {
     Log("error", "reload refused; the old policies stay",
@@ -182,6 +183,7 @@ int main(int argc, char** argv) {
   sidecar_options.feed_receiver = feed.get();
   mxlimit::daemon::Sidecar sidecar(**limiter, sidecar_options, *secret,
                                    *appservices, whoami.get(), metrics);
+  sidecar.set_response_headers(config->response_headers);
   mxlimit::http::ServerOptions server_options;
   server_options.host = flags.listen_host;
   server_options.port = flags.listen_port;
@@ -245,7 +247,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (sig == SIGHUP) {
-      Reload(flags.config_path, *store, **limiter, metrics);
+      Reload(flags.config_path, *store, **limiter, sidecar, metrics);
       continue;
     }
     Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});

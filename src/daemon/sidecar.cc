@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "mxlimit/matrix_response.h"
+#include "mxlimit/ratelimit_headers.h"
 #include "mxlimit/stats.h"
 #include "src/daemon/request_inputs.h"
 #include "src/daemon/token_key.h"
@@ -170,6 +171,18 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     kept.leases = d.leases;
     kept.settles = d.settles;
     options_.pending->Put(original.request_id, kept);
+  }
+
+  if (ratelimit_headers_.load(std::memory_order_relaxed)) {
+    char policy[kRateLimitPolicyValueMaxBytes];
+    char limit[kRateLimitValueMaxBytes];
+    const RateLimitHeaderLengths n = FormatRateLimitHeaders(d, policy, limit);
+    if (n.policy > 0 && n.ratelimit > 0) {
+      out.AddHeader(kRateLimitPolicyField,
+                    out.Keep(std::string_view(policy, n.policy)));
+      out.AddHeader(kRateLimitField,
+                    out.Keep(std::string_view(limit, n.ratelimit)));
+    }
   }
 
   if (d.allowed) {

@@ -14,6 +14,9 @@
 //                            Matrix body. Envoy's HTTP ext_authz, which
 //                            sends the original method to
 //                            /_mxlimit/forward_auth<original target>, alike
+// With `response_headers: ratelimit`, both decision endpoints add the
+// RateLimit and RateLimit-Policy fields (mxlimit/ratelimit_headers.h) to
+// allows and denials alike, for the proxy to copy onto its answer.
 //   /_mxlimit/metrics        Prometheus text (GET); the store's families
 //                            too when the limiter has a store
 //   /_mxlimit/health         200 "ok" (GET)
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "mxlimit/ip.h"
+#include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
@@ -75,6 +79,13 @@ class Sidecar : public http::HttpHandler {
     held_.fetch_sub(1, std::memory_order_relaxed);
   }
 
+  // Whether answers carry the RateLimit header fields (the policy file's
+  // `response_headers`); set at start and after each reload.
+  void set_response_headers(ResponseHeaders headers) {
+    ratelimit_headers_.store(headers == ResponseHeaders::kRateLimit,
+                             std::memory_order_relaxed);
+  }
+
   // The server whose counters the metrics endpoint reports (set once it is
   // started).
   void set_server(const http::HttpServer* server) {
@@ -96,6 +107,7 @@ class Sidecar : public http::HttpHandler {
   WhoamiCache* const whoami_;
   DaemonMetrics& metrics_;
   std::atomic<const http::HttpServer*> server_{nullptr};
+  std::atomic<bool> ratelimit_headers_{false};
   // Held answers, counted from the decision to OnHeldAnswerDone.
   std::atomic<int64_t> held_{0};
 };

@@ -53,6 +53,27 @@ def rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
+_SF_ITEM = re.compile(r'"((?:[^"\\\x00-\x1f\x7f]|\\["\\])*)"((?:;[a-z*][a-z0-9_.*-]*(?:=(?:-?\d{1,15}|"[^"]*"))?)*)')
+
+
+def parse_sf_list(value):
+    """A Structured Fields List (RFC 9651) of String items with parameters, strictly: [(name, {key: value})]."""
+    items = []
+    rest = value.strip(" ")
+    while True:
+        m = _SF_ITEM.match(rest)
+        assert m, f"not an sf-list of strings: {value!r}"
+        params = {}
+        for p in re.findall(r';([a-z*][a-z0-9_.*-]*)(?:=(-?\d+|"[^"]*"))?', m.group(2)):
+            params[p[0]] = int(p[1]) if p[1] and p[1][0] != '"' else p[1].strip('"')
+        items.append((m.group(1), params))
+        rest = rest[m.end():].lstrip(" \t")
+        if not rest:
+            return items
+        assert rest[0] == ",", f"junk after an item: {value!r}"
+        rest = rest[1:].lstrip(" \t")
+
+
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
 
@@ -149,6 +170,25 @@ class FeedScenarios:
         time.sleep(max(0.0, 2.2 - (time.monotonic() - started)))
         assert proxy.request("GET", sync, headers=bearer("lost")).status == 200
         assert feed_lines(daemon, "settled") == 0
+
+
+    def test_ratelimit_fields_reach_the_client_on_200_and_429(self, start_feed, stub):
+        daemon, proxy = start_feed("response_headers: ratelimit\n" + h.policy_yaml())
+        rooms = "/_matrix/client/v3/publicRooms"
+        for remaining in (2, 1, 0):
+            r = proxy.request("GET", rooms, source="127.0.0.8")
+            assert r.status == 200, r
+            assert len(r.headers.get_all("RateLimit") or []) == 1, r
+            assert parse_sf_list(r.headers["RateLimit-Policy"]) == [("e2e-public-rooms", {"q": 3, "w": 30})], r
+            assert parse_sf_list(r.headers["RateLimit"]) == [("e2e-public-rooms", {"r": remaining, "t": 0 if remaining else 10})], r
+        denied = proxy.request("GET", rooms, source="127.0.0.8")
+        h.assert_matrix_429(denied)
+        assert parse_sf_list(denied.headers["RateLimit-Policy"]) == [("e2e-public-rooms", {"q": 3, "w": 30})]
+        (name, params), = parse_sf_list(denied.headers["RateLimit"])
+        assert name == "e2e-public-rooms" and params["r"] == 0, params
+        # t never undercuts Retry-After: it is the same number.
+        assert params["t"] == int(denied.headers["Retry-After"]) > 0, (params, denied.headers["Retry-After"])
+        assert stub.count("GET", rooms) == 3
 
 
 class TestNginxFeed(FeedScenarios):
