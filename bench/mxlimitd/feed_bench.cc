@@ -7,14 +7,17 @@
 //   BM_FeedLines/settled     nginx lines of kept failed logins: parse, take,
 //                            Settle (charges failed-login-per-ip), refill
 //   BM_FeedLines/no_pending  lines whose id nothing kept: parse and look up
-//   BM_FeedSocket            the same settled lines through a unix datagram
-//                            socket and the FeedReceiver thread; the time is
+//   BM_FeedSocket/udp:0|1    the same settled lines through a unix datagram
+//                            (0) or loopback UDP (1) socket and the
+//                            FeedReceiver thread; the time is
 //                            the sender's pace, `feed_lines_per_cpu_s` what
 //                            one core of the receiving side handles (lines
 //                            per second of CPU time of every thread but the
 //                            sender's)
 //   BM_NaiveFeedLines        the baseline for /settled
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -91,11 +94,17 @@ void BM_FeedLines(benchmark::State& state) {
     ids.push_back(Id(i));
     clients.push_back(*ParseIpAddress(Client(i)));
   }
-  // Full: the kept requests of the next kPending lines, and the rest of the
-  // slots taken by requests whose lines never come.
+  // Full: every slot taken by a request whose line never comes, then the
+  // kept requests of the next kWindow lines, each evicting the oldest of
+  // those in its stripe (the table evicts per stripe).
+  constexpr size_t kWindow = kPending / 2;
   for (int i = 0; i < static_cast<int>(kPending); ++i) {
-    pending.Put(settled ? ids[static_cast<size_t>(i)] : "lost" + Id(i),
-                Kept(i, clients));
+    pending.Put("lost" + Id(i), Kept(i, clients));
+  }
+  if (settled) {
+    for (size_t i = 0; i < kWindow; ++i) {
+      pending.Put(ids[i], Kept(static_cast<int>(i), clients));
+    }
   }
   const MonotonicTime now = MonotonicTime::FromSteadyClock();
   int next = 0;
@@ -103,14 +112,16 @@ void BM_FeedLines(benchmark::State& state) {
     const size_t i = static_cast<size_t>(next);
     sink.HandleDatagram(lines[i], now);
     if (settled) {
-      // The decision that refills the slot, kPending lines ahead.
-      const size_t refill = (i + kPending) % lines.size();
+      // The decision that refills the slot, kWindow lines ahead.
+      const size_t refill = (i + kWindow) % lines.size();
       pending.Put(ids[refill], Kept(static_cast<int>(refill), clients));
     }
     next = (next + 1) % kLines;
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["pending"] = static_cast<double>(pending.counters().entries);
+  state.counters["settled"] =
+      static_cast<double>(sink.lines(FeedLineResult::kSettled));
   if (settled && sink.lines(FeedLineResult::kSettled) == 0) {
     state.SkipWithError("no line settled");
   }
@@ -163,6 +174,7 @@ void BM_NaiveFeedLines(benchmark::State& state) {
 BENCHMARK(BM_NaiveFeedLines);
 
 void BM_FeedSocket(benchmark::State& state) {
+  const bool udp = state.range(0) == 1;
   std::unique_ptr<SharedLimiter> limiter = DefaultLimiter();
   PendingTable pending(kPending);
   FeedSink sink(*limiter, pending);
@@ -172,7 +184,8 @@ void BM_FeedSocket(benchmark::State& state) {
     return;
   }
   const std::string path = std::string(dir) + "/feed.sock";
-  const FeedAddress at = *ParseFeedAddress("unix:" + path);
+  const FeedAddress at =
+      *ParseFeedAddress(udp ? std::string("udp:127.0.0.1:0") : "unix:" + path);
   std::unique_ptr<FeedReceiver> feed = *FeedReceiver::Start({&at, 1}, sink);
   std::vector<std::string> lines;
   std::vector<IpAddress> clients;
@@ -180,38 +193,54 @@ void BM_FeedSocket(benchmark::State& state) {
     lines.push_back(Line(i));
     clients.push_back(*ParseIpAddress(Client(i)));
   }
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_un to{};
-  to.sun_family = AF_UNIX;
-  std::memcpy(to.sun_path, path.data(), path.size());
+  sockaddr_storage to{};
+  socklen_t to_len = 0;
+  if (udp) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&to);
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const std::string& bound = feed->bound()[0];
+    in->sin_port = htons(
+        static_cast<uint16_t>(std::stoi(bound.substr(bound.rfind(':') + 1))));
+    to_len = sizeof(sockaddr_in);
+  } else {
+    auto* un = reinterpret_cast<sockaddr_un*>(&to);
+    un->sun_family = AF_UNIX;
+    std::memcpy(un->sun_path, path.data(), path.size());
+    to_len = sizeof(sockaddr_un);
+  }
+  const int fd = socket(udp ? AF_INET : AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   int next = 0;
   uint64_t sent = 0;
   const int64_t process_start = CpuNanos(CLOCK_PROCESS_CPUTIME_ID);
   const int64_t sender_start = CpuNanos(CLOCK_THREAD_CPUTIME_ID);
   for (auto _ : state) {
-    // Kept as the sidecar keeps it, then its line sent (a blocking sender
-    // waits for room: nothing is lost, so the receiver sets the pace).
+    // Kept as the sidecar keeps it, then its line sent. A unix sender waits
+    // for room; a UDP one does not, and what the kernel drops is counted.
     pending.Put(Id(next), Kept(next, clients));
     const std::string& line = lines[static_cast<size_t>(next)];
     (void)sendto(fd, line.data(), line.size(), 0,
-                 reinterpret_cast<const sockaddr*>(&to), sizeof(to));
+                 reinterpret_cast<const sockaddr*>(&to), to_len);
     ++sent;
     next = (next + 1) % kLines;
   }
-  while (feed->datagrams() < sent) std::this_thread::yield();
+  // Everything sent has been read or dropped.
+  while (feed->datagrams() + feed->dropped() < sent) std::this_thread::yield();
   const int64_t others = (CpuNanos(CLOCK_PROCESS_CPUTIME_ID) - process_start) -
                          (CpuNanos(CLOCK_THREAD_CPUTIME_ID) - sender_start);
   state.SetItemsProcessed(state.iterations());
   state.counters["feed_lines_per_cpu_s"] =
-      others > 0 ? static_cast<double>(sent) * 1e9 / static_cast<double>(others)
+      others > 0 ? static_cast<double>(feed->datagrams()) * 1e9 /
+                       static_cast<double>(others)
                  : 0.0;
   state.counters["settled"] =
       static_cast<double>(sink.lines(FeedLineResult::kSettled));
+  state.counters["dropped"] = static_cast<double>(feed->dropped());
   close(fd);
   feed.reset();
   rmdir(dir);
 }
-BENCHMARK(BM_FeedSocket)->UseRealTime();
+BENCHMARK(BM_FeedSocket)->Arg(0)->Arg(1)->ArgNames({"udp"})->UseRealTime();
 
 }  // namespace
 }  // namespace mxlimit::daemon

@@ -5,6 +5,7 @@ that end at completion or by their lease time, and a feed that is lost or floode
 import os
 import re
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -240,6 +241,78 @@ class TestNginxFeed(FeedScenarios):
             assert proxy.request("POST", LOGIN, body={"password": "wrong"}, source="127.0.0.7").status == 403
         await_settled(daemon, 3)
         h.assert_matrix_429(proxy.request("POST", LOGIN, body={"password": "right"}, source="127.0.0.7"))
+
+
+class FeedTee:
+    """Stands between nginx and mxlimitd on the feed: mxlimitd's socket is moved aside, and every datagram nginx
+    sends to the documented path is recorded and passed on."""
+
+    def __init__(self, path):
+        self.path = path
+        self.target = path + ".mxlimitd"
+        os.rename(path, self.target)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.out = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.datagrams = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while True:
+            data = self.sock.recv(70000)
+            if data == b"stop":
+                return
+            self.datagrams.append(data)
+            self.out.sendto(data, self.target)
+
+    def close(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(b"stop", self.path)
+        self._thread.join(5)
+        self.sock.close()
+        self.out.close()
+
+
+def test_replay_agrees_with_the_live_sidecar(mxlimitd_bin, nginx_bin, workdir, procs, stub):
+    """One log, two ways: the answers nginx gave with mxlimitd and the feed live, and `mxlimit replay` of the lines
+    that same feed carried, with the same policy file, decide every request alike."""
+    cli = os.environ.get("MXLIMIT_BIN")
+    if not cli:
+        pytest.skip("MXLIMIT_BIN is not set (the mxlimit CLI is not built)")
+    policy = h.policy_yaml()
+    daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy, doc_block="mxlimitd-command-feed")
+    procs.append(daemon)
+    proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-feed", daemon.address, stub.port)
+    procs.append(proxy)
+    tee = FeedTee(h.feed_socket(workdir))
+    try:
+        live = []
+        # Failed and successful logins from three addresses, and downloads: each answer waits for its line to
+        # be settled, as the next request of a client that reads its answer would.
+        plan = ([("POST", LOGIN, "wrong", "127.0.0.11")] * 4 + [("POST", LOGIN, "right", "127.0.0.12")] * 3
+                + [("POST", LOGIN, "wrong", "127.0.0.12")] * 3 + [("POST", LOGIN, "right", "127.0.0.11")]
+                + [("GET", MEDIA.format(200 * MIB), None, "127.0.0.13")] * 4)
+        for method, target, password, source in plan:
+            body = {"type": "m.login.password", "password": password} if password else None
+            r = proxy.request(method, target, body=body, source=source, timeout=60)
+            live.append("denied" if r.status == 429 else "allowed")
+            h.wait_until(lambda: len(tee.datagrams) >= len(live), 10, "the request's feed line")
+        await_settled(daemon, live.count("allowed"))
+    finally:
+        tee.close()
+    assert "denied" in live and "allowed" in live, live
+    log = Path(workdir) / "feed.log"
+    log.write_text("".join(d.decode().split(": ", 1)[1] + "\n" for d in tee.datagrams))
+    config = Path(workdir) / "replay.yaml"
+    config.write_text(policy)
+    out = subprocess.run([cli, "replay", "--format", "nginx", "--config", str(config), "--decisions", str(log)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    # allow, shadow and delay are all admissions.
+    replayed = ["denied" if line.split("\t")[0] == "deny" else "allowed"
+                for line in out.stdout.splitlines() if line]
+    assert replayed == live, (replayed, live, log.read_text())
 
 
 class TestCaddyFeed(FeedScenarios):
