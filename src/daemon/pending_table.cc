@@ -1,7 +1,6 @@
 #include "src/daemon/pending_table.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/hash/hash.h"
 
@@ -30,9 +29,10 @@ PendingRequest PendingEntry::request() const {
 }
 
 void PendingEntry::Assign(std::string_view id, const PendingRequest& r) {
-  std::memcpy(id_.data(), id.data(), id.size());
-  std::memcpy(user_.data(), r.user_id.data(), r.user_id.size());
-  std::memcpy(origin_.data(), r.origin.data(), r.origin.size());
+  // std::copy, not memcpy: an empty view's data() may be null.
+  std::copy(id.begin(), id.end(), id_.begin());
+  std::copy(r.user_id.begin(), r.user_id.end(), user_.begin());
+  std::copy(r.origin.begin(), r.origin.end(), origin_.begin());
   id_len_ = static_cast<uint8_t>(id.size());
   user_len_ = static_cast<uint8_t>(r.user_id.size());
   origin_len_ = static_cast<uint8_t>(r.origin.size());
