@@ -16,6 +16,50 @@ package mxlimit
 // #cgo pkg-config: mxlimit-c
 // #include <stdlib.h>
 // #include "mxlimit/c.h"
+//
+// // The formatting functions' decision, built on the C side: its strings are
+// // Go memory, which cgo lets C read only as direct arguments, never from
+// // inside a struct Go passes.
+// static int mxgo_format_body(int64_t retry_after_ns, uint8_t never,
+//                             const char* errcode, size_t errcode_len,
+//                             const char* info_uri, size_t info_uri_len,
+//                             uint8_t can_upgrade, char* buf, size_t cap,
+//                             size_t* len) {
+//   mxlimit_decision d = MXLIMIT_DECISION_INIT;
+//   d.retry_after_ns = retry_after_ns;
+//   d.never = never;
+//   d.errcode = errcode;
+//   d.errcode_len = errcode_len;
+//   d.info_uri = info_uri;
+//   d.info_uri_len = info_uri_len;
+//   d.can_upgrade = can_upgrade;
+//   return mxlimit_format_body(&d, buf, cap, len);
+// }
+// static int mxgo_format_ratelimit(uint8_t allowed, uint8_t never,
+//                                  uint8_t exempt, int64_t retry_after_ns,
+//                                  int64_t remaining, const char* policy,
+//                                  size_t policy_len, uint8_t unit,
+//                                  int64_t burst, int64_t interval_ns,
+//                                  int64_t next_ns, char* policy_buf,
+//                                  size_t policy_cap, size_t* policy_n,
+//                                  char* limit_buf, size_t limit_cap,
+//                                  size_t* limit_n) {
+//   mxlimit_decision d = MXLIMIT_DECISION_INIT;
+//   d.allowed = allowed;
+//   d.never = never;
+//   d.exempt = exempt;
+//   d.retry_after_ns = retry_after_ns;
+//   d.remaining = remaining;
+//   d.quota_policy = policy;
+//   d.quota_policy_len = policy_len;
+//   d.quota_unit = unit;
+//   d.quota_burst = burst;
+//   d.quota_interval_ns = interval_ns;
+//   d.quota_next_ns = next_ns;
+//   return mxlimit_format_ratelimit_headers(&d, policy_buf, policy_cap,
+//                                           policy_n, limit_buf, limit_cap,
+//                                           limit_n);
+// }
 import "C"
 
 import (
@@ -205,6 +249,12 @@ type Request struct {
 	// The caller holds the request for Decision.Delay before passing it on;
 	// without it, policies with on_limit: delay deny.
 	MayDelay bool
+	// The request body's length in bytes, what cost: request_bytes policies
+	// charge, with net/http's convention for Request.ContentLength (pass it
+	// as it is): -1 when unknown (a chunked upload), which such policies
+	// charge a whole burst. NOTE: the zero value is an empty body, so a
+	// caller with such policies must set it.
+	RequestBytes int64
 	// Now on a monotonic clock in nanoseconds (MonotonicNow); 0 reads it.
 	Now int64
 }
@@ -265,6 +315,54 @@ type Decision struct {
 	// with Limiter.Release when the request is done (a lease never released
 	// ends by itself after its policy's lease).
 	Leases Leases
+	// A denial's Matrix errcode: the denying policy's own (e.g.
+	// M_USER_LIMIT_EXCEEDED, MSC4335) or M_LIMIT_EXCEEDED; "" when allowed.
+	// With MSC4335's InfoURI ("" if none) and CanUpgrade. Body writes them.
+	Errcode    string
+	InfoURI    string
+	CanUpgrade Upgrade
+	// A policy that applied is charged on the response or by bytes: call
+	// Limiter.Settle when the request completes.
+	Settles bool
+	// The quota the RateLimit header fields describe (RateLimitHeaders).
+	Quota Quota
+}
+
+// Upgrade is MSC4335's can_upgrade of a denying policy: unset (left out of
+// the body), false or true.
+type Upgrade uint8
+
+const (
+	UpgradeUnset Upgrade = Upgrade(C.MXLIMIT_CAN_UPGRADE_UNSET)
+	UpgradeNo    Upgrade = Upgrade(C.MXLIMIT_CAN_UPGRADE_NO)
+	UpgradeYes   Upgrade = Upgrade(C.MXLIMIT_CAN_UPGRADE_YES)
+)
+
+// QuotaUnit is what a quota counts, as the RateLimit-Policy field's qu
+// names it.
+type QuotaUnit uint8
+
+const (
+	QuotaRequests QuotaUnit = QuotaUnit(C.MXLIMIT_QUOTA_REQUESTS)
+	// Bytes (cost: request_bytes or response_bytes).
+	QuotaContentBytes QuotaUnit = QuotaUnit(C.MXLIMIT_QUOTA_CONTENT_BYTES)
+	// Requests in flight (concurrency:).
+	QuotaConcurrentRequests QuotaUnit = QuotaUnit(C.MXLIMIT_QUOTA_CONCURRENT_REQUESTS)
+)
+
+// Quota is one enforcing policy's quota and where the client's bucket
+// stands: on a denial the denying policy, otherwise the one with the
+// smallest Remaining.
+type Quota struct {
+	// The policy's name; "" when no limited policy applied, or exempt.
+	Policy string
+	Unit   QuotaUnit
+	// The policy's burst in Units (an in-flight policy: its limit).
+	Burst int64
+	// One unit comes back every Interval (0 for an in-flight policy).
+	Interval time.Duration
+	// How long until a request of cost 1 fits.
+	Next time.Duration
 }
 
 // Leases are the in-flight leases one admitted request holds (at most
@@ -310,6 +408,17 @@ func (l *Limiter) decision(d *C.mxlimit_decision) Decision {
 		RouteKey:     l.str(d.route_key, d.route_key_len),
 		ShadowPolicy: l.str(d.shadow_policy, d.shadow_policy_len),
 		Leases:       leasesOf(d),
+		Errcode:      l.str(d.errcode, d.errcode_len),
+		InfoURI:      l.str(d.info_uri, d.info_uri_len),
+		CanUpgrade:   Upgrade(d.can_upgrade),
+		Settles:      d.settles != 0,
+		Quota: Quota{
+			Policy:   l.str(d.quota_policy, d.quota_policy_len),
+			Unit:     QuotaUnit(d.quota_unit),
+			Burst:    int64(d.quota_burst),
+			Interval: time.Duration(d.quota_interval_ns),
+			Next:     time.Duration(d.quota_next_ns),
+		},
 	}
 }
 
@@ -354,9 +463,11 @@ const (
 	callCheck call = iota
 	callPeek
 	callCharge
+	callSettle
 )
 
-func (l *Limiter) do(kind call, r *Request) (Decision, error) {
+// do runs one call; status and bodyBytes are callSettle's.
+func (l *Limiter) do(kind call, r *Request, status int, bodyBytes int64) (Decision, error) {
 	if !r.Client.IsValid() {
 		return Decision{}, &Error{Code: StatusInvalid, Message: "Request.Client is not set"}
 	}
@@ -384,43 +495,66 @@ func (l *Limiter) do(kind call, r *Request) (Decision, error) {
 	if now == 0 {
 		now = MonotonicNow()
 	}
+	// Plain integers only: cgo lets C read it from Go memory.
+	options := C.mxlimit_request_options{
+		struct_size:   C.uint32_t(C.sizeof_mxlimit_request_options),
+		request_bytes: C.int64_t(r.RequestBytes),
+	}
 	var d C.mxlimit_decision
 	d.struct_size = C.uint32_t(C.sizeof_mxlimit_decision)
 	var rc C.int
 	switch kind {
 	case callCheck:
-		rc = C.mxlimit_check_subjects(l.c, method, methodLen, target, targetLen,
+		rc = C.mxlimit_check_ex(l.c, method, methodLen, target, targetLen,
 			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
-			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now), &d)
+			targetUser, targetUserLen, C.int64_t(cost), flags, &options,
+			C.int64_t(now), &d)
 	case callPeek:
-		rc = C.mxlimit_peek_subjects(l.c, method, methodLen, target, targetLen,
+		rc = C.mxlimit_peek_ex(l.c, method, methodLen, target, targetLen,
 			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
-			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now), &d)
+			targetUser, targetUserLen, C.int64_t(cost), flags, &options,
+			C.int64_t(now), &d)
+	case callCharge:
+		rc = C.mxlimit_charge_ex(l.c, method, methodLen, target, targetLen,
+			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
+			targetUser, targetUserLen, C.int64_t(cost), flags, &options,
+			C.int64_t(now))
 	default:
-		rc = C.mxlimit_charge_subjects(l.c, method, methodLen, target, targetLen,
+		rc = C.mxlimit_settle(l.c, method, methodLen, target, targetLen,
 			(*C.uint8_t)(&client[0]), user, userLen, origin, originLen,
-			targetUser, targetUserLen, C.int64_t(cost), flags, C.int64_t(now))
+			targetUser, targetUserLen, C.int64_t(cost), flags, &options,
+			C.int(status), C.int64_t(bodyBytes), C.int64_t(now))
 	}
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(l)
 	if err := result(rc, nil); err != nil {
 		return Decision{}, err
 	}
-	if kind == callCharge {
+	if kind == callCharge || kind == callSettle {
 		return Decision{}, nil
 	}
 	return l.decision(&d), nil
 }
 
 // Check decides whether r may proceed and charges it if so.
-func (l *Limiter) Check(r *Request) (Decision, error) { return l.do(callCheck, r) }
+func (l *Limiter) Check(r *Request) (Decision, error) { return l.do(callCheck, r, 0, 0) }
 
 // Peek says what Check would, without charging or counting anything.
-func (l *Limiter) Peek(r *Request) (Decision, error) { return l.do(callPeek, r) }
+func (l *Limiter) Peek(r *Request) (Decision, error) { return l.do(callPeek, r, 0, 0) }
 
 // Charge charges r.Cost without checking (a negative cost refunds).
 func (l *Limiter) Charge(r *Request) error {
-	_, err := l.do(callCharge, r)
+	_, err := l.do(callCharge, r, 0, 0)
+	return err
+}
+
+// Settle charges what the response of an admitted request costs, once it
+// is known: policies with charge: response listing status, and cost:
+// response_bytes by bodyBytes (the response body's length). Pass r as it
+// was checked (with its Now, or 0 for now). Only decisions with Settles
+// need it; others are charged nothing.
+func (l *Limiter) Settle(r *Request, status int, bodyBytes int64) error {
+	_, err := l.do(callSettle, r, status, bodyBytes)
 	return err
 }
 
@@ -460,15 +594,55 @@ func (d *Decision) RetryAfterHeader() string {
 	return C.GoStringN(&buf[0], C.int(n))
 }
 
-// Body is the JSON body of the 429 M_LIMIT_EXCEEDED answer.
+// Body is the JSON body of the 429 answer: M_LIMIT_EXCEEDED, or the
+// denying policy's own Errcode with MSC4335's InfoURI and CanUpgrade.
 func (d *Decision) Body() string {
-	raw := d.raw()
-	var buf [C.MXLIMIT_BODY_MAX]C.char
+	var never C.uint8_t
+	if d.Never {
+		never = 1
+	}
+	errcode, errcodeLen := cstr(d.Errcode)
+	infoURI, infoURILen := cstr(d.InfoURI)
+	var buf [C.MXLIMIT_LIMIT_BODY_MAX]C.char
 	var n C.size_t
-	if rc := C.mxlimit_format_body(&raw, &buf[0], C.size_t(len(buf)), &n); rc != C.MXLIMIT_OK {
-		panic(fmt.Sprintf("mxlimit_format_body: %d", int(rc))) // the size always suffices
+	rc := C.mxgo_format_body(C.int64_t(d.RetryAfter), never, errcode, errcodeLen,
+		infoURI, infoURILen, C.uint8_t(d.CanUpgrade), &buf[0], C.size_t(len(buf)), &n)
+	runtime.KeepAlive(d)
+	if rc != C.MXLIMIT_OK {
+		// The size always suffices; only a Decision edited by hand fails.
+		panic(fmt.Sprintf("mxlimit_format_body: %d", int(rc)))
 	}
 	return C.GoStringN(&buf[0], C.int(n))
+}
+
+// RateLimitHeaders returns the RateLimit-Policy and RateLimit header field
+// values, e.g. `"message-send";q=10;w=50` and `"message-send";r=9;t=0`, and
+// ok false when neither should be sent (exempt, unlimited, or Never). Send
+// them on allowed and denied answers when the policy file says
+// response_headers: ratelimit.
+func (d *Decision) RateLimitHeaders() (policy, ratelimit string, ok bool) {
+	b := func(v bool) C.uint8_t {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	name, nameLen := cstr(d.Quota.Policy)
+	var policyBuf [C.MXLIMIT_RATELIMIT_POLICY_MAX]C.char
+	var limitBuf [C.MXLIMIT_RATELIMIT_MAX]C.char
+	var policyN, limitN C.size_t
+	rc := C.mxgo_format_ratelimit(b(d.Allowed), b(d.Never), b(d.Exempt),
+		C.int64_t(d.RetryAfter), C.int64_t(d.Remaining), name, nameLen,
+		C.uint8_t(d.Quota.Unit), C.int64_t(d.Quota.Burst),
+		C.int64_t(d.Quota.Interval), C.int64_t(d.Quota.Next),
+		&policyBuf[0], C.size_t(len(policyBuf)), &policyN,
+		&limitBuf[0], C.size_t(len(limitBuf)), &limitN)
+	runtime.KeepAlive(d)
+	if rc != C.MXLIMIT_OK || policyN == 0 {
+		return "", "", false
+	}
+	return C.GoStringN(&policyBuf[0], C.int(policyN)),
+		C.GoStringN(&limitBuf[0], C.int(limitN)), true
 }
 
 // MonotonicNow is now in nanoseconds of the steady clock (CLOCK_MONOTONIC).

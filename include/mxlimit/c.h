@@ -56,7 +56,7 @@
 //                       &d) != MXLIMIT_OK || d.allowed) {
 //       return 1;  // fail open on a bad argument
 //     }
-//     char body[MXLIMIT_BODY_MAX];
+//     char body[MXLIMIT_LIMIT_BODY_MAX];
 //     char retry[MXLIMIT_RETRY_AFTER_MAX];
 //     mxlimit_format_body(&d, body, sizeof(body), NULL);
 //     mxlimit_format_retry_after(&d, retry, sizeof(retry), NULL);
@@ -279,11 +279,12 @@ MXLIMIT_C_API void mxlimit_limiter_free(mxlimit_limiter* limiter)
 // it knows, up to `struct_size` bytes, and zeroes any beyond them. A denial is
 // a normal result: the call still returns `MXLIMIT_OK`.
 //
-// The strings (`policy`, `route_key`, `shadow_policy`) are not NUL-terminated,
-// never NULL (an empty one points at ""), and belong to the limiter: they stay
-// valid, unchanged, until `mxlimit_limiter_free`, across reloads. (The limiter
-// keeps one copy of every policy name it has ever loaded, so that memory grows
-// only with names never seen before; route keys are built in.)
+// The strings (`policy`, `route_key`, `shadow_policy`, `errcode`, `info_uri`,
+// `quota_policy`) are not NUL-terminated, never NULL (an empty one points at
+// ""), and belong to the limiter: they stay valid, unchanged, until
+// `mxlimit_limiter_free`, across reloads. (The limiter keeps one copy of every
+// policy name, errcode and info_uri it has ever loaded, so that memory grows
+// only with strings never seen before; route keys are built in.)
 typedef struct mxlimit_decision {
   // sizeof(mxlimit_decision), set by the caller.
   uint32_t struct_size;
@@ -329,14 +330,85 @@ typedef struct mxlimit_decision {
   // give them back, so in-flight limits do not apply to its requests.)
   uint64_t leases[MXLIMIT_MAX_LEASES];
   uint32_t lease_count;
+  // Appended after `lease_count` (fourth version; a caller built before
+  // passes a smaller `struct_size` and never sees them, and its 429 body
+  // stays M_LIMIT_EXCEEDED's).
+  //
+  // The Matrix error of a denial: the denying policy's `errcode`, or
+  // "M_LIMIT_EXCEEDED" when it names none; MSC4335's `info_uri` (empty when
+  // the policy sets none) and `can_upgrade` (MXLIMIT_CAN_UPGRADE_*). Empty
+  // and MXLIMIT_CAN_UPGRADE_UNSET when allowed. mxlimit_format_body writes
+  // them. The strings follow the rules of `policy` above.
+  const char* errcode;
+  size_t errcode_len;
+  const char* info_uri;
+  size_t info_uri_len;
+  // The RateLimit header fields' quota (mxlimit_format_ratelimit_headers):
+  // the policy the fields describe (on a denial the denying one, otherwise
+  // the enforcing policy with the smallest `remaining`; empty when no
+  // limited policy applied or the request was exempt), a string as
+  // `policy`; its burst in `quota_unit`s (an in-flight policy: its limit);
+  // its emission interval (one unit comes back every `quota_interval_ns`;
+  // 0 for an in-flight policy); and the wait until a request of cost 1
+  // fits (0 while `remaining` is at least 1; on a denial `retry_after_ns`).
+  const char* quota_policy;
+  size_t quota_policy_len;
+  int64_t quota_burst;
+  int64_t quota_interval_ns;
+  int64_t quota_next_ns;
+  // MXLIMIT_QUOTA_*: what `quota_burst` counts.
+  uint8_t quota_unit;
+  // MXLIMIT_CAN_UPGRADE_*, with `errcode`.
+  uint8_t can_upgrade;
+  // 1 if a policy that applied is charged on the response (`charge:
+  // response`, `cost: response_bytes`) or by the request's bytes: only then
+  // does mxlimit_settle charge anything for this request, so a caller that
+  // must keep a request until it completes keeps only these (and those with
+  // leases).
+  uint8_t settles;
 } mxlimit_decision;
+
+// `mxlimit_decision.quota_unit`: the unit of the quota, as the RateLimit
+// fields' `qu` parameter names it.
+#define MXLIMIT_QUOTA_REQUESTS 0
+#define MXLIMIT_QUOTA_CONTENT_BYTES 1
+#define MXLIMIT_QUOTA_CONCURRENT_REQUESTS 2
+
+// `mxlimit_decision.can_upgrade`: MSC4335's field, left out of the body
+// (unset), or sent as false or true.
+#define MXLIMIT_CAN_UPGRADE_UNSET 0
+#define MXLIMIT_CAN_UPGRADE_NO 1
+#define MXLIMIT_CAN_UPGRADE_YES 2
 
 // `mxlimit_decision d = MXLIMIT_DECISION_INIT;`
 #define MXLIMIT_DECISION_INIT                                           \
   {                                                                     \
     sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        {0, 0, 0, 0}, 0                                                 \
+        {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0             \
   }
+
+// Per-request inputs beyond the flat arguments, all plain integers (so a Go
+// caller may pass one from its own memory: cgo refuses only structs that
+// hold Go pointers), for mxlimit_check_ex, mxlimit_peek_ex,
+// mxlimit_charge_ex and mxlimit_settle. Fields may be appended in later
+// versions, under the rules of `mxlimit_options`: a library told of fields
+// it does not know refuses them with `MXLIMIT_EINVAL` unless they are all
+// zero.
+typedef struct mxlimit_request_options {
+  // sizeof(mxlimit_request_options), set by `MXLIMIT_REQUEST_OPTIONS_INIT`.
+  uint32_t struct_size;
+  // The request body's length in bytes (its Content-Length), what policies
+  // with `cost: request_bytes` charge (an empty body still needs a byte of
+  // room); -1 when unknown (a chunked upload), which they charge a whole
+  // burst, so that hiding the length never slips past a quota. The calls
+  // without options pass -1.
+  int64_t request_bytes;
+} mxlimit_request_options;
+
+// The defaults: `mxlimit_request_options o = MXLIMIT_REQUEST_OPTIONS_INIT;`.
+// Passing NULL for the options means the same.
+#define MXLIMIT_REQUEST_OPTIONS_INIT \
+  { sizeof(mxlimit_request_options), -1 }
 
 // mxlimit_check()
 //
@@ -432,6 +504,60 @@ MXLIMIT_C_API int mxlimit_charge_subjects(
     size_t origin_len, const char* target_user, size_t target_user_len,
     int64_t cost, uint32_t flags, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
 
+// mxlimit_check_ex(), mxlimit_peek_ex(), mxlimit_charge_ex()
+//
+// mxlimit_check_subjects, mxlimit_peek_subjects and
+// mxlimit_charge_subjects with the per-request inputs of
+// `mxlimit_request_options` (the request's body length); `options` may be
+// NULL: the defaults, which make them the `_subjects` calls exactly. Errors
+// as for those, and `MXLIMIT_EINVAL` for an `options->struct_size` smaller
+// than the first version's or with fields this library does not know set.
+MXLIMIT_C_API int mxlimit_check_ex(
+    mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
+    int64_t now_ns, mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
+MXLIMIT_C_API int mxlimit_peek_ex(
+    const mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
+    int64_t now_ns, mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
+MXLIMIT_C_API int mxlimit_charge_ex(
+    mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
+    int64_t now_ns) MXLIMIT_C_NOEXCEPT;
+
+// mxlimit_settle()
+//
+// Charges what the response of an admitted request costs, once it is known:
+// the policies charged on the response (`charge: response` with its
+// `status:` list, `cost: response_bytes`) that apply to the request and list
+// `status` (or list none), each by its cost (`cost`, the request's bytes, or
+// `body_bytes`). Their buckets were only checked at the decision. A response
+// may cost more than its bucket held: the bucket then goes into debt, by at
+// most one more burst, and denies until it has refilled past it. Pass the
+// request exactly as it was checked (the same strings, cost, flags and
+// options), its HTTP `status` and the response body's length `body_bytes`,
+// once per admitted request whose decision `settles`; for others it charges
+// nothing. Allocates nothing.
+//
+// Errors as for mxlimit_charge_ex (any cost, status and body length are
+// accepted; a negative charge is skipped, never refunded).
+MXLIMIT_C_API int mxlimit_settle(
+    mxlimit_limiter* limiter, const char* method, size_t method_len,
+    const char* target, size_t target_len, const uint8_t client[16],
+    const char* user_id, size_t user_id_len, const char* origin,
+    size_t origin_len, const char* target_user, size_t target_user_len,
+    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
+    int status, int64_t body_bytes, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
+
 // mxlimit_release()
 //
 // Gives back the `count` leases at `leases` (a decision's `leases` and
@@ -482,6 +608,10 @@ MXLIMIT_C_API int mxlimit_format_retry_after(const mxlimit_decision* decision,
                                              char* buf, size_t cap,
                                              size_t* len) MXLIMIT_C_NOEXCEPT;
 
+// The largest 429 body with a policy's own error (an errcode of up to 64
+// bytes, an info_uri of up to 1024, can_upgrade), terminating NUL included.
+#define MXLIMIT_LIMIT_BODY_MAX 1219
+
 // mxlimit_format_body()
 //
 // The JSON body of the 429 answer, as `mxlimit_format_retry_after` writes the
@@ -489,11 +619,45 @@ MXLIMIT_C_API int mxlimit_format_retry_after(const mxlimit_decision* decision,
 //   {"errcode":"M_LIMIT_EXCEEDED","error":"Too many requests",
 //    "retry_after_ms":N}
 // on one line, N the wait in milliseconds rounded up, without
-// `retry_after_ms` for a `never` decision. `MXLIMIT_BODY_MAX` bytes always
-// suffice.
+// `retry_after_ms` for a `never` decision. With a decision of the fourth
+// version or later whose `errcode` is a policy's own (MSC4335), that errcode
+// instead, then `info_uri` and `can_upgrade` where set:
+//   {"errcode":"M_USER_LIMIT_EXCEEDED","error":"Too many requests",
+//    "retry_after_ms":N,"info_uri":"https://...","can_upgrade":true}
+// (the C++ WriteLimitBody's bytes exactly). `MXLIMIT_BODY_MAX` bytes
+// suffice for every M_LIMIT_EXCEEDED body, `MXLIMIT_LIMIT_BODY_MAX` for any.
+// `MXLIMIT_EINVAL` also for an `errcode` or `info_uri` NULL with a nonzero
+// length, longer than a policy's may be, or holding a quote, backslash or
+// control byte, and for an unknown `can_upgrade`.
 MXLIMIT_C_API int mxlimit_format_body(const mxlimit_decision* decision,
                                       char* buf, size_t cap,
                                       size_t* len) MXLIMIT_C_NOEXCEPT;
+
+// Buffer sizes that always suffice for the two RateLimit field values,
+// terminating NUL included.
+#define MXLIMIT_RATELIMIT_POLICY_MAX 264
+#define MXLIMIT_RATELIMIT_MAX 239
+
+// mxlimit_format_ratelimit_headers()
+//
+// The values of the `RateLimit-Policy` and `RateLimit` header fields
+// (draft-ietf-httpapi-ratelimit-headers-10; docs/rate.md) for a decision of
+// the fourth version or later, as the C++ FormatRateLimitHeaders writes
+// them, e.g. `"message-send";q=10;w=50` and `"message-send";r=9;t=0`: send
+// both on allowed and denied answers when the policy file says
+// `response_headers: ratelimit`. Stores their lengths in `*policy_len` and
+// `*ratelimit_len` (each may be NULL); both 0 means "send neither field"
+// (exempt, no limited policy applied, or `never`). If both buffers leave
+// room for their value and a NUL, writes them and returns `MXLIMIT_OK`;
+// otherwise writes nothing and returns `MXLIMIT_ERANGE`.
+// `MXLIMIT_RATELIMIT_POLICY_MAX` and `MXLIMIT_RATELIMIT_MAX` always suffice.
+// Allocates nothing. `MXLIMIT_EINVAL` for a NULL `decision`, a
+// `struct_size` of an earlier version, a NULL buffer with a nonzero
+// capacity, or a NULL `quota_policy` with a nonzero length.
+MXLIMIT_C_API int mxlimit_format_ratelimit_headers(
+    const mxlimit_decision* decision, char* policy_buf, size_t policy_cap,
+    size_t* policy_len, char* ratelimit_buf, size_t ratelimit_cap,
+    size_t* ratelimit_len) MXLIMIT_C_NOEXCEPT;
 
 // mxlimit_metrics_prometheus()
 //

@@ -95,7 +95,9 @@ enum class QuotaUnit : uint8_t {
 // it, i.e. the bucket the client will run out of first.
 struct DecisionQuota {
   // The policy's name; empty when none applies: no limited policy applied
-  // (`remaining` is `kUnlimitedRemaining`), or the request was exempt.
+  // (`remaining` is `kUnlimitedRemaining`), or the request was exempt. From
+  // a ShardedLimiter, a view of its interned copy (valid for its life, as
+  // `Decision::policy`).
   std::string_view policy;
   QuotaUnit unit = QuotaUnit::kRequests;
   // The policy's burst b (an in-flight policy: its limit), in `unit`s.
@@ -107,6 +109,9 @@ struct DecisionQuota {
   // `remaining` is at least 1, T - slack when it is 0, and on a denial the
   // denial's wait (`Decision::retry_after`).
   std::chrono::nanoseconds next{0};
+  // The id of `policy` in the policy set of the engine that checked it
+  // (0xFFFF if none).
+  PolicyId policy_id = 0xFFFF;
 };
 
 struct Decision {

@@ -33,8 +33,18 @@ static_assert(sizeof(mxlimit_options) == kFirstOptionsSize);
 inline constexpr size_t kSecondDecisionSize =
     kFirstDecisionSize + sizeof(int64_t);
 static_assert(offsetof(mxlimit_decision, leases) == kSecondDecisionSize);
-static_assert(sizeof(mxlimit_decision) ==
-              kSecondDecisionSize + MXLIMIT_MAX_LEASES * sizeof(uint64_t) + 8);
+inline constexpr size_t kThirdDecisionSize =
+    kSecondDecisionSize + MXLIMIT_MAX_LEASES * sizeof(uint64_t) + 8;
+// The fourth appended the Matrix error, the quota and `settles`.
+static_assert(offsetof(mxlimit_decision, errcode) == kThirdDecisionSize);
+inline constexpr size_t kFourthDecisionSize = sizeof(mxlimit_decision);
+static_assert(kFourthDecisionSize ==
+              kThirdDecisionSize + 6 * sizeof(void*) + 3 * sizeof(int64_t) + 8);
+
+// `mxlimit_request_options` of its first version (the 0.1 series).
+inline constexpr size_t kFirstRequestOptionsSize =
+    offsetof(mxlimit_request_options, request_bytes) + sizeof(int64_t);
+static_assert(sizeof(mxlimit_request_options) == kFirstRequestOptionsSize);
 
 }  // namespace mxlimit::c_api
 

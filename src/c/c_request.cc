@@ -1,7 +1,7 @@
-// The per-request calls: check, peek, charge, and the two helpers a caller
-// needs to make their arguments (an address, a time). The hot path: nothing
-// here allocates, and the work beyond ShardedLimiter's is a few compares and
-// one copy of the decision.
+// The per-request calls: check, peek, charge, settle, and the two helpers a
+// caller needs to make their arguments (an address, a time). The hot path:
+// nothing here allocates, and the work beyond ShardedLimiter's is a few
+// compares and one copy of the decision.
 
 #include <cstring>
 #include <string_view>
@@ -10,6 +10,8 @@
 #include "mxlimit/c.h"
 #include "mxlimit/decision.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/limit_error.h"
+#include "mxlimit/matrix_response.h"
 #include "mxlimit/request.h"
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/time.h"
@@ -22,13 +24,32 @@ namespace {
 constexpr uint32_t kKnownFlags =
     MXLIMIT_EXEMPT | MXLIMIT_MAY_DELAY | MXLIMIT_ORIGIN_VERIFIED;
 
-// The subjects of the `_subjects` calls; both empty for the others.
+// What the `_subjects` and `_ex` calls add to the flat arguments: the
+// subjects, both empty for the other calls, and the request options, read
+// by ReadOptions (NULL: the defaults).
 struct Subjects {
   const char* origin = nullptr;
   size_t origin_len = 0;
   const char* target_user = nullptr;
   size_t target_user_len = 0;
+  const mxlimit_request_options* options = nullptr;
 };
+
+// `options` into `request`; false for a struct smaller than the first
+// version or with fields this version does not know set (as
+// mxlimit_options: a caller asking for more than we can do is told so).
+bool ReadOptions(const mxlimit_request_options* options, Request& request) {
+  request.request_bytes = -1;
+  if (options == nullptr) return true;
+  const uint32_t size = options->struct_size;
+  if (size < kFirstRequestOptionsSize) return false;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(options);
+  for (size_t i = sizeof(mxlimit_request_options); i < size; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  request.request_bytes = options->request_bytes;
+  return true;
+}
 
 // A (pointer, length) string: NULL only with length 0.
 bool ReadString(const char* data, size_t len, std::string_view& out) {
@@ -51,7 +72,8 @@ bool ReadRequest(const char* method, size_t method_len, const char* target,
       !ReadString(user_id, user_id_len, request.user_id) ||
       !ReadString(subjects.origin, subjects.origin_len, request.origin) ||
       !ReadString(subjects.target_user, subjects.target_user_len,
-                  request.target_user)) {
+                  request.target_user) ||
+      !ReadOptions(subjects.options, request)) {
     return false;
   }
   std::memcpy(request.client.bytes.data(), client, request.client.bytes.size());
@@ -96,6 +118,30 @@ void WriteDecision(const Decision& d, mxlimit_decision* out) {
   static_assert(MXLIMIT_MAX_LEASES == kMaxLeases);
   c.lease_count = d.leases.count;
   for (size_t i = 0; i < d.leases.count; ++i) c.leases[i] = d.leases.ids[i];
+  // The fourth version's fields.
+  std::string_view errcode;
+  std::string_view info_uri;
+  LimitError::Upgrade upgrade = LimitError::Upgrade::kUnset;
+  if (!d.allowed) {
+    errcode = kLimitExceededErrcode;
+    if (d.error != nullptr) {
+      if (!d.error->errcode.empty()) errcode = d.error->errcode;
+      info_uri = d.error->info_uri;
+      upgrade = d.error->can_upgrade;
+    }
+  }
+  c.errcode = NonNull(errcode);
+  c.errcode_len = errcode.size();
+  c.info_uri = NonNull(info_uri);
+  c.info_uri_len = info_uri.size();
+  c.can_upgrade = static_cast<uint8_t>(upgrade);
+  c.quota_policy = NonNull(d.quota.policy);
+  c.quota_policy_len = d.quota.policy.size();
+  c.quota_unit = static_cast<uint8_t>(d.quota.unit);
+  c.quota_burst = d.quota.burst;
+  c.quota_interval_ns = d.quota.interval.count();
+  c.quota_next_ns = d.quota.next.count();
+  c.settles = d.settles ? 1 : 0;
   const uint32_t size = out->struct_size;
   if (size == sizeof(mxlimit_decision)) {
     *out = c;
@@ -119,6 +165,18 @@ static_assert(static_cast<uint8_t>(LimitScope::kRoom) == MXLIMIT_SCOPE_ROOM);
 static_assert(static_cast<uint8_t>(LimitScope::kTarget) ==
               MXLIMIT_SCOPE_TARGET);
 static_assert(kUnlimitedRemaining == MXLIMIT_UNLIMITED_REMAINING);
+static_assert(static_cast<uint8_t>(QuotaUnit::kRequests) ==
+              MXLIMIT_QUOTA_REQUESTS);
+static_assert(static_cast<uint8_t>(QuotaUnit::kContentBytes) ==
+              MXLIMIT_QUOTA_CONTENT_BYTES);
+static_assert(static_cast<uint8_t>(QuotaUnit::kConcurrentRequests) ==
+              MXLIMIT_QUOTA_CONCURRENT_REQUESTS);
+static_assert(static_cast<uint8_t>(LimitError::Upgrade::kUnset) ==
+              MXLIMIT_CAN_UPGRADE_UNSET);
+static_assert(static_cast<uint8_t>(LimitError::Upgrade::kNo) ==
+              MXLIMIT_CAN_UPGRADE_NO);
+static_assert(static_cast<uint8_t>(LimitError::Upgrade::kYes) ==
+              MXLIMIT_CAN_UPGRADE_YES);
 
 // mxlimit_check's decision for a caller whose struct is `struct_size` bytes.
 // A caller built before leases existed cannot see them, so it could never
@@ -128,7 +186,7 @@ Decision CheckFor(mxlimit_limiter& limiter, const Request& request,
                   int64_t now_ns, uint32_t struct_size) {
   const MonotonicTime now = MonotonicTime::FromNanoseconds(now_ns);
   Decision d = limiter.limiter->Check(request, now);
-  if (d.leases.count > 0 && struct_size < sizeof(mxlimit_decision)) {
+  if (d.leases.count > 0 && struct_size < kThirdDecisionSize) {
     limiter.limiter->Release(d.leases, now);
     d.leases = Leases{};
   }
@@ -167,6 +225,24 @@ int Charge(mxlimit_limiter* limiter, const char* method, size_t method_len,
   }
   return Guarded(nullptr, [&] {
     limiter->limiter->Charge(request, MonotonicTime::FromNanoseconds(now_ns));
+    return static_cast<int>(MXLIMIT_OK);
+  });
+}
+
+int Settle(mxlimit_limiter* limiter, const char* method, size_t method_len,
+           const char* target, size_t target_len, const uint8_t client[16],
+           const char* user_id, size_t user_id_len, const Subjects& subjects,
+           int64_t cost, uint32_t flags, const Completion& completion,
+           int64_t now_ns) {
+  Request request;
+  if (limiter == nullptr ||
+      !ReadRequest(method, method_len, target, target_len, client, user_id,
+                   user_id_len, subjects, cost, flags, request)) {
+    return MXLIMIT_EINVAL;
+  }
+  return Guarded(nullptr, [&] {
+    limiter->limiter->Settle(request, completion,
+                             MonotonicTime::FromNanoseconds(now_ns));
     return static_cast<int>(MXLIMIT_OK);
   });
 }
@@ -260,6 +336,68 @@ int mxlimit_charge(mxlimit_limiter* limiter, const char* method,
   return mxlimit::c_api::Charge(limiter, method, method_len, target, target_len,
                                 client, user_id, user_id_len, {}, cost, flags,
                                 now_ns);
+}
+
+int mxlimit_check_ex(mxlimit_limiter* limiter, const char* method,
+                     size_t method_len, const char* target, size_t target_len,
+                     const uint8_t client[16], const char* user_id,
+                     size_t user_id_len, const char* origin, size_t origin_len,
+                     const char* target_user, size_t target_user_len,
+                     int64_t cost, uint32_t flags,
+                     const mxlimit_request_options* options, int64_t now_ns,
+                     mxlimit_decision* out) noexcept {
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len, options},
+      cost, flags, out, [&](const mxlimit::Request& request) {
+        return mxlimit::c_api::CheckFor(*limiter, request, now_ns,
+                                        out->struct_size);
+      });
+}
+
+int mxlimit_peek_ex(const mxlimit_limiter* limiter, const char* method,
+                    size_t method_len, const char* target, size_t target_len,
+                    const uint8_t client[16], const char* user_id,
+                    size_t user_id_len, const char* origin, size_t origin_len,
+                    const char* target_user, size_t target_user_len,
+                    int64_t cost, uint32_t flags,
+                    const mxlimit_request_options* options, int64_t now_ns,
+                    mxlimit_decision* out) noexcept {
+  return mxlimit::c_api::Decide(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len, options},
+      cost, flags, out, [&](const mxlimit::Request& request) {
+        return limiter->limiter->Peek(
+            request, mxlimit::MonotonicTime::FromNanoseconds(now_ns));
+      });
+}
+
+int mxlimit_charge_ex(mxlimit_limiter* limiter, const char* method,
+                      size_t method_len, const char* target, size_t target_len,
+                      const uint8_t client[16], const char* user_id,
+                      size_t user_id_len, const char* origin, size_t origin_len,
+                      const char* target_user, size_t target_user_len,
+                      int64_t cost, uint32_t flags,
+                      const mxlimit_request_options* options,
+                      int64_t now_ns) noexcept {
+  return mxlimit::c_api::Charge(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len, options},
+      cost, flags, now_ns);
+}
+
+int mxlimit_settle(mxlimit_limiter* limiter, const char* method,
+                   size_t method_len, const char* target, size_t target_len,
+                   const uint8_t client[16], const char* user_id,
+                   size_t user_id_len, const char* origin, size_t origin_len,
+                   const char* target_user, size_t target_user_len,
+                   int64_t cost, uint32_t flags,
+                   const mxlimit_request_options* options, int status,
+                   int64_t body_bytes, int64_t now_ns) noexcept {
+  return mxlimit::c_api::Settle(
+      limiter, method, method_len, target, target_len, client, user_id,
+      user_id_len, {origin, origin_len, target_user, target_user_len, options},
+      cost, flags, mxlimit::Completion{status, body_bytes}, now_ns);
 }
 
 int mxlimit_parse_ip(const char* text, size_t len, uint8_t out[16]) noexcept {

@@ -550,6 +550,7 @@ void Engine::FillQuota(const BucketCheck& c, std::chrono::nanoseconds next,
                        DecisionQuota& quota) {
   const Policy& p = *c.spec;
   quota.policy = p.name;
+  quota.policy_id = c.policy;
   quota.next = next;
   if (c.in_flight) {
     quota.unit = QuotaUnit::kConcurrentRequests;

@@ -177,6 +177,18 @@ void ShardSet::PinNames(const Shard& ip, const Shard& user, Decision& d) {
       d.error = user.errors[d.denied_policy];
     }
   }
+  if (!d.quota.policy.empty()) {
+    // The quota's policy may be another than the denying one (the smallest
+    // remaining), checked by either engine, whose sets may differ while a
+    // reload is under way: equal text under its id in one shard's set
+    // names it (names are unique within a set).
+    const PolicyId id = d.quota.policy_id;
+    if (id < ip.names.size() && ip.names[id] == d.quota.policy) {
+      d.quota.policy = ip.names[id];
+    } else if (id < user.names.size() && user.names[id] == d.quota.policy) {
+      d.quota.policy = user.names[id];
+    }
+  }
   if (d.shadow_denied) {
     // Names are unique within a set, so equal text means that policy.
     const PolicyId id = d.shadow_policy_id;

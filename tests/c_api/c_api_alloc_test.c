@@ -2,8 +2,10 @@
  * replaces malloc and its relatives (glibc supports that for a whole process:
  * "Replacing malloc" in its manual), so every allocation anywhere in the
  * process, the library's C++ `operator new` included, passes through the
- * counters below. It then runs check, peek, charge and the 429 formatting
- * over a workload that fills the tables and evicts, and expects zero.
+ * counters below. It then runs check, peek, charge, the _ex calls, settle
+ * (the built-in failed-login-per-ip and a request-bytes quota with its own
+ * errcode), the 429 body and the RateLimit fields over a workload that fills
+ * the tables and evicts, and expects zero.
  *
  * Not built under sanitizers, whose runtimes replace malloc themselves. */
 
@@ -92,7 +94,16 @@ int main(void) {
       "    match: /_matrix/client/v3/keys/*\n"
       "    scope: user\n"
       "    shadow_mode: true\n"
-      "    rate_limit: { unit: minute, requests_per_unit: 1 }\n";
+      "    rate_limit: { unit: minute, requests_per_unit: 1 }\n"
+      "  - name: upload-quota\n"
+      "    match: /_matrix/client/r0/rooms/*\n"
+      "    scope: user\n"
+      "    layer: quota\n"
+      "    cost: request_bytes\n"
+      "    rate_limit: { unit: minute, requests_per_unit: 4096, burst: 8192 }\n"
+      "    errcode: M_USER_LIMIT_EXCEEDED\n"
+      "    info_uri: https://example.org/quota\n"
+      "    can_upgrade: false\n";
   mxlimit_limiter* limiter = NULL;
   EXPECT_STATUS(mxlimit_limiter_new_from_yaml(yaml, strlen(yaml), "alloc.yaml",
                                               NULL, &limiter, NULL),
@@ -139,10 +150,25 @@ int main(void) {
       mxlimit_charge(limiter, method, strlen(method), target, strlen(target),
                      clients[c], user, user_len, i % 2 ? 2 : -1, 0, now);
     }
-    char body[MXLIMIT_BODY_MAX];
+    /* With a body length, and settled as a completion would be. */
+    mxlimit_request_options options = MXLIMIT_REQUEST_OPTIONS_INIT;
+    options.request_bytes = i % 11 == 0 ? -1 : (int64_t)(i % 4096);
+    mxlimit_check_ex(limiter, method, strlen(method), target, strlen(target),
+                     clients[c], user, user_len, NULL, 0, NULL, 0, 1, 0,
+                     &options, now, &d);
+    if (d.allowed && d.settles) {
+      mxlimit_settle(limiter, method, strlen(method), target, strlen(target),
+                     clients[c], user, user_len, NULL, 0, NULL, 0, 1, 0,
+                     &options, i % 2 ? 403 : 200, i % 9000, now);
+    }
+    char body[MXLIMIT_LIMIT_BODY_MAX];
     char header[MXLIMIT_RETRY_AFTER_MAX];
+    char policy[MXLIMIT_RATELIMIT_POLICY_MAX];
+    char limit[MXLIMIT_RATELIMIT_MAX];
     mxlimit_format_body(&d, body, sizeof(body), NULL);
     mxlimit_format_retry_after(&d, header, sizeof(header), NULL);
+    mxlimit_format_ratelimit_headers(&d, policy, sizeof(policy), NULL, limit,
+                                     sizeof(limit), NULL);
     uint8_t parsed[16];
     mxlimit_parse_ip("2001:db8::7", 11, parsed);
     now += 1000000 + mxlimit_monotonic_now_ns() % 2;

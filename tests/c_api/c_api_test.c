@@ -639,6 +639,341 @@ static void test_files(void) {
   unlink(path);
 }
 
+/* --- Outcomes: settle, request bytes, the policy's error, RateLimit ------- */
+
+/* mxlimit_check_ex / mxlimit_settle with C strings and a body length. */
+static mxlimit_decision check_ex_at(mxlimit_limiter* limiter,
+                                    const char* method, const char* target,
+                                    const char* ip, const char* user,
+                                    int64_t request_bytes, int64_t now) {
+  uint8_t client[16];
+  parse_ip(ip, client);
+  mxlimit_request_options options = MXLIMIT_REQUEST_OPTIONS_INIT;
+  options.request_bytes = request_bytes;
+  mxlimit_decision d = MXLIMIT_DECISION_INIT;
+  EXPECT_STATUS(
+      mxlimit_check_ex(limiter, method, strlen(method), target, strlen(target),
+                       client, user, user ? strlen(user) : 0, NULL, 0, NULL, 0,
+                       1, 0, &options, now, &d),
+      MXLIMIT_OK);
+  return d;
+}
+
+static void settle_at(mxlimit_limiter* limiter, const char* method,
+                      const char* target, const char* ip, const char* user,
+                      int status, int64_t body_bytes, int64_t now) {
+  uint8_t client[16];
+  parse_ip(ip, client);
+  EXPECT_STATUS(
+      mxlimit_settle(limiter, method, strlen(method), target, strlen(target),
+                     client, user, user ? strlen(user) : 0, NULL, 0, NULL, 0, 1,
+                     0, NULL, status, body_bytes, now),
+      MXLIMIT_OK);
+}
+
+/* The built-in failed-login-per-ip (burst 3, charged on 401 and 403): three
+   failed logins settled from one address, then the next is denied, while
+   another address (and a successful login) is untouched. */
+static void test_default_config_failed_logins_settled(void) {
+  mxlimit_limiter* limiter = new_from_yaml(NULL);
+  if (limiter == NULL) return;
+  const char* login = "/_matrix/client/v3/login";
+  for (int i = 0; i < 3; ++i) {
+    const mxlimit_decision d =
+        check_ex_at(limiter, "POST", login, "203.0.113.50", NULL, 80, 0);
+    EXPECT_INT(d.allowed, 1);
+    EXPECT_INT(d.settles, 1);
+    EXPECT_STRN(d.errcode, d.errcode_len, "");
+    settle_at(limiter, "POST", login, "203.0.113.50", NULL, 403, 60, 0);
+  }
+  /* A success from another address charges nothing. */
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_INT(check_ex_at(limiter, "POST", login, "198.51.100.9", NULL, 80, 0)
+                   .allowed,
+               1);
+    settle_at(limiter, "POST", login, "198.51.100.9", NULL, 200, 300, 0);
+  }
+  const mxlimit_decision d =
+      check_ex_at(limiter, "POST", login, "203.0.113.50", NULL, 80, 0);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_INT(d.limited_by, MXLIMIT_SCOPE_IP);
+  EXPECT_STRN(d.policy, d.policy_len, "failed-login-per-ip");
+  EXPECT_STRN(d.errcode, d.errcode_len, "M_LIMIT_EXCEEDED");
+  EXPECT_STRN(d.info_uri, d.info_uri_len, "");
+  EXPECT_INT(d.can_upgrade, MXLIMIT_CAN_UPGRADE_UNSET);
+  /* 612 an hour: one every 3600/612 s. */
+  EXPECT_INT(d.retry_after_ns, (int64_t)3600 * 1000000000 / 612);
+  EXPECT_STRN(d.quota_policy, d.quota_policy_len, "failed-login-per-ip");
+  EXPECT_INT(d.quota_unit, MXLIMIT_QUOTA_REQUESTS);
+  EXPECT_INT(d.quota_burst, 3);
+  EXPECT_INT(d.quota_next_ns, d.retry_after_ns);
+  char body[MXLIMIT_LIMIT_BODY_MAX];
+  size_t len = 0;
+  EXPECT_STATUS(mxlimit_format_body(&d, body, sizeof(body), &len), MXLIMIT_OK);
+  char expected[256];
+  snprintf(expected, sizeof(expected),
+           "{\"errcode\":\"M_LIMIT_EXCEEDED\",\"error\":\"Too many "
+           "requests\",\"retry_after_ms\":%" PRId64 "}",
+           ceil_div(d.retry_after_ns, 1000000));
+  EXPECT(strcmp(body, expected) == 0);
+  EXPECT_INT(len, strlen(expected));
+  /* Denials are not charged: after the wait one more attempt fits. */
+  EXPECT_INT(check_ex_at(limiter, "POST", login, "203.0.113.50", NULL, 80,
+                         d.retry_after_ns)
+                 .allowed,
+             1);
+  /* The plain call settles nothing for a request no policy charges later. */
+  const mxlimit_decision sync =
+      check_ex_at(limiter, "GET", "/_matrix/client/v3/sync?since=s",
+                  "203.0.113.50", "@a:example.org", -1, 0);
+  EXPECT_INT(sync.allowed, 1);
+  EXPECT_INT(sync.settles, 0);
+  mxlimit_limiter_free(limiter);
+}
+
+/* The built-ins plus an upload quota by request bytes with MSC4335's error:
+   the body names it, and the RateLimit fields describe the quota. */
+static const char kUploadQuota[] =
+    "response_headers: ratelimit\n"
+    "policies:\n"
+    "  - name: upload-quota\n"
+    "    match: \"/_matrix/media/v3/upload*\"\n"
+    "    methods: [POST, PUT]\n"
+    "    scope: user\n"
+    "    layer: quota\n"
+    "    cost: request_bytes\n"
+    "    rate_limit: { unit: hour, requests_per_unit: 104857600, burst: "
+    "104857600 }\n"
+    "    errcode: M_USER_LIMIT_EXCEEDED\n"
+    "    info_uri: https://example.org/fair-use\n"
+    "    can_upgrade: true\n";
+
+static void test_upload_quota_names_its_error(void) {
+  mxlimit_limiter* limiter = new_from_yaml(kUploadQuota);
+  if (limiter == NULL) return;
+  const char* upload = "/_matrix/media/v3/upload?filename=a.bin";
+  const char* user = "@uploader:example.org";
+  const int64_t mib = 1048576;
+  mxlimit_decision d =
+      check_ex_at(limiter, "POST", upload, "192.0.2.1", user, 60 * mib, 0);
+  EXPECT_INT(d.allowed, 1);
+  EXPECT_INT(d.settles, 1);
+  EXPECT_STRN(d.errcode, d.errcode_len, "");
+  /* The RateLimit fields on the allowed answer (the smallest remaining is
+     the built-in media-upload count or this quota, whichever is lower in
+     requests of cost 1: the quota's 40 MiB left are 41943040 bytes). */
+  char policy[MXLIMIT_RATELIMIT_POLICY_MAX];
+  char limit[MXLIMIT_RATELIMIT_MAX];
+  size_t policy_len = 0;
+  size_t limit_len = 0;
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&d, policy, sizeof(policy), &policy_len,
+                                       limit, sizeof(limit), &limit_len),
+      MXLIMIT_OK);
+  EXPECT(policy_len > 0 && limit_len > 0);
+  EXPECT_INT(policy_len, strlen(policy));
+  EXPECT_INT(limit_len, strlen(limit));
+
+  d = check_ex_at(limiter, "POST", upload, "192.0.2.1", user, 50 * mib, 0);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_INT(d.limited_by, MXLIMIT_SCOPE_USER);
+  EXPECT_STRN(d.policy, d.policy_len, "upload-quota");
+  EXPECT_STRN(d.errcode, d.errcode_len, "M_USER_LIMIT_EXCEEDED");
+  EXPECT_STRN(d.info_uri, d.info_uri_len, "https://example.org/fair-use");
+  EXPECT_INT(d.can_upgrade, MXLIMIT_CAN_UPGRADE_YES);
+  EXPECT_STRN(d.quota_policy, d.quota_policy_len, "upload-quota");
+  EXPECT_INT(d.quota_unit, MXLIMIT_QUOTA_CONTENT_BYTES);
+  EXPECT_INT(d.quota_burst, 104857600);
+  /* 10 MiB short, refilling 100 MiB an hour: 6 minutes (a byte every
+     34332 ns, rounded down). */
+  EXPECT_INT(d.quota_interval_ns, (int64_t)3600 * 1000000000 / 104857600);
+  EXPECT_INT(d.retry_after_ns, 10 * mib * d.quota_interval_ns);
+  EXPECT_INT(d.quota_next_ns, d.retry_after_ns);
+
+  char body[MXLIMIT_LIMIT_BODY_MAX];
+  size_t len = 0;
+  EXPECT_STATUS(mxlimit_format_body(&d, body, sizeof(body), &len), MXLIMIT_OK);
+  char expected[256];
+  snprintf(expected, sizeof(expected),
+           "{\"errcode\":\"M_USER_LIMIT_EXCEEDED\",\"error\":\"Too many "
+           "requests\",\"retry_after_ms\":%" PRId64
+           ",\"info_uri\":\"https://example.org/fair-use\",\"can_upgrade\":"
+           "true}",
+           ceil_div(d.retry_after_ns, 1000000));
+  EXPECT(strcmp(body, expected) == 0);
+  EXPECT_INT(len, strlen(body));
+  /* MXLIMIT_BODY_MAX is for M_LIMIT_EXCEEDED bodies only. */
+  EXPECT(len + 1 > MXLIMIT_BODY_MAX);
+  char small[MXLIMIT_BODY_MAX];
+  EXPECT_STATUS(mxlimit_format_body(&d, small, sizeof(small), &len),
+                MXLIMIT_ERANGE);
+
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&d, policy, sizeof(policy), &policy_len,
+                                       limit, sizeof(limit), &limit_len),
+      MXLIMIT_OK);
+  EXPECT(strcmp(policy,
+                "\"upload-quota\";q=104857600;qu=\"content-bytes\";w=3600") ==
+         0);
+  EXPECT(strcmp(limit, "\"upload-quota\";r=0;t=360") == 0);
+  /* Too small either buffer: nothing written, both lengths reported. */
+  char tiny[8] = "x";
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&d, policy, sizeof(policy), &policy_len,
+                                       tiny, sizeof(tiny), &limit_len),
+      MXLIMIT_ERANGE);
+  EXPECT(tiny[0] == 'x');
+  EXPECT_INT(limit_len, strlen("\"upload-quota\";r=0;t=360"));
+  EXPECT_STATUS(mxlimit_format_ratelimit_headers(&d, NULL, 0, &policy_len, NULL,
+                                                 0, &limit_len),
+                MXLIMIT_ERANGE);
+  EXPECT_INT(policy_len, strlen(policy));
+
+  /* Another user is untouched; an upload of unknown length (the calls
+     without options) is charged a whole burst. */
+  EXPECT_INT(check_ex_at(limiter, "POST", upload, "192.0.2.1",
+                         "@other:example.org", 1, 0)
+                 .allowed,
+             1);
+  const mxlimit_decision unknown =
+      check_at(limiter, "POST", upload, "192.0.2.2", "@third:example.org", 0);
+  EXPECT_INT(unknown.allowed, 1);
+  d = check_ex_at(limiter, "POST", upload, "192.0.2.2", "@third:example.org", 1,
+                  0);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_STRN(d.policy, d.policy_len, "upload-quota");
+
+  /* Exempt: no fields to send. */
+  uint8_t client[16];
+  parse_ip("192.0.2.1", client);
+  EXPECT_STATUS(mxlimit_check_ex(limiter, "POST", 4, upload, strlen(upload),
+                                 client, user, strlen(user), NULL, 0, NULL, 0,
+                                 1, MXLIMIT_EXEMPT, NULL, 0, &d),
+                MXLIMIT_OK);
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&d, policy, sizeof(policy), &policy_len,
+                                       limit, sizeof(limit), &limit_len),
+      MXLIMIT_OK);
+  EXPECT_INT(policy_len, 0);
+  EXPECT_INT(limit_len, 0);
+  EXPECT(policy[0] == '\0' && limit[0] == '\0');
+  mxlimit_limiter_free(limiter);
+}
+
+/* A response_bytes policy: checked at the decision, charged by settle with
+   the body's bytes, only for the listed statuses. */
+static void test_settle_response_bytes(void) {
+  mxlimit_limiter* limiter = new_from_yaml(
+      "policies:\n"
+      "  - name: thumb-bytes\n"
+      "    match: /_matrix/client/v1/media/thumbnail/*\n"
+      "    cost: response_bytes\n"
+      "    status: [200]\n"
+      "    rate_limit: { unit: second, requests_per_unit: 1000, burst: "
+      "10000 }\n");
+  if (limiter == NULL) return;
+  const char* thumb = "/_matrix/client/v1/media/thumbnail/example.org/abc";
+  mxlimit_decision d =
+      check_ex_at(limiter, "GET", thumb, "192.0.2.7", NULL, -1, 0);
+  EXPECT_INT(d.allowed, 1);
+  EXPECT_INT(d.settles, 1);
+  /* A 404 costs nothing; a 200 of 15000 bytes empties the bucket and
+     leaves it 5000 bytes in debt: 15 s until a byte fits. */
+  settle_at(limiter, "GET", thumb, "192.0.2.7", NULL, 404, 15000, 0);
+  EXPECT_INT(
+      check_ex_at(limiter, "GET", thumb, "192.0.2.7", NULL, -1, 0).allowed, 1);
+  settle_at(limiter, "GET", thumb, "192.0.2.7", NULL, 200, 15000, 0);
+  d = check_ex_at(limiter, "GET", thumb, "192.0.2.7", NULL, -1, 0);
+  EXPECT_INT(d.allowed, 0);
+  EXPECT_STRN(d.policy, d.policy_len, "thumb-bytes");
+  EXPECT(d.retry_after_ns > 5000000000);
+  mxlimit_limiter_free(limiter);
+}
+
+/* A caller built before the fourth version: nothing past lease_count is
+   written, its leases are still its own, and its 429 body stays
+   M_LIMIT_EXCEEDED's even for a policy with its own errcode. */
+static void test_third_version_caller(void) {
+  mxlimit_limiter* limiter = new_from_yaml(kUploadQuota);
+  if (limiter == NULL) return;
+  const size_t third = offsetof(mxlimit_decision, errcode);
+  uint8_t client[16];
+  parse_ip("192.0.2.1", client);
+  const char* user = "@old:example.org";
+  const char* upload = "/_matrix/media/v3/upload";
+  mxlimit_decision old;
+  for (int i = 0; i < 2; ++i) {
+    memset(&old, 0xAA, sizeof(old));
+    old.struct_size = (uint32_t)third;
+    EXPECT_STATUS(mxlimit_check(limiter, "POST", 4, upload, strlen(upload),
+                                client, user, strlen(user), 1, 0, 0, &old),
+                  MXLIMIT_OK);
+    EXPECT_INT(old.struct_size, third);
+  }
+  EXPECT_INT(old.allowed, 0); /* the unknown length took the whole burst */
+  EXPECT_STRN(old.policy, old.policy_len, "upload-quota");
+  const unsigned char* tail = (const unsigned char*)&old + third;
+  for (size_t i = 0; i < sizeof(old) - third; ++i) EXPECT_INT(tail[i], 0xAA);
+  char body[MXLIMIT_BODY_MAX];
+  EXPECT_STATUS(mxlimit_format_body(&old, body, sizeof(body), NULL),
+                MXLIMIT_OK);
+  EXPECT_CONTAINS(body, "\"errcode\":\"M_LIMIT_EXCEEDED\"");
+  char policy[MXLIMIT_RATELIMIT_POLICY_MAX];
+  char limit[MXLIMIT_RATELIMIT_MAX];
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&old, policy, sizeof(policy), NULL,
+                                       limit, sizeof(limit), NULL),
+      MXLIMIT_EINVAL);
+
+  /* Its leases are kept (third version: it can give them back). */
+  const char* sync = "/_matrix/client/v3/sync";
+  for (int i = 0; i < 2; ++i) {
+    old.struct_size = (uint32_t)third;
+    EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, sync, strlen(sync), client,
+                                user, strlen(user), 1, 0, 0, &old),
+                  MXLIMIT_OK);
+    EXPECT_INT(old.allowed, 1);
+    EXPECT_INT(old.lease_count, 1);
+  }
+  old.struct_size = (uint32_t)third;
+  EXPECT_STATUS(mxlimit_check(limiter, "GET", 3, sync, strlen(sync), client,
+                              user, strlen(user), 1, 0, 0, &old),
+                MXLIMIT_OK);
+  EXPECT_INT(old.allowed, 0);
+  EXPECT_STRN(old.policy, old.policy_len, "initial-sync-in-flight");
+  mxlimit_limiter_free(limiter);
+}
+
+/* The quota's policy name, like the denying one's, outlives reloads. */
+static void test_quota_policy_survives_reload(void) {
+  char yaml[512];
+  mxlimit_limiter* limiter = new_from_yaml(sync_policy("q-one", yaml, 512));
+  if (limiter == NULL) return;
+  const char* sync = "/_matrix/client/v3/sync?since=s1";
+  const mxlimit_decision first =
+      check_at(limiter, "GET", sync, "192.0.2.1", "@q:x.org", 0);
+  EXPECT_INT(first.allowed, 1);
+  EXPECT_STRN(first.quota_policy, first.quota_policy_len, "q-one");
+  for (int i = 0; i < 20; ++i) {
+    char name[32];
+    snprintf(name, sizeof(name), "q-%d", i);
+    sync_policy(name, yaml, sizeof(yaml));
+    EXPECT_STATUS(
+        mxlimit_limiter_reload_yaml(limiter, yaml, strlen(yaml), NULL, NULL),
+        MXLIMIT_OK);
+  }
+  EXPECT_STRN(first.quota_policy, first.quota_policy_len, "q-one");
+  /* One interned copy per name: the same pointer again once reloaded. */
+  sync_policy("q-one", yaml, sizeof(yaml));
+  EXPECT_STATUS(
+      mxlimit_limiter_reload_yaml(limiter, yaml, strlen(yaml), NULL, NULL),
+      MXLIMIT_OK);
+  const mxlimit_decision again =
+      check_at(limiter, "GET", sync, "192.0.2.1", "@r:x.org", 0);
+  EXPECT(again.quota_policy == first.quota_policy);
+  mxlimit_limiter_free(limiter);
+}
+
 /* --- Config errors
  * ------------------------------------------------------------ */
 
@@ -889,6 +1224,67 @@ static void test_null_and_bad_arguments_are_einval(void) {
       mxlimit_charge(limiter, "GET", 3, t, tn, client, NULL, 0, 1, 128u, 0),
       MXLIMIT_EINVAL);
 
+  /* The _ex calls and settle: the same rules, and the options' own. */
+  mxlimit_request_options o = MXLIMIT_REQUEST_OPTIONS_INIT;
+  EXPECT_INT(o.struct_size, sizeof(mxlimit_request_options));
+  EXPECT_INT(o.request_bytes, -1);
+  EXPECT_STATUS(mxlimit_check_ex(NULL, "GET", 3, t, tn, client, NULL, 0, NULL,
+                                 0, NULL, 0, 1, 0, &o, 0, &d),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_check_ex(limiter, "GET", 3, t, tn, client, NULL, 0,
+                                 NULL, 3, NULL, 0, 1, 0, &o, 0, &d),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_peek_ex(limiter, "GET", 3, t, tn, client, NULL, 0, NULL,
+                                0, NULL, 0, -1, 0, &o, 0, &d),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_charge_ex(limiter, "GET", 3, t, tn, NULL, NULL, 0, NULL,
+                                  0, NULL, 0, 1, 0, &o, 0),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_settle(NULL, "GET", 3, t, tn, client, NULL, 0, NULL, 0,
+                               NULL, 0, 1, 0, &o, 200, 0, 0),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_settle(limiter, "GET", 3, t, tn, NULL, NULL, 0, NULL, 0,
+                               NULL, 0, 1, 0, &o, 200, 0, 0),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_settle(limiter, "GET", 3, NULL, 1, client, NULL, 0,
+                               NULL, 0, NULL, 0, 1, 0, &o, 200, 0, 0),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_settle(limiter, "GET", 3, t, tn, client, NULL, 0, NULL,
+                               0, NULL, 0, 1, 128u, &o, 200, 0, 0),
+                MXLIMIT_EINVAL);
+  /* Like charge, settle takes any cost, status and length. */
+  EXPECT_STATUS(mxlimit_settle(limiter, "GET", 3, t, tn, client, NULL, 0, NULL,
+                               0, NULL, 0, -5, 0, NULL, -1, -1, 0),
+                MXLIMIT_OK);
+  EXPECT_STATUS(mxlimit_peek_ex(limiter, "GET", 3, t, tn, client, NULL, 0, NULL,
+                                0, NULL, 0, 1, 0, NULL, 0, &d),
+                MXLIMIT_OK);
+  o.struct_size = 4; /* smaller than the first version */
+  EXPECT_STATUS(mxlimit_check_ex(limiter, "GET", 3, t, tn, client, NULL, 0,
+                                 NULL, 0, NULL, 0, 1, 0, &o, 0, &d),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_settle(limiter, "GET", 3, t, tn, client, NULL, 0, NULL,
+                               0, NULL, 0, 1, 0, &o, 200, 0, 0),
+                MXLIMIT_EINVAL);
+  /* Options from a later header: its new fields must be zero. */
+  struct {
+    mxlimit_request_options known;
+    uint64_t later_field;
+  } later;
+  memset(&later, 0, sizeof(later));
+  later.known.struct_size = sizeof(later);
+  later.known.request_bytes = 10;
+  EXPECT_STATUS(mxlimit_check_ex(limiter, "GET", 3, t, tn, client, NULL, 0,
+                                 NULL, 0, NULL, 0, 1, 0, &later.known, 0, &d),
+                MXLIMIT_OK);
+  later.later_field = 1;
+  EXPECT_STATUS(mxlimit_check_ex(limiter, "GET", 3, t, tn, client, NULL, 0,
+                                 NULL, 0, NULL, 0, 1, 0, &later.known, 0, &d),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_charge_ex(limiter, "GET", 3, t, tn, client, NULL, 0,
+                                  NULL, 0, NULL, 0, 1, 0, &later.known, 0),
+                MXLIMIT_EINVAL);
+
   /* Addresses. */
   uint8_t ip[16];
   memset(ip, 0x11, sizeof(ip));
@@ -909,6 +1305,35 @@ static void test_null_and_bad_arguments_are_einval(void) {
                 MXLIMIT_EINVAL);
   EXPECT_STATUS(mxlimit_format_body(&d, NULL, 5, &len), MXLIMIT_EINVAL);
   EXPECT_STATUS(mxlimit_format_retry_after(&d, NULL, 5, &len), MXLIMIT_EINVAL);
+  /* A Matrix error the body cannot carry, written by the caller. */
+  mxlimit_decision e = MXLIMIT_DECISION_INIT;
+  e.errcode = "M_\"X";
+  e.errcode_len = 4;
+  EXPECT_STATUS(mxlimit_format_body(&e, buf, sizeof(buf), &len),
+                MXLIMIT_EINVAL);
+  e.errcode = NULL;
+  EXPECT_STATUS(mxlimit_format_body(&e, buf, sizeof(buf), &len),
+                MXLIMIT_EINVAL);
+  e.errcode_len = 0;
+  e.can_upgrade = 3;
+  EXPECT_STATUS(mxlimit_format_body(&e, buf, sizeof(buf), &len),
+                MXLIMIT_EINVAL);
+  e.can_upgrade = MXLIMIT_CAN_UPGRADE_UNSET;
+  EXPECT_STATUS(mxlimit_format_body(&e, buf, sizeof(buf), &len), MXLIMIT_OK);
+  char rl[MXLIMIT_RATELIMIT_MAX];
+  EXPECT_STATUS(mxlimit_format_ratelimit_headers(NULL, buf, sizeof(buf), NULL,
+                                                 rl, sizeof(rl), NULL),
+                MXLIMIT_EINVAL);
+  EXPECT_STATUS(
+      mxlimit_format_ratelimit_headers(&e, NULL, 5, NULL, rl, sizeof(rl), NULL),
+      MXLIMIT_EINVAL);
+  EXPECT_STATUS(mxlimit_format_ratelimit_headers(&e, buf, sizeof(buf), NULL,
+                                                 NULL, 5, NULL),
+                MXLIMIT_EINVAL);
+  e.quota_policy_len = 3;
+  EXPECT_STATUS(mxlimit_format_ratelimit_headers(&e, buf, sizeof(buf), NULL, rl,
+                                                 sizeof(rl), NULL),
+                MXLIMIT_EINVAL);
 
   /* Metrics. */
   char* text = (char*)1;
@@ -1018,6 +1443,11 @@ int main(int argc, char** argv) {
   test_shadow_policy_reports_without_denying();
   test_user_scope_peek_and_charge();
   test_reload_keeps_old_names_valid();
+  test_default_config_failed_logins_settled();
+  test_upload_quota_names_its_error();
+  test_settle_response_bytes();
+  test_third_version_caller();
+  test_quota_policy_survives_reload();
   test_files();
   test_config_errors_list_every_problem();
   test_options();

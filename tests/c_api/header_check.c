@@ -8,5 +8,7 @@ int mxlimit_header_check_c(void);
 int mxlimit_header_check_c(void) {
   mxlimit_decision d = MXLIMIT_DECISION_INIT;
   mxlimit_options o = MXLIMIT_OPTIONS_INIT;
-  return (int)(d.struct_size + o.struct_size + MXLIMIT_VERSION_NUMBER);
+  mxlimit_request_options r = MXLIMIT_REQUEST_OPTIONS_INIT;
+  return (int)(d.struct_size + o.struct_size + r.struct_size +
+               MXLIMIT_VERSION_NUMBER);
 }

@@ -14,6 +14,7 @@ int MxlimitHeaderCheckCxx();
 int MxlimitHeaderCheckCxx() {
   mxlimit_decision d = MXLIMIT_DECISION_INIT;
   mxlimit_options o = MXLIMIT_OPTIONS_INIT;
-  return static_cast<int>(d.struct_size + o.struct_size +
+  mxlimit_request_options r = MXLIMIT_REQUEST_OPTIONS_INIT;
+  return static_cast<int>(d.struct_size + o.struct_size + r.struct_size +
                           MXLIMIT_VERSION_NUMBER);
 }

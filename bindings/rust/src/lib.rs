@@ -154,6 +154,10 @@ pub struct Request<'a> {
     /// The caller holds the request for [`Decision::delay`] before passing it
     /// on; without it `on_limit: delay` policies deny.
     pub may_delay: bool,
+    /// The request body's length in bytes (its Content-Length), what
+    /// `cost: request_bytes` policies charge; -1 (the default) when unknown,
+    /// which they charge a whole burst.
+    pub request_bytes: i64,
     /// Now, in nanoseconds of a monotonic clock ([`monotonic_now_ns`]).
     pub now_ns: i64,
 }
@@ -172,8 +176,15 @@ impl<'a> Request<'a> {
             origin_verified: false,
             target_user: "",
             may_delay: false,
+            request_bytes: -1,
             now_ns: monotonic_now_ns(),
         }
+    }
+
+    /// The same request, with a body of `request_bytes` bytes (-1: unknown).
+    pub fn request_bytes(mut self, request_bytes: i64) -> Self {
+        self.request_bytes = request_bytes;
+        self
     }
 
     /// The same request, by `user_id`.
@@ -218,6 +229,13 @@ impl<'a> Request<'a> {
     pub fn may_delay(mut self, may_delay: bool) -> Self {
         self.may_delay = may_delay;
         self
+    }
+
+    fn options(&self) -> sys::mxlimit_request_options {
+        sys::mxlimit_request_options {
+            request_bytes: self.request_bytes,
+            ..Default::default()
+        }
     }
 
     fn client_bytes(&self) -> [u8; 16] {
@@ -287,6 +305,46 @@ pub struct Decision<'a> {
     /// with [`Limiter::release`] when the request is done (a lease never
     /// released ends by itself after its policy's `lease`).
     pub leases: Leases,
+    /// A denial's Matrix `errcode`: the denying policy's own (e.g.
+    /// "M_USER_LIMIT_EXCEEDED", MSC4335) or "M_LIMIT_EXCEEDED"; "" when
+    /// allowed. [`Decision::body`] writes it.
+    pub errcode: &'a str,
+    /// MSC4335's `info_uri` of the denying policy ("" if none).
+    pub info_uri: &'a str,
+    /// MSC4335's `can_upgrade` of the denying policy, if it sets one.
+    pub can_upgrade: Option<bool>,
+    /// A policy that applied is charged on the response or by bytes: call
+    /// [`Limiter::settle`] when the request completes.
+    pub settles: bool,
+    /// The quota the RateLimit header fields describe
+    /// ([`Decision::ratelimit_headers`]).
+    pub quota: Quota<'a>,
+}
+
+/// What a quota counts, as the RateLimit-Policy field's `qu` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaUnit {
+    Requests,
+    /// Bytes (`cost: request_bytes` or `response_bytes`).
+    ContentBytes,
+    /// Requests in flight (`concurrency:`).
+    ConcurrentRequests,
+}
+
+/// One enforcing policy's quota and where the client's bucket stands: on a
+/// denial the denying policy, otherwise the one with the smallest
+/// `remaining`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota<'a> {
+    /// The policy's name; "" when no limited policy applied or exempt.
+    pub policy: &'a str,
+    pub unit: QuotaUnit,
+    /// The policy's burst, in `unit`s (an in-flight policy: its limit).
+    pub burst: i64,
+    /// One unit comes back every `interval` (zero for an in-flight policy).
+    pub interval: Duration,
+    /// How long until a request of cost 1 fits.
+    pub next: Duration,
 }
 
 /// The leases one admitted request holds (at most four).
@@ -345,14 +403,59 @@ impl<'a> Decision<'a> {
                 ids: raw.leases,
                 count: (raw.lease_count as usize).min(sys::MXLIMIT_MAX_LEASES),
             },
+            errcode: borrowed(raw.errcode, raw.errcode_len),
+            info_uri: borrowed(raw.info_uri, raw.info_uri_len),
+            can_upgrade: match raw.can_upgrade {
+                sys::MXLIMIT_CAN_UPGRADE_NO => Some(false),
+                sys::MXLIMIT_CAN_UPGRADE_YES => Some(true),
+                _ => None,
+            },
+            settles: raw.settles != 0,
+            quota: Quota {
+                policy: borrowed(raw.quota_policy, raw.quota_policy_len),
+                unit: match raw.quota_unit {
+                    sys::MXLIMIT_QUOTA_CONTENT_BYTES => QuotaUnit::ContentBytes,
+                    sys::MXLIMIT_QUOTA_CONCURRENT_REQUESTS => QuotaUnit::ConcurrentRequests,
+                    _ => QuotaUnit::Requests,
+                },
+                burst: raw.quota_burst,
+                interval: Duration::from_nanos(raw.quota_interval_ns.max(0) as u64),
+                next: Duration::from_nanos(raw.quota_next_ns.max(0) as u64),
+            },
         }
     }
 
+    /// What the formatting functions read, pointing at this decision's
+    /// borrowed strings (alive for `'a`).
     fn raw(&self) -> sys::mxlimit_decision {
+        fn nanos(d: Duration) -> i64 {
+            d.as_nanos().min(i64::MAX as u128) as i64
+        }
         sys::mxlimit_decision {
             allowed: self.allowed as u8,
             never: self.never as u8,
-            retry_after_ns: self.retry_after.as_nanos().min(i64::MAX as u128) as i64,
+            exempt: self.exempt as u8,
+            retry_after_ns: nanos(self.retry_after),
+            remaining: self.remaining,
+            errcode: self.errcode.as_ptr() as *const c_char,
+            errcode_len: self.errcode.len(),
+            info_uri: self.info_uri.as_ptr() as *const c_char,
+            info_uri_len: self.info_uri.len(),
+            can_upgrade: match self.can_upgrade {
+                None => sys::MXLIMIT_CAN_UPGRADE_UNSET,
+                Some(false) => sys::MXLIMIT_CAN_UPGRADE_NO,
+                Some(true) => sys::MXLIMIT_CAN_UPGRADE_YES,
+            },
+            quota_policy: self.quota.policy.as_ptr() as *const c_char,
+            quota_policy_len: self.quota.policy.len(),
+            quota_unit: match self.quota.unit {
+                QuotaUnit::Requests => sys::MXLIMIT_QUOTA_REQUESTS,
+                QuotaUnit::ContentBytes => sys::MXLIMIT_QUOTA_CONTENT_BYTES,
+                QuotaUnit::ConcurrentRequests => sys::MXLIMIT_QUOTA_CONCURRENT_REQUESTS,
+            },
+            quota_burst: self.quota.burst,
+            quota_interval_ns: nanos(self.quota.interval),
+            quota_next_ns: nanos(self.quota.next),
             ..Default::default()
         }
     }
@@ -373,15 +476,49 @@ impl<'a> Decision<'a> {
         String::from_utf8(bytes).ok()
     }
 
-    /// The JSON body of the 429 `M_LIMIT_EXCEEDED` answer.
+    /// The JSON body of the 429 answer: `M_LIMIT_EXCEEDED`, or the denying
+    /// policy's own errcode with MSC4335's `info_uri` and `can_upgrade`.
     pub fn body(&self) -> String {
         let raw = self.raw();
-        let mut buf = [0 as c_char; sys::MXLIMIT_BODY_MAX];
+        let mut buf = [0 as c_char; sys::MXLIMIT_LIMIT_BODY_MAX];
         let mut len = 0usize;
         // SAFETY: a valid decision and a buffer of the documented size.
         let rc = unsafe { sys::mxlimit_format_body(&raw, buf.as_mut_ptr(), buf.len(), &mut len) };
-        assert_eq!(rc, sys::MXLIMIT_OK, "MXLIMIT_BODY_MAX always suffices");
+        assert_eq!(
+            rc,
+            sys::MXLIMIT_OK,
+            "MXLIMIT_LIMIT_BODY_MAX always suffices"
+        );
         buf[..len].iter().map(|&c| c as u8 as char).collect()
+    }
+
+    /// The `RateLimit-Policy` and `RateLimit` header field values, e.g.
+    /// `"message-send";q=10;w=50` and `"message-send";r=9;t=0`, or `None`
+    /// when neither should be sent (exempt, unlimited, or `never`). Send
+    /// them on allowed and denied answers when the policy file says
+    /// `response_headers: ratelimit`.
+    pub fn ratelimit_headers(&self) -> Option<(String, String)> {
+        let raw = self.raw();
+        let mut policy = [0 as c_char; sys::MXLIMIT_RATELIMIT_POLICY_MAX];
+        let mut limit = [0 as c_char; sys::MXLIMIT_RATELIMIT_MAX];
+        let (mut policy_len, mut limit_len) = (0usize, 0usize);
+        // SAFETY: a valid decision and buffers of the documented sizes.
+        let rc = unsafe {
+            sys::mxlimit_format_ratelimit_headers(
+                &raw,
+                policy.as_mut_ptr(),
+                policy.len(),
+                &mut policy_len,
+                limit.as_mut_ptr(),
+                limit.len(),
+                &mut limit_len,
+            )
+        };
+        if rc != sys::MXLIMIT_OK || policy_len == 0 {
+            return None;
+        }
+        let text = |buf: &[c_char], n: usize| buf[..n].iter().map(|&c| c as u8 as char).collect();
+        Some((text(&policy, policy_len), text(&limit, limit_len)))
     }
 }
 
@@ -493,10 +630,11 @@ impl Limiter {
     /// Decides whether `request` may proceed and charges it if so.
     pub fn check(&self, request: &Request<'_>) -> Result<Decision<'_>, Error> {
         let client = request.client_bytes();
+        let options = request.options();
         let mut raw = sys::mxlimit_decision::default();
         // SAFETY: every (pointer, length) pair describes live memory.
         let rc = unsafe {
-            sys::mxlimit_check_subjects(
+            sys::mxlimit_check_ex(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -511,6 +649,7 @@ impl Limiter {
                 request.target_user.len(),
                 request.cost,
                 request.flags(),
+                &options,
                 request.now_ns,
                 &mut raw,
             )
@@ -523,10 +662,11 @@ impl Limiter {
     /// What `check` would answer, without charging or counting anything.
     pub fn peek(&self, request: &Request<'_>) -> Result<Decision<'_>, Error> {
         let client = request.client_bytes();
+        let options = request.options();
         let mut raw = sys::mxlimit_decision::default();
         // SAFETY: as in `check`.
         let rc = unsafe {
-            sys::mxlimit_peek_subjects(
+            sys::mxlimit_peek_ex(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -541,6 +681,7 @@ impl Limiter {
                 request.target_user.len(),
                 request.cost,
                 request.flags(),
+                &options,
                 request.now_ns,
                 &mut raw,
             )
@@ -553,9 +694,10 @@ impl Limiter {
     /// Charges `request.cost` without checking (a negative cost refunds).
     pub fn charge(&self, request: &Request<'_>) -> Result<(), Error> {
         let client = request.client_bytes();
+        let options = request.options();
         // SAFETY: as in `check`.
         let rc = unsafe {
-            sys::mxlimit_charge_subjects(
+            sys::mxlimit_charge_ex(
                 self.raw.as_ptr(),
                 request.method.as_ptr() as *const c_char,
                 request.method.len(),
@@ -570,6 +712,41 @@ impl Limiter {
                 request.target_user.len(),
                 request.cost,
                 request.flags(),
+                &options,
+                request.now_ns,
+            )
+        };
+        result(rc, ptr::null_mut())
+    }
+
+    /// Charges what the response of an admitted request costs (policies
+    /// with `charge: response` listing `status`, `cost: response_bytes` by
+    /// `body_bytes`), once it is known: pass the request as it was checked.
+    /// Only decisions with [`Decision::settles`] need it; others are
+    /// charged nothing.
+    pub fn settle(&self, request: &Request<'_>, status: i32, body_bytes: i64) -> Result<(), Error> {
+        let client = request.client_bytes();
+        let options = request.options();
+        // SAFETY: as in `check`.
+        let rc = unsafe {
+            sys::mxlimit_settle(
+                self.raw.as_ptr(),
+                request.method.as_ptr() as *const c_char,
+                request.method.len(),
+                request.target.as_ptr() as *const c_char,
+                request.target.len(),
+                client.as_ptr(),
+                request.user_id.as_ptr() as *const c_char,
+                request.user_id.len(),
+                request.origin.as_ptr() as *const c_char,
+                request.origin.len(),
+                request.target_user.as_ptr() as *const c_char,
+                request.target_user.len(),
+                request.cost,
+                request.flags(),
+                &options,
+                status as c_int,
+                body_bytes,
                 request.now_ns,
             )
         };

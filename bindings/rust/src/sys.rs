@@ -49,6 +49,18 @@ pub struct mxlimit_decision {
     pub delay_ns: i64,
     pub leases: [u64; MXLIMIT_MAX_LEASES],
     pub lease_count: u32,
+    pub errcode: *const c_char,
+    pub errcode_len: usize,
+    pub info_uri: *const c_char,
+    pub info_uri_len: usize,
+    pub quota_policy: *const c_char,
+    pub quota_policy_len: usize,
+    pub quota_burst: i64,
+    pub quota_interval_ns: i64,
+    pub quota_next_ns: i64,
+    pub quota_unit: u8,
+    pub can_upgrade: u8,
+    pub settles: u8,
 }
 
 impl Default for mxlimit_decision {
@@ -72,6 +84,35 @@ impl Default for mxlimit_decision {
             delay_ns: 0,
             leases: [0; MXLIMIT_MAX_LEASES],
             lease_count: 0,
+            errcode: std::ptr::null(),
+            errcode_len: 0,
+            info_uri: std::ptr::null(),
+            info_uri_len: 0,
+            quota_policy: std::ptr::null(),
+            quota_policy_len: 0,
+            quota_burst: 0,
+            quota_interval_ns: 0,
+            quota_next_ns: 0,
+            quota_unit: 0,
+            can_upgrade: 0,
+            settles: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mxlimit_request_options {
+    pub struct_size: u32,
+    pub request_bytes: i64,
+}
+
+impl Default for mxlimit_request_options {
+    /// `MXLIMIT_REQUEST_OPTIONS_INIT`.
+    fn default() -> Self {
+        mxlimit_request_options {
+            struct_size: std::mem::size_of::<mxlimit_request_options>() as u32,
+            request_bytes: -1,
         }
     }
 }
@@ -103,6 +144,17 @@ pub const MXLIMIT_UNLIMITED_REMAINING: i64 = i64::MAX;
 pub const MXLIMIT_MAX_LEASES: usize = 4;
 pub const MXLIMIT_RETRY_AFTER_MAX: usize = 20;
 pub const MXLIMIT_BODY_MAX: usize = 96;
+pub const MXLIMIT_LIMIT_BODY_MAX: usize = 1219;
+pub const MXLIMIT_RATELIMIT_POLICY_MAX: usize = 264;
+pub const MXLIMIT_RATELIMIT_MAX: usize = 239;
+
+pub const MXLIMIT_QUOTA_REQUESTS: u8 = 0;
+pub const MXLIMIT_QUOTA_CONTENT_BYTES: u8 = 1;
+pub const MXLIMIT_QUOTA_CONCURRENT_REQUESTS: u8 = 2;
+
+pub const MXLIMIT_CAN_UPGRADE_UNSET: u8 = 0;
+pub const MXLIMIT_CAN_UPGRADE_NO: u8 = 1;
+pub const MXLIMIT_CAN_UPGRADE_YES: u8 = 2;
 
 extern "C" {
     pub fn mxlimit_release(
@@ -196,6 +248,82 @@ extern "C" {
         flags: u32,
         now_ns: i64,
     ) -> c_int;
+    pub fn mxlimit_check_ex(
+        limiter: *mut mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        options: *const mxlimit_request_options,
+        now_ns: i64,
+        out: *mut mxlimit_decision,
+    ) -> c_int;
+    pub fn mxlimit_peek_ex(
+        limiter: *const mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        options: *const mxlimit_request_options,
+        now_ns: i64,
+        out: *mut mxlimit_decision,
+    ) -> c_int;
+    pub fn mxlimit_charge_ex(
+        limiter: *mut mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        options: *const mxlimit_request_options,
+        now_ns: i64,
+    ) -> c_int;
+    pub fn mxlimit_settle(
+        limiter: *mut mxlimit_limiter,
+        method: *const c_char,
+        method_len: usize,
+        target: *const c_char,
+        target_len: usize,
+        client: *const u8,
+        user_id: *const c_char,
+        user_id_len: usize,
+        origin: *const c_char,
+        origin_len: usize,
+        target_user: *const c_char,
+        target_user_len: usize,
+        cost: i64,
+        flags: u32,
+        options: *const mxlimit_request_options,
+        status: c_int,
+        body_bytes: i64,
+        now_ns: i64,
+    ) -> c_int;
     pub fn mxlimit_check(
         limiter: *mut mxlimit_limiter,
         method: *const c_char,
@@ -251,6 +379,15 @@ extern "C" {
         buf: *mut c_char,
         cap: usize,
         len: *mut usize,
+    ) -> c_int;
+    pub fn mxlimit_format_ratelimit_headers(
+        decision: *const mxlimit_decision,
+        policy_buf: *mut c_char,
+        policy_cap: usize,
+        policy_len: *mut usize,
+        ratelimit_buf: *mut c_char,
+        ratelimit_cap: usize,
+        ratelimit_len: *mut usize,
     ) -> c_int;
     pub fn mxlimit_metrics_prometheus(
         limiter: *const mxlimit_limiter,

@@ -66,6 +66,7 @@ fn per_call_cost_at_1k_buckets() {
             origin_verified: false,
             target_user: "",
             may_delay: false,
+            request_bytes: -1,
             now_ns: i as i64 * 1_000_000,
         }
     };
