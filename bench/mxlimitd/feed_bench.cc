@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -157,7 +157,8 @@ void BM_NaiveFeedLines(benchmark::State& state) {
       Request request;
       request.method = method.substr(1);
       request.target = target;
-      const absl::StatusOr<IpAddress> client = ParseIpAddress(it->second.client);
+      const absl::StatusOr<IpAddress> client =
+          ParseIpAddress(it->second.client);
       request.client = *client;
       Completion completion;
       completion.status = std::stoi(status);

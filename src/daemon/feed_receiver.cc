@@ -7,10 +7,12 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -20,6 +22,17 @@ namespace mxlimit::daemon {
 namespace {
 
 constexpr size_t kBatch = 16;
+// Datagrams a unix socket must be able to queue for its reader to nap.
+constexpr long kNapQueue = 256;
+
+long UnixQueueLength() {
+  long n = 0;
+  if (FILE* f = std::fopen("/proc/sys/net/unix/max_dgram_qlen", "r")) {
+    if (std::fscanf(f, "%ld", &n) != 1) n = 0;
+    std::fclose(f);
+  }
+  return n;
+}
 
 absl::Status Errno(std::string_view what, std::string_view where) {
   return absl::UnavailableError(std::string(what) + " " + std::string(where) +
@@ -138,9 +151,7 @@ absl::StatusOr<FeedAddress> ParseFeedAddress(std::string_view text) {
 }
 
 FeedReceiver::FeedReceiver(FeedSink& sink, int stop_fd)
-    : sink_(sink),
-      stop_fd_(stop_fd),
-      buffers_(kBatch * kMaxDatagramBytes) {}
+    : sink_(sink), stop_fd_(stop_fd), buffers_(kBatch * kMaxDatagramBytes) {}
 
 absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
     std::span<const FeedAddress> addresses, FeedSink& sink) {
@@ -154,12 +165,14 @@ absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
       if (!fd.ok()) return fd.status();
       socket->fd = *fd;
       socket->unlink_path = a.path;
+      socket->may_nap = UnixQueueLength() >= kNapQueue;
       r->bound_.push_back("unix:" + a.path);
     } else {
       uint16_t port = 0;
       absl::StatusOr<int> fd = BindUdp(a, port);
       if (!fd.ok()) return fd.status();
       socket->fd = *fd;
+      socket->may_nap = true;
       const bool v6 = a.host.find(':') != std::string::npos;
       r->bound_.push_back("udp:" + (v6 ? "[" + a.host + "]" : a.host) + ":" +
                           std::to_string(port));
@@ -173,6 +186,7 @@ absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
 
 FeedReceiver::~FeedReceiver() {
   if (thread_.joinable()) {
+    stopping_.store(true, std::memory_order_relaxed);
     const uint64_t one = 1;
     (void)write(stop_fd_, &one, sizeof(one));
     thread_.join();
@@ -191,6 +205,10 @@ uint64_t FeedReceiver::dropped() const {
 }
 
 void FeedReceiver::Run() {
+  if (sockets_.size() == 1) {
+    RunOne(*sockets_[0]);
+    return;
+  }
   std::vector<pollfd> fds;
   fds.reserve(sockets_.size() + 1);
   fds.push_back({stop_fd_, POLLIN, 0});
@@ -202,12 +220,32 @@ void FeedReceiver::Run() {
     }
     if (fds[0].revents != 0) return;
     for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) Drain(*sockets_[i - 1]);
+      if (fds[i].revents != 0) Drain(*sockets_[i - 1], MSG_DONTWAIT);
     }
   }
 }
 
-void FeedReceiver::Drain(Socket& socket) {
+// One socket (the usual case): a blocking receive that returns with what
+// has arrived (MSG_WAITFORONE) saves the poll() per wake-up. The timeout
+// bounds how long a stop waits.
+void FeedReceiver::RunOne(Socket& socket) {
+  const int flags = fcntl(socket.fd, F_GETFL);
+  (void)fcntl(socket.fd, F_SETFL, flags & ~O_NONBLOCK);
+  const timeval tick = {0, 50'000};
+  (void)setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
+  // After a short batch the thread naps so that the next wake-up finds
+  // several datagrams: one wake-up per line would cost more than the lines
+  // themselves. The socket's queue holds what arrives meanwhile: a UDP
+  // socket's buffer, or a unix socket's net.unix.max_dgram_qlen datagrams
+  // when that is raised from its default (10, which a nap would overflow).
+  const timespec nap = {0, 1'000'000};
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const size_t n = Drain(socket, MSG_WAITFORONE);
+    if (socket.may_nap && n > 0 && n < kBatch / 2) nanosleep(&nap, nullptr);
+  }
+}
+
+size_t FeedReceiver::Drain(Socket& socket, int flags) {
   mmsghdr msgs[kBatch];
   iovec iovs[kBatch];
   alignas(cmsghdr) char controls[kBatch][CMSG_SPACE(sizeof(uint32_t))];
@@ -220,8 +258,9 @@ void FeedReceiver::Drain(Socket& socket) {
       msgs[i].msg_hdr.msg_control = controls[i];
       msgs[i].msg_hdr.msg_controllen = sizeof(controls[i]);
     }
-    const int n = recvmmsg(socket.fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return;  // EAGAIN: drained
+    const int n = recvmmsg(socket.fd, msgs, kBatch, flags, nullptr);
+    // Drained (EAGAIN), or the blocking wait timed out.
+    if (n <= 0) return 0;
     const MonotonicTime now = MonotonicTime::FromSteadyClock();
     for (int i = 0; i < n; ++i) {
       const msghdr& h = msgs[i].msg_hdr;
@@ -243,7 +282,7 @@ void FeedReceiver::Drain(Socket& socket) {
                            msgs[i].msg_len),
           now);
     }
-    if (static_cast<size_t>(n) < kBatch) return;
+    if (static_cast<size_t>(n) < kBatch) return static_cast<size_t>(n);
   }
 }
 

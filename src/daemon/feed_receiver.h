@@ -78,6 +78,8 @@ class FeedReceiver {
  private:
   struct Socket {
     int fd = -1;
+    // Whether the reader may nap between short batches (RunOne).
+    bool may_nap = false;
     std::string unlink_path;
     // The socket's drop count as last reported (SO_RXQ_OVFL).
     std::atomic<uint32_t> drops{0};
@@ -85,13 +87,17 @@ class FeedReceiver {
 
   FeedReceiver(FeedSink& sink, int stop_fd);
   void Run();
-  void Drain(Socket& socket);
+  void RunOne(Socket& socket);
+  // Reads what `socket` holds, in batches; `flags` for recvmmsg. Returns
+  // the size of the last batch.
+  size_t Drain(Socket& socket, int flags);
 
   FeedSink& sink_;
   std::vector<std::unique_ptr<Socket>> sockets_;
   std::vector<std::string> bound_;
   int stop_fd_;
   std::vector<char> buffers_;
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::atomic<uint64_t> datagrams_{0};
   std::atomic<uint64_t> oversized_{0};

@@ -47,9 +47,9 @@ FeedLineResult FeedSink::HandleLine(std::string_view line, MonotonicTime now) {
   replay::LogRecord record;
   const size_t first = line.find_first_not_of(' ');
   const bool json = first != std::string_view::npos && line[first] == '{';
-  const replay::ParseResult parsed = json
-                                         ? replay::ParseCaddyLine(line, &record)
-                                         : replay::ParseNginxLine(line, &record);
+  const replay::ParseResult parsed =
+      json ? replay::ParseCaddyLine(line, &record)
+           : replay::ParseNginxLine(line, &record);
   if (parsed != replay::ParseResult::kOk) return FeedLineResult::kUnparsed;
   if (record.request_id.empty()) return FeedLineResult::kNoId;
   PendingEntry entry;

@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
     for (const std::string& text : flags.feeds) {
       addresses.push_back(*mxlimit::daemon::ParseFeedAddress(text));
     }
-    pending = std::make_unique<mxlimit::daemon::PendingTable>(
-        flags.feed_pending);
+    pending =
+        std::make_unique<mxlimit::daemon::PendingTable>(flags.feed_pending);
     feed_sink =
         std::make_unique<mxlimit::daemon::FeedSink>(**limiter, *pending);
     absl::StatusOr<std::unique_ptr<mxlimit::daemon::FeedReceiver>> started =

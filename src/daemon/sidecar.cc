@@ -227,8 +227,7 @@ void Sidecar::Metrics(http::HttpResponse& out) {
       options_.feed_receiver != nullptr) {
     FeedCounters c;
     for (size_t i = 0; i < c.lines.size(); ++i) {
-      c.lines[i] =
-          options_.feed_sink->lines(static_cast<FeedLineResult>(i));
+      c.lines[i] = options_.feed_sink->lines(static_cast<FeedLineResult>(i));
     }
     const FeedReceiver& r = *options_.feed_receiver;
     c.datagrams = r.datagrams();

@@ -117,9 +117,12 @@ ParseResult ParseCaddyLine(std::string_view line, LogRecord* out) {
   if (s.peek() != '{') return ParseResult::kNotRequest;
 
   CaddyFields f;
-  const JsonSlot top[] = {{"logger", &f.logger},     {"ts", &f.ts},
-                          {"duration", &f.duration}, {"request", &f.request},
-                          {"status", &f.status},     {"size", &f.size},
+  const JsonSlot top[] = {{"logger", &f.logger},
+                          {"ts", &f.ts},
+                          {"duration", &f.duration},
+                          {"request", &f.request},
+                          {"status", &f.status},
+                          {"size", &f.size},
                           {"resp_headers", &f.resp_headers}};
   if (!CollectMembers(line, top)) return ParseResult::kMalformed;
   if (!IsPlainString(f.logger) || !IsAccessLogger(f.logger.value)) {

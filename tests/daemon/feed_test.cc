@@ -229,15 +229,15 @@ TEST_F(FeedSinkTest, AnInitialSyncLeaseEndsAtItsCompletion) {
   const std::string alice = "@alice:example.org";
   ASSERT_TRUE(Decide("203.0.113.9", "GET", kInitialSync, Id(1), alice).allowed);
   ASSERT_TRUE(Decide("203.0.113.9", "GET", kInitialSync, Id(2), alice).allowed);
-  const Decision third = Decide("203.0.113.9", "GET", kInitialSync, Id(3), alice);
+  const Decision third =
+      Decide("203.0.113.9", "GET", kInitialSync, Id(3), alice);
   ASSERT_FALSE(third.allowed);
   EXPECT_EQ(third.policy, "initial-sync-in-flight");
-  sink.HandleDatagram(NginxDatagram("203.0.113.9", "GET", kInitialSync, 200,
-                                    123456, Id(1)),
-                      now_);
+  sink.HandleDatagram(
+      NginxDatagram("203.0.113.9", "GET", kInitialSync, 200, 123456, Id(1)),
+      now_);
   EXPECT_EQ(sink.lines(FeedLineResult::kSettled), 1u);
-  EXPECT_TRUE(
-      Decide("203.0.113.9", "GET", kInitialSync, Id(4), alice).allowed);
+  EXPECT_TRUE(Decide("203.0.113.9", "GET", kInitialSync, Id(4), alice).allowed);
 }
 
 TEST_F(FeedSinkTest, HostileLinesCostACounterAndValidTrafficStillSettles) {
@@ -257,9 +257,9 @@ TEST_F(FeedSinkTest, HostileLinesCostACounterAndValidTrafficStillSettles) {
                                     std::string(65, 'a')),
                       now_);
   for (int i = 0; i < 10'000; ++i) {
-    sink.HandleDatagram(NginxDatagram("203.0.113.9", "POST", kLogin, 403, 1,
-                                      Id(100'000 + i)),
-                        now_);
+    sink.HandleDatagram(
+        NginxDatagram("203.0.113.9", "POST", kLogin, 403, 1, Id(100'000 + i)),
+        now_);
   }
   EXPECT_EQ(sink.lines(FeedLineResult::kUnparsed), 3u);
   EXPECT_EQ(sink.lines(FeedLineResult::kNoId), 2u);
@@ -278,8 +278,7 @@ TEST_F(FeedSinkTest, HostileLinesCostACounterAndValidTrafficStillSettles) {
 
 TEST_F(FeedSinkTest, MediaDownloadsAreChargedTheirBytes) {
   FeedSink sink(*limiter_, pending_);
-  const std::string media =
-      "/_matrix/client/v1/media/download/example.org/abc";
+  const std::string media = "/_matrix/client/v1/media/download/example.org/abc";
   // 500 MiB of burst: four 120 MiB downloads fit, the fifth finds 20 MiB
   // of room and takes the bucket 100 MiB into debt, and the sixth waits
   // for the 87 KiB/s rate to pay that back.
@@ -294,9 +293,9 @@ TEST_F(FeedSinkTest, MediaDownloadsAreChargedTheirBytes) {
       break;
     }
     ++admitted;
-    sink.HandleDatagram(NginxDatagram("203.0.113.9", "GET", media, 200,
-                                      int64_t{120} << 20, id),
-                        now_);
+    sink.HandleDatagram(
+        NginxDatagram("203.0.113.9", "GET", media, 200, int64_t{120} << 20, id),
+        now_);
   }
   EXPECT_EQ(admitted, 5);
   EXPECT_TRUE(Decide("198.51.100.7", "GET", media, Id(50)).allowed);

@@ -254,30 +254,31 @@ TEST(CaddyParserTest, ReadsTheRequestIdResponseHeaderOnly) {
   ASSERT_EQ(ParseCaddyLine(Keep(Caddy()), &r), ParseResult::kOk);
   EXPECT_TRUE(r.request_id.empty());
   const std::string id = "0d6f6c0e-3b8a-4f5e-9a51-2c1e7d9b4a10";
-  const std::string with_id =
-      R"(,"resp_headers":{"X-Request-Id":[")" + id + R"("],"Server":["Caddy"]})";
+  const std::string with_id = R"(,"resp_headers":{"X-Request-Id":[")" + id +
+                              R"("],"Server":["Caddy"]})";
   ASSERT_EQ(ParseCaddyLine(Keep(Caddy("", with_id)), &r), ParseResult::kOk);
   EXPECT_EQ(r.request_id, id);
   // A client's own X-Request-Id is a request header: never read.
-  ASSERT_EQ(ParseCaddyLine(Keep(Caddy(R"(,"headers":{"X-Request-Id":["forged"]})")),
-                           &r),
+  ASSERT_EQ(ParseCaddyLine(
+                Keep(Caddy(R"(,"headers":{"X-Request-Id":["forged"]})")), &r),
             ParseResult::kOk);
   EXPECT_TRUE(r.request_id.empty());
   // A backend's own id is appended after Caddy's: the first is read.
-  ASSERT_EQ(ParseCaddyLine(Keep(Caddy("", R"(,"resp_headers":{"X-Request-Id":[")" +
-                                              id + R"(","backend-own"]})")),
-                           &r),
-            ParseResult::kOk);
+  ASSERT_EQ(
+      ParseCaddyLine(Keep(Caddy("", R"(,"resp_headers":{"X-Request-Id":[")" +
+                                        id + R"(","backend-own"]})")),
+                     &r),
+      ParseResult::kOk);
   EXPECT_EQ(r.request_id, id);
   // Not a plain id: a non-string, an escape, an empty array, a space.
   for (const std::string& bad :
-       {std::string("[1]"),
-        std::string(R"(["a\"b"])"), std::string("[]"),
+       {std::string("[1]"), std::string(R"(["a\"b"])"), std::string("[]"),
         std::string(R"(["a b"])")}) {
-    ASSERT_EQ(ParseCaddyLine(Keep(Caddy("", R"(,"resp_headers":{"X-Request-Id":)" +
-                                                bad + "}")),
-                             &r),
-              ParseResult::kOk)
+    ASSERT_EQ(
+        ParseCaddyLine(
+            Keep(Caddy("", R"(,"resp_headers":{"X-Request-Id":)" + bad + "}")),
+            &r),
+        ParseResult::kOk)
         << bad;
     EXPECT_TRUE(r.request_id.empty()) << bad;
   }
@@ -337,15 +338,15 @@ TEST(NginxForwardedForTest, ReadsTheTrailingField) {
   EXPECT_TRUE(r.forwarded_for.empty());
   ASSERT_EQ(ParseNginxLine(Keep(std::string(kNginxLine) + " \"a\" \"b\""), &r),
             ParseResult::kOk);
-  EXPECT_TRUE(r.forwarded_for.empty());  EXPECT_TRUE(r.request_id.empty());
+  EXPECT_TRUE(r.forwarded_for.empty());
+  EXPECT_TRUE(r.request_id.empty());
 }
 
 TEST(NginxRequestIdTest, ReadsTheFeedFormatsFourthField) {
   LogRecord r;
   const std::string id = "5f2c0e3a9b1d4e7f8a6b5c4d3e2f1a09";
-  ASSERT_EQ(ParseNginxLine(Keep(std::string(kNginxLine) + " \"-\" \"" + id +
-                                "\""),
-                           &r),
+  ASSERT_EQ(ParseNginxLine(
+                Keep(std::string(kNginxLine) + " \"-\" \"" + id + "\""), &r),
             ParseResult::kOk);
   EXPECT_EQ(r.request_id, id);
   EXPECT_TRUE(r.forwarded_for.empty());
@@ -357,8 +358,8 @@ TEST(NginxRequestIdTest, ReadsTheFeedFormatsFourthField) {
   EXPECT_EQ(r.request_id, id);
   // Not $request_id's shape: neither field is read.
   for (const std::string& bad :
-       {std::string("5F2C0E3A9B1D4E7F8A6B5C4D3E2F1A09"), id + "0",
-        id.substr(1), std::string("-")}) {
+       {std::string("5F2C0E3A9B1D4E7F8A6B5C4D3E2F1A09"), id + "0", id.substr(1),
+        std::string("-")}) {
     ASSERT_EQ(ParseNginxLine(Keep(std::string(kNginxLine) +
                                   " \"198.51.100.4\" \"" + bad + "\""),
                              &r),
