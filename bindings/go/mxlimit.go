@@ -321,7 +321,7 @@ type Decision struct {
 	Errcode    string
 	InfoURI    string
 	CanUpgrade Upgrade
-	// A policy that applied is charged on the response or by bytes: call
+	// A policy that applied is charged on the response: call
 	// Limiter.Settle when the request completes.
 	Settles bool
 	// The quota the RateLimit header fields describe (RateLimitHeaders).

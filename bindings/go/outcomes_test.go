@@ -85,7 +85,8 @@ func TestUploadQuotaAnswersUserLimitExceeded(t *testing.T) {
 	upload := Request{Method: "POST", Target: "/_matrix/media/v3/upload?filename=a",
 		Client: netip.MustParseAddr("192.0.2.1"), UserID: "@uploader:example.org",
 		RequestBytes: 60 * mib, Now: 1}
-	if d := mustCheck(t, l, &upload); !d.Allowed || !d.Settles {
+	// Charged its bytes at the decision: its completion has nothing to add.
+	if d := mustCheck(t, l, &upload); !d.Allowed || d.Settles {
 		t.Fatalf("first upload: %+v", d)
 	} else if _, _, ok := d.RateLimitHeaders(); !ok {
 		t.Error("no RateLimit fields on the allowed upload")

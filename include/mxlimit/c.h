@@ -361,8 +361,8 @@ typedef struct mxlimit_decision {
   // MXLIMIT_CAN_UPGRADE_*, with `errcode`.
   uint8_t can_upgrade;
   // 1 if a policy that applied is charged on the response (`charge:
-  // response`, `cost: response_bytes`) or by the request's bytes: only then
-  // does mxlimit_settle charge anything for this request, so a caller that
+  // response`, `cost: response_bytes`): only then does mxlimit_settle
+  // charge anything for this request, so a caller that
   // must keep a request until it completes keeps only these (and those with
   // leases).
   uint8_t settles;

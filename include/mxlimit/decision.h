@@ -171,11 +171,11 @@ struct Decision {
   // Allowed: the leases taken for the request's in-flight policies (shadow
   // ones included); release them when the request ends. Empty otherwise.
   Leases leases;
-  // A policy that applied charges more than `Request::cost`: bytes, or on
-  // the response (`charge: response`, `cost: response_bytes`). Only then
-  // can `Limiter::Settle` charge anything for this request, so an embedder
-  // that must keep the request until it completes (mxlimitd's feed) keeps
-  // only these and those with `leases`.
+  // A policy that applied is charged on the response (`charge: response`,
+  // `cost: response_bytes`): only then can `Limiter::Settle` charge
+  // anything for this request, so an embedder that must keep the request
+  // until it completes (mxlimitd's feed) keeps only these and those with
+  // `leases`. Set on denials too.
   bool settles = false;
 };
 

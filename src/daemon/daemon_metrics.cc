@@ -215,7 +215,7 @@ void AppendFeedPrometheus(const FeedCounters& c, std::string& out) {
        "Kept requests replaced by a later one with the same request id.",
        c.pending_replaced},
       {"mxlimitd_feed_pending_too_long_total", "counter",
-       "Requests not kept: a user ID or origin over 255 bytes.",
+       "Requests kept without a user ID or origin over 255 bytes.",
        c.pending_too_long},
   };
   for (const Single& s : singles) {

@@ -17,11 +17,14 @@
 
 #include "absl/status/status.h"
 #include "src/daemon/flags.h"
+#include "src/daemon/log.h"
 
 namespace mxlimit::daemon {
 namespace {
 
 constexpr size_t kBatch = 16;
+// Full batches read before Drain returns to its caller.
+constexpr int kMaxRounds = 64;
 // Datagrams a unix socket must be able to queue for its reader to nap.
 constexpr long kNapQueue = 256;
 
@@ -49,41 +52,67 @@ bool IsLoopback(const std::string& host) {
          IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-// Asks the kernel to report, with each datagram, how many it has dropped on
-// this socket (UDP; unix datagram senders are refused instead). And a
-// receive buffer to absorb bursts (capped by net.core.rmem_max).
-void TuneSocket(int fd) {
-  const int on = 1;
-  (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+// A receive buffer to absorb bursts (capped by net.core.rmem_max) and, on
+// UDP, the kernel's count of datagrams it dropped on this socket with each
+// datagram (SO_RXQ_OVFL; a unix datagram sender is refused instead).
+void TuneSocket(int fd, bool udp) {
   const int bytes = 4 << 20;
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  if (udp) {
+    const int on = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+  }
 }
 
-absl::StatusOr<int> BindUnix(const std::string& path) {
+// Whether a process is serving the unix socket at `path`: a datagram sent
+// there would be queued. A file nobody has bound is refused.
+bool Served(const sockaddr_un& sa) {
+  const int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return false;
+  const bool served =
+      connect(probe, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) == 0;
+  close(probe);
+  return served;
+}
+
+absl::StatusOr<int> BindUnix(const std::string& path, ino_t& inode) {
   sockaddr_un sa{};
   if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
     return absl::InvalidArgumentError("feed socket path too long: " + path);
   }
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.data(), path.size());
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
-    // A socket left by an earlier run is replaced; anything else is not
-    // ours to remove.
+    // A socket left by an earlier run is replaced; a live one (another
+    // mxlimitd's) and anything else are not ours to remove.
     if (!S_ISSOCK(st.st_mode)) {
       return absl::AlreadyExistsError("feed path exists and is not a socket: " +
                                       path);
+    }
+    if (Served(sa)) {
+      return absl::AlreadyExistsError(
+          "feed socket is in use by another process: " + path);
     }
     (void)unlink(path.c_str());
   }
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Errno("cannot create the feed socket", path);
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, path.data(), path.size());
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0 ||
-      chmod(path.c_str(), 0660) != 0) {
+  // The file takes the socket's mode when bound: never, even for a moment,
+  // more open than 0660.
+  (void)fchmod(fd, 0660);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
     absl::Status error = Errno("cannot bind the feed socket", path);
     close(fd);
     return error;
   }
+  if (chmod(path.c_str(), 0660) != 0 || lstat(path.c_str(), &st) != 0) {
+    absl::Status error = Errno("cannot set the feed socket's mode", path);
+    (void)unlink(path.c_str());
+    close(fd);
+    return error;
+  }
+  inode = st.st_ino;
   return fd;
 }
 
@@ -161,7 +190,7 @@ absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
   for (const FeedAddress& a : addresses) {
     auto socket = std::make_unique<Socket>();
     if (a.kind == FeedAddress::Kind::kUnix) {
-      absl::StatusOr<int> fd = BindUnix(a.path);
+      absl::StatusOr<int> fd = BindUnix(a.path, socket->inode);
       if (!fd.ok()) return fd.status();
       socket->fd = *fd;
       socket->unlink_path = a.path;
@@ -177,7 +206,8 @@ absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
       r->bound_.push_back("udp:" + (v6 ? "[" + a.host + "]" : a.host) + ":" +
                           std::to_string(port));
     }
-    TuneSocket(socket->fd);
+    TuneSocket(socket->fd, a.kind == FeedAddress::Kind::kUdp);
+    socket->udp = a.kind == FeedAddress::Kind::kUdp;
     r->sockets_.push_back(std::move(socket));
   }
   r->thread_ = std::thread([p = r.get()] { p->Run(); });
@@ -193,7 +223,13 @@ FeedReceiver::~FeedReceiver() {
   }
   for (const auto& s : sockets_) {
     if (s->fd >= 0) close(s->fd);
-    if (!s->unlink_path.empty()) (void)unlink(s->unlink_path.c_str());
+    // Only the file this receiver bound: a later process may have replaced
+    // it (after this one stopped serving it).
+    struct stat st {};
+    if (!s->unlink_path.empty() && lstat(s->unlink_path.c_str(), &st) == 0 &&
+        st.st_ino == s->inode) {
+      (void)unlink(s->unlink_path.c_str());
+    }
   }
   close(stop_fd_);
 }
@@ -216,6 +252,8 @@ void FeedReceiver::Run() {
   while (true) {
     if (poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
+      Log("error", "the feed stopped reading",
+          {{"error", std::strerror(errno)}});
       return;
     }
     if (fds[0].revents != 0) return;
@@ -249,14 +287,21 @@ size_t FeedReceiver::Drain(Socket& socket, int flags) {
   mmsghdr msgs[kBatch];
   iovec iovs[kBatch];
   alignas(cmsghdr) char controls[kBatch][CMSG_SPACE(sizeof(uint32_t))];
-  while (true) {
+  // A flood keeps every batch full: come back to the caller now and then,
+  // so that a stop (and, with several feeds, the other sockets) is heard.
+  for (int round = 0; round < kMaxRounds; ++round) {
     for (size_t i = 0; i < kBatch; ++i) {
       iovs[i] = {buffers_.data() + i * kMaxDatagramBytes, kMaxDatagramBytes};
       msgs[i] = {};
       msgs[i].msg_hdr.msg_iov = &iovs[i];
       msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_control = controls[i];
-      msgs[i].msg_hdr.msg_controllen = sizeof(controls[i]);
+      // No control buffer on a unix socket: a writer could pass file
+      // descriptors (SCM_RIGHTS), which the kernel then discards instead
+      // of installing them here.
+      if (socket.udp) {
+        msgs[i].msg_hdr.msg_control = controls[i];
+        msgs[i].msg_hdr.msg_controllen = sizeof(controls[i]);
+      }
     }
     const int n = recvmmsg(socket.fd, msgs, kBatch, flags, nullptr);
     // Drained (EAGAIN), or the blocking wait timed out.
@@ -283,7 +328,9 @@ size_t FeedReceiver::Drain(Socket& socket, int flags) {
           now);
     }
     if (static_cast<size_t>(n) < kBatch) return static_cast<size_t>(n);
+    if (stopping_.load(std::memory_order_relaxed)) break;
   }
+  return kBatch;
 }
 
 }  // namespace mxlimit::daemon

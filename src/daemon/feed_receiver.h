@@ -18,6 +18,8 @@
 #ifndef MXLIMIT_DAEMON_FEED_RECEIVER_H_
 #define MXLIMIT_DAEMON_FEED_RECEIVER_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -53,8 +55,9 @@ class FeedReceiver {
   static constexpr size_t kMaxDatagramBytes = 65536;
 
   // Binds every address (a unix socket's path is created with mode 0660; a
-  // stale socket file there is replaced, any other file is an error) and
-  // starts the reading thread. `sink` is borrowed.
+  // stale socket file there is replaced; a socket another process serves,
+  // or any other file, is an error) and starts the reading thread. `sink`
+  // is borrowed.
   static absl::StatusOr<std::unique_ptr<FeedReceiver>> Start(
       std::span<const FeedAddress> addresses, FeedSink& sink);
 
@@ -78,9 +81,13 @@ class FeedReceiver {
  private:
   struct Socket {
     int fd = -1;
+    bool udp = false;
     // Whether the reader may nap between short batches (RunOne).
     bool may_nap = false;
+    // A unix socket's file, removed at the end if it is still the one
+    // bound here (same inode).
     std::string unlink_path;
+    ino_t inode = 0;
     // The socket's drop count as last reported (SO_RXQ_OVFL).
     std::atomic<uint32_t> drops{0};
   };

@@ -78,17 +78,21 @@ void PendingTable::Drop(Shard& s, uint32_t slot, uint64_t hash) {
   s.free.push_back(slot);
 }
 
-void PendingTable::Put(std::string_view id, const PendingRequest& request) {
-  if (request.user_id.size() > PendingEntry::kMaxNameBytes ||
-      request.origin.size() > PendingEntry::kMaxNameBytes) {
+Leases PendingTable::Put(std::string_view id, const PendingRequest& request) {
+  Leases displaced;
+  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return displaced;
+  PendingRequest kept = request;
+  if (kept.user_id.size() > PendingEntry::kMaxNameBytes ||
+      kept.origin.size() > PendingEntry::kMaxNameBytes) {
+    if (kept.user_id.size() > PendingEntry::kMaxNameBytes) kept.user_id = {};
+    if (kept.origin.size() > PendingEntry::kMaxNameBytes) kept.origin = {};
     too_long_.fetch_add(1, std::memory_order_relaxed);
-    return;
   }
-  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return;
   const uint64_t hash = HashId(id);
   Shard& s = ShardOf(hash);
   std::lock_guard<std::mutex> lock(s.mu);
   if (auto it = s.index.find(hash); it != s.index.end()) {
+    displaced = s.slots[it->second].leases_;
     Drop(s, it->second, hash);
     replaced_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -100,7 +104,7 @@ void PendingTable::Put(std::string_view id, const PendingRequest& request) {
   const uint32_t slot = s.free.back();
   s.free.pop_back();
   PendingEntry& e = s.slots[slot];
-  e.Assign(id, request);
+  e.Assign(id, kept);
   e.older_ = s.newest;
   e.newer_ = kNil;
   if (s.newest != kNil) {
@@ -110,6 +114,7 @@ void PendingTable::Put(std::string_view id, const PendingRequest& request) {
   }
   s.newest = slot;
   s.index.emplace(hash, slot);
+  return displaced;
 }
 
 bool PendingTable::Take(std::string_view id, PendingEntry& out) {

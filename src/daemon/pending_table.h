@@ -5,7 +5,7 @@
 // The decisions mxlimitd waits to hear the end of: an admitted request that
 // holds in-flight leases or is charged on its response is kept here under
 // the proxy's request id until its completion arrives on the feed
-// (src/daemon/feed.h), which takes it out again. The table is bounded: its
+// (src/daemon/feed_sink.h), which takes it out again. The table is bounded: its
 // slots are allocated once, and when they are all taken the oldest entry
 // makes room (its leases then end by their lease time, and a charge on its
 // response is not made; both are counted). Nothing allocates after
@@ -13,7 +13,8 @@
 //
 // Example:
 //   mxlimit::daemon::PendingTable pending(16384);
-//   pending.Put("5f2c...", {.client = client, .leases = d.leases});
+//   limiter.Release(pending.Put("5f2c...", {.client = client,
+//                                          .leases = d.leases}), now);
 //   mxlimit::daemon::PendingEntry done;
 //   if (pending.Take("5f2c...", done)) limiter.Release(done.leases, now);
 
@@ -87,7 +88,9 @@ class PendingTable {
     uint64_t evicted = 0;
     // Entries replaced by a later request with the same id.
     uint64_t replaced = 0;
-    // Requests not kept: a user ID or origin over kMaxNameBytes.
+    // Requests kept without their user ID or origin, which was over
+    // kMaxNameBytes: their completion charges only their address's
+    // buckets (and releases their leases).
     uint64_t too_long = 0;
   };
 
@@ -96,9 +99,13 @@ class PendingTable {
   PendingTable(const PendingTable&) = delete;
   PendingTable& operator=(const PendingTable&) = delete;
 
-  // Keeps `request` under `id` (1 to kMaxIdBytes bytes), replacing an entry
-  // of the same id. Thread-safe.
-  void Put(std::string_view id, const PendingRequest& request);
+  // Keeps `request` under `id` (1 to kMaxIdBytes bytes; any other id keeps
+  // nothing). A user ID or origin over kMaxNameBytes is left out rather
+  // than the request: a request is never left uncharged for the length of
+  // a name its client chose. An entry of the same id (the proxy checked
+  // one request twice) is replaced, and its leases, which only that
+  // request held, are returned for release. Thread-safe.
+  Leases Put(std::string_view id, const PendingRequest& request);
 
   // Moves the entry of `id` into `out` and frees its slot. False when there
   // is none. Thread-safe.

@@ -61,7 +61,7 @@ struct OriginalRequest {
   int64_t request_bytes = -1;
   // X-Request-Id, the proxy's id for the request (nginx $request_id, Caddy
   // {http.request.uuid}), which the completion feed's access-log line
-  // carries too (src/daemon/feed.h); empty when absent or not a plain id
+  // carries too (src/daemon/feed_sink.h); empty when absent or not a plain id
   // (replay::IsRequestId).
   std::string_view request_id;
   // Backing store for decoded query values.

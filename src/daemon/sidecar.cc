@@ -161,28 +161,9 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     held_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  if (d.allowed && !request.exempt && options_.pending != nullptr &&
-      !original.request_id.empty() && (d.leases.count > 0 || d.settles)) {
-    PendingRequest kept;
-    kept.client = request.client;
-    kept.user_id = request.user_id;
-    kept.origin = request.origin;
-    kept.request_bytes = request.request_bytes;
-    kept.leases = d.leases;
-    kept.settles = d.settles;
-    options_.pending->Put(original.request_id, kept);
-  }
-
+  KeepForCompletion(original.request_id, request, d, started);
   if (ratelimit_headers_.load(std::memory_order_relaxed)) {
-    char policy[kRateLimitPolicyValueMaxBytes];
-    char limit[kRateLimitValueMaxBytes];
-    const RateLimitHeaderLengths n = FormatRateLimitHeaders(d, policy, limit);
-    if (n.policy > 0 && n.ratelimit > 0) {
-      out.AddHeader(kRateLimitPolicyField,
-                    out.Keep(std::string_view(policy, n.policy)));
-      out.AddHeader(kRateLimitField,
-                    out.Keep(std::string_view(limit, n.ratelimit)));
-    }
+    AddRateLimitFields(d, out);
   }
 
   if (d.allowed) {
@@ -213,6 +194,40 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     }
   }
   metrics_.CountDecision(outcome, std::chrono::steady_clock::now() - started);
+}
+
+void Sidecar::KeepForCompletion(std::string_view request_id,
+                                const Request& request, const Decision& d,
+                                std::chrono::steady_clock::time_point now) {
+  if (!d.allowed || request.exempt || options_.pending == nullptr ||
+      request_id.empty() || (d.leases.count == 0 && !d.settles)) {
+    return;
+  }
+  PendingRequest kept;
+  kept.client = request.client;
+  kept.user_id = request.user_id;
+  kept.origin = request.origin;
+  kept.request_bytes = request.request_bytes;
+  kept.leases = d.leases;
+  kept.settles = d.settles;
+  // A second check of one request (an internal redirect into another
+  // checked location) replaces the first; its leases were that request's.
+  const Leases displaced = options_.pending->Put(request_id, kept);
+  if (displaced.count > 0) {
+    limiter_.Release(displaced, MonotonicTime::FromSteadyClock(now));
+  }
+}
+
+void Sidecar::AddRateLimitFields(const Decision& d, http::HttpResponse& out) {
+  char policy[kRateLimitPolicyValueMaxBytes];
+  char limit[kRateLimitValueMaxBytes];
+  const RateLimitHeaderLengths n = FormatRateLimitHeaders(d, policy, limit);
+  if (n.policy > 0 && n.ratelimit > 0) {
+    out.AddHeader(kRateLimitPolicyField,
+                  out.Keep(std::string_view(policy, n.policy)));
+    out.AddHeader(kRateLimitField,
+                  out.Keep(std::string_view(limit, n.ratelimit)));
+  }
 }
 
 void Sidecar::Metrics(http::HttpResponse& out) {

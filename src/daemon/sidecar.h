@@ -33,6 +33,8 @@
 #define MXLIMIT_DAEMON_SIDECAR_H_
 
 #include <atomic>
+#include <chrono>
+#include <string_view>
 #include <vector>
 
 #include "mxlimit/ip.h"
@@ -98,6 +100,12 @@ class Sidecar : public http::HttpHandler {
   void Decide(const http::HttpRequestHead& head, const IpAddress& peer,
               CheckProtocol protocol, std::string_view envoy_target,
               http::HttpResponse& out);
+  // Keeps an admitted request for its completion on the feed, when it has
+  // leases or a charge on its response and the proxy named it.
+  void KeepForCompletion(std::string_view request_id, const Request& request,
+                         const Decision& d,
+                         std::chrono::steady_clock::time_point now);
+  void AddRateLimitFields(const Decision& d, http::HttpResponse& out);
   void Metrics(http::HttpResponse& out);
 
   SharedLimiter& limiter_;

@@ -35,6 +35,12 @@ namespace {
 
 // TryDelay's own first test, inline: a denial that cannot be delayed (a
 // flood's, mostly) makes no call.
+// Whether `c`'s policy is charged on the response; only a weighed
+// resolution can hold one, so the others never look.
+bool SettlesOnResponse(const Engine::BucketCheck& c, bool weighed) {
+  return weighed && ChargedOnResponse(*c.spec);
+}
+
 bool MayDelay(const Decision& d, const Request& request) {
   return !d.allowed && !d.never && request.may_delay;
 }
@@ -480,6 +486,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
   };
   auto consider = [&](const BucketCheck& c) {
     const GcraVerdict& r = c.verdict;
+    d.settles = d.settles || SettlesOnResponse(c, weighed);
     if (r.allowed) {
       if (c.shadow || c.spec->rate.unlimited() ||
           (weighed && (c.spec->cost != CostKind::kRequests ||
@@ -542,7 +549,6 @@ Decision Engine::Combine(const Evaluation& ip_part,
                   std::max<int64_t>(min_interval - min_slack, 0)),
               d.quota);
   }
-  d.settles = weighed;
   return d;
 }
 

@@ -1,5 +1,6 @@
 // mxlimitd's completion feed: the pending table, the sink and the sockets,
 // end to end through the sidecar with the built-in policies on.
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -140,17 +141,28 @@ TEST(PendingTableTest, DropsTheOldestWhenFullAndCountsIt) {
   EXPECT_TRUE(table.Take("id9999", e));
 }
 
-TEST(PendingTableTest, ReplacesASameIdAndRefusesOverlongNames) {
-  PendingTable table(8);
-  table.Put("same", Kept("@first:example.org"));
-  table.Put("same", Kept("@second:example.org"));
+TEST(PendingTableTest, ReplacesASameIdAndKeepsOverlongNamesOut) {
+  // Room for both ids in whichever stripe each hashes to.
+  PendingTable table(64);
+  PendingRequest first = Kept("@first:example.org");
+  first.leases.count = 1;
+  first.leases.ids[0] = 42;
+  EXPECT_EQ(table.Put("same", first).count, 0);
+  // The same request checked again: the first check's leases come back.
+  const Leases displaced = table.Put("same", Kept("@second:example.org"));
+  ASSERT_EQ(displaced.count, 1);
+  EXPECT_EQ(displaced.ids[0], 42u);
   EXPECT_EQ(table.counters().replaced, 1u);
   EXPECT_EQ(table.counters().entries, 1u);
+  // A name its client chose too long never keeps the request out: it is
+  // kept without the name, and its address is still charged.
   const std::string long_user = "@" + std::string(300, 'a') + ":example.org";
   table.Put("long", Kept(long_user));
   EXPECT_EQ(table.counters().too_long, 1u);
   PendingEntry e;
-  EXPECT_FALSE(table.Take("long", e));
+  ASSERT_TRUE(table.Take("long", e));
+  EXPECT_TRUE(e.request().user_id.empty());
+  EXPECT_EQ(FormatIpAddress(e.request().client), "203.0.113.9");
   ASSERT_TRUE(table.Take("same", e));
   EXPECT_EQ(e.request().user_id, "@second:example.org");
 }
@@ -210,8 +222,8 @@ TEST_F(FeedSinkTest, ThreeFailedLoginsThenTheAddressIsLimited) {
 
 TEST_F(FeedSinkTest, SuccessfulLoginsAreNotChargedAsFailures) {
   FeedSink sink(*limiter_, pending_);
-  // rc_login.address allows 3 at once; each succeeds, so none is a
-  // failure, and the third answer changes nothing about failed logins.
+  // Three logins succeed: were they charged as failures, failed-login-per-ip
+  // (burst 3) would deny the fourth, which login-per-ip (burst 5) allows.
   for (int i = 0; i < 3; ++i) {
     const std::string id = "ok" + std::to_string(i);
     ASSERT_TRUE(Decide("203.0.113.9", "POST", kLogin, id).allowed);
@@ -219,9 +231,35 @@ TEST_F(FeedSinkTest, SuccessfulLoginsAreNotChargedAsFailures) {
         CaddyDatagram("203.0.113.9", "POST", kLogin, 200, 900, id), now_);
   }
   EXPECT_EQ(sink.lines(FeedLineResult::kSettled), 3u);
-  now_ = now_ + std::chrono::seconds(60);
   const Decision d = Decide("203.0.113.9", "POST", kLogin, "ok3");
   EXPECT_TRUE(d.allowed) << d.policy;
+}
+
+TEST_F(FeedSinkTest, ALongOriginDoesNotEscapeTheAddressCharge) {
+  FeedSink sink(*limiter_, pending_);
+  // A client sends `Authorization: X-Matrix origin=<300 bytes>` with its
+  // login: the name is too long to keep, the failure is still charged.
+  const std::string origin(300, 'a');
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = Id(i);
+    Request r;
+    r.method = "POST";
+    r.target = kLogin;
+    r.client = *ParseIpAddress("203.0.113.9");
+    r.origin = origin;
+    const Decision d = limiter_->Check(r, now_);
+    ASSERT_TRUE(d.allowed) << i;
+    ASSERT_TRUE(d.settles);
+    PendingRequest kept;
+    kept.client = r.client;
+    kept.origin = r.origin;
+    kept.settles = d.settles;
+    pending_.Put(id, kept);
+    sink.HandleDatagram(
+        NginxDatagram("203.0.113.9", "POST", kLogin, 403, 60, id), now_);
+  }
+  EXPECT_EQ(sink.lines(FeedLineResult::kSettled), 3u);
+  EXPECT_FALSE(Decide("203.0.113.9", "POST", kLogin, Id(3)).allowed);
 }
 
 TEST_F(FeedSinkTest, AnInitialSyncLeaseEndsAtItsCompletion) {
@@ -422,6 +460,64 @@ TEST_F(FeedSocketTest, AFloodOfGarbageAndOversizedDatagramsStaysBounded) {
   AwaitDatagrams(kFlood + 2);
   EXPECT_EQ(sink_->lines(FeedLineResult::kSettled), 1u);
   EXPECT_EQ(pending_.counters().entries, 0u);
+}
+
+int OpenFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+TEST_F(FeedSocketTest, FileDescriptorsSentWithDatagramsAreNotKept) {
+  const int before = OpenFds();
+  for (int i = 0; i < 50; ++i) {
+    const std::string line = "\xff not a line";
+    iovec iov{const_cast<char*>(line.data()), line.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr m{};
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    std::memcpy(to.sun_path, path_.data(), path_.size());
+    m.msg_name = &to;
+    m.msg_namelen = sizeof(to);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const int fds[2] = {sender_, sender_};
+    std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    ASSERT_EQ(sendmsg(sender_, &m, 0), static_cast<ssize_t>(line.size()));
+  }
+  AwaitDatagrams(50);
+  EXPECT_EQ(sink_->lines(FeedLineResult::kUnparsed), 50u);
+  // The feed's thread is this process's: none of the 100 descriptors stayed.
+  EXPECT_LE(OpenFds(), before + 2);
+}
+
+TEST(FeedReceiverTest, RefusesASocketAnotherProcessServes) {
+  const std::string dir = testing::MakeTempDir("mxlimitd_feed_live_");
+  absl::StatusOr<LimiterConfig> config = ParseConfig("{}", "default.yaml");
+  std::unique_ptr<SharedLimiter> limiter = *SharedLimiter::Create(*config);
+  PendingTable pending(8);
+  FeedSink sink(*limiter, pending);
+  const FeedAddress at = *ParseFeedAddress("unix:" + dir + "/feed.sock");
+  absl::StatusOr<std::unique_ptr<FeedReceiver>> serving =
+      FeedReceiver::Start({&at, 1}, sink);
+  ASSERT_TRUE(serving.ok());
+  absl::StatusOr<std::unique_ptr<FeedReceiver>> second =
+      FeedReceiver::Start({&at, 1}, sink);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("in use"));
+  // The first still has its socket.
+  struct stat st {};
+  EXPECT_EQ(stat((dir + "/feed.sock").c_str(), &st), 0);
 }
 
 TEST(FeedReceiverTest, ReplacesAStaleSocketButNoOtherFile) {

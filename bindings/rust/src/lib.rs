@@ -313,7 +313,7 @@ pub struct Decision<'a> {
     pub info_uri: &'a str,
     /// MSC4335's `can_upgrade` of the denying policy, if it sets one.
     pub can_upgrade: Option<bool>,
-    /// A policy that applied is charged on the response or by bytes: call
+    /// A policy that applied is charged on the response: call
     /// [`Limiter::settle`] when the request completes.
     pub settles: bool,
     /// The quota the RateLimit header fields describe
