@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -179,12 +180,23 @@ void BM_FeedSocket(benchmark::State& state) {
   std::unique_ptr<SharedLimiter> limiter = DefaultLimiter();
   PendingTable pending(kPending);
   FeedSink sink(*limiter, pending);
-  char dir[] = "/tmp/mxlimit-feed-bench-XXXXXX";
-  if (mkdtemp(dir) == nullptr) {
+  // Under $TMPDIR as other tools' scratch is, so a machine whose /tmp is
+  // small, shared or read-only can point the run elsewhere.
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") +
+      "/mxlimit-feed-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
     state.SkipWithError("mkdtemp");
     return;
   }
-  const std::string path = std::string(dir) + "/feed.sock";
+  const std::string path = dir + "/feed.sock";
+  // A long $TMPDIR could not hold the socket: sun_path is ~108 bytes.
+  if (!udp && path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    rmdir(dir.c_str());
+    state.SkipWithError("$TMPDIR too long for a unix socket path");
+    return;
+  }
   const FeedAddress at =
       *ParseFeedAddress(udp ? std::string("udp:127.0.0.1:0") : "unix:" + path);
   std::unique_ptr<FeedReceiver> feed = *FeedReceiver::Start({&at, 1}, sink);
@@ -239,7 +251,7 @@ void BM_FeedSocket(benchmark::State& state) {
   state.counters["dropped"] = static_cast<double>(feed->dropped());
   close(fd);
   feed.reset();
-  rmdir(dir);
+  rmdir(dir.c_str());
 }
 BENCHMARK(BM_FeedSocket)->Arg(0)->Arg(1)->ArgNames({"udp"})->UseRealTime();
 

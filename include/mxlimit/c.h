@@ -6,7 +6,9 @@
 // anything else that can call C: link `libmxlimit_c.so.0` (CMake target
 // `mxlimit::c`, pkg-config package `mxlimit-c`). It is C11 and compiles as
 // C++ too. docs/c-api.md covers ownership, threading, errors and versioning;
-// the rules in short:
+// the rules in short (they hold for mxlimit/c_outcomes.h too, the request
+// options, mxlimit_settle and the RateLimit fields, which this header
+// includes at its end):
 //
 //   * Handles are opaque (`mxlimit_limiter`); the caller owns what a function
 //     hands out and gives it back with the matching free function.
@@ -387,29 +389,6 @@ typedef struct mxlimit_decision {
         {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0             \
   }
 
-// Per-request inputs beyond the flat arguments, all plain integers (so a Go
-// caller may pass one from its own memory: cgo refuses only structs that
-// hold Go pointers), for mxlimit_check_ex, mxlimit_peek_ex,
-// mxlimit_charge_ex and mxlimit_settle. Fields may be appended in later
-// versions, under the rules of `mxlimit_options`: a library told of fields
-// it does not know refuses them with `MXLIMIT_EINVAL` unless they are all
-// zero.
-typedef struct mxlimit_request_options {
-  // sizeof(mxlimit_request_options), set by `MXLIMIT_REQUEST_OPTIONS_INIT`.
-  uint32_t struct_size;
-  // The request body's length in bytes (its Content-Length), what policies
-  // with `cost: request_bytes` charge (an empty body still needs a byte of
-  // room); -1 when unknown (a chunked upload), which they charge a whole
-  // burst, so that hiding the length never slips past a quota. The calls
-  // without options pass -1.
-  int64_t request_bytes;
-} mxlimit_request_options;
-
-// The defaults: `mxlimit_request_options o = MXLIMIT_REQUEST_OPTIONS_INIT;`.
-// Passing NULL for the options means the same.
-#define MXLIMIT_REQUEST_OPTIONS_INIT \
-  { sizeof(mxlimit_request_options), -1 }
-
 // mxlimit_check()
 //
 // Decides whether one HTTP request may proceed and, if it may, charges it to
@@ -504,59 +483,9 @@ MXLIMIT_C_API int mxlimit_charge_subjects(
     size_t origin_len, const char* target_user, size_t target_user_len,
     int64_t cost, uint32_t flags, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
 
-// mxlimit_check_ex(), mxlimit_peek_ex(), mxlimit_charge_ex()
-//
-// mxlimit_check_subjects, mxlimit_peek_subjects and
-// mxlimit_charge_subjects with the per-request inputs of
-// `mxlimit_request_options` (the request's body length); `options` may be
-// NULL: the defaults, which make them the `_subjects` calls exactly. Errors
-// as for those, and `MXLIMIT_EINVAL` for an `options->struct_size` smaller
-// than the first version's or with fields this library does not know set.
-MXLIMIT_C_API int mxlimit_check_ex(
-    mxlimit_limiter* limiter, const char* method, size_t method_len,
-    const char* target, size_t target_len, const uint8_t client[16],
-    const char* user_id, size_t user_id_len, const char* origin,
-    size_t origin_len, const char* target_user, size_t target_user_len,
-    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
-    int64_t now_ns, mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
-MXLIMIT_C_API int mxlimit_peek_ex(
-    const mxlimit_limiter* limiter, const char* method, size_t method_len,
-    const char* target, size_t target_len, const uint8_t client[16],
-    const char* user_id, size_t user_id_len, const char* origin,
-    size_t origin_len, const char* target_user, size_t target_user_len,
-    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
-    int64_t now_ns, mxlimit_decision* out) MXLIMIT_C_NOEXCEPT;
-MXLIMIT_C_API int mxlimit_charge_ex(
-    mxlimit_limiter* limiter, const char* method, size_t method_len,
-    const char* target, size_t target_len, const uint8_t client[16],
-    const char* user_id, size_t user_id_len, const char* origin,
-    size_t origin_len, const char* target_user, size_t target_user_len,
-    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
-    int64_t now_ns) MXLIMIT_C_NOEXCEPT;
-
-// mxlimit_settle()
-//
-// Charges what the response of an admitted request costs, once it is known:
-// the policies charged on the response (`charge: response` with its
-// `status:` list, `cost: response_bytes`) that apply to the request and list
-// `status` (or list none), each by its cost (`cost`, the request's bytes, or
-// `body_bytes`). Their buckets were only checked at the decision. A response
-// may cost more than its bucket held: the bucket then goes into debt, by at
-// most one more burst, and denies until it has refilled past it. Pass the
-// request exactly as it was checked (the same strings, cost, flags and
-// options), its HTTP `status` and the response body's length `body_bytes`,
-// once per admitted request whose decision `settles`; for others it charges
-// nothing. Allocates nothing.
-//
-// Errors as for mxlimit_charge_ex (any cost, status and body length are
-// accepted; a negative charge is skipped, never refunded).
-MXLIMIT_C_API int mxlimit_settle(
-    mxlimit_limiter* limiter, const char* method, size_t method_len,
-    const char* target, size_t target_len, const uint8_t client[16],
-    const char* user_id, size_t user_id_len, const char* origin,
-    size_t origin_len, const char* target_user, size_t target_user_len,
-    int64_t cost, uint32_t flags, const mxlimit_request_options* options,
-    int status, int64_t body_bytes, int64_t now_ns) MXLIMIT_C_NOEXCEPT;
+// mxlimit_check_ex(), mxlimit_peek_ex(), mxlimit_charge_ex(),
+// mxlimit_settle() and their `mxlimit_request_options`: in
+// mxlimit/c_outcomes.h, which this header includes at its end.
 
 // mxlimit_release()
 //
@@ -633,31 +562,7 @@ MXLIMIT_C_API int mxlimit_format_body(const mxlimit_decision* decision,
                                       char* buf, size_t cap,
                                       size_t* len) MXLIMIT_C_NOEXCEPT;
 
-// Buffer sizes that always suffice for the two RateLimit field values,
-// terminating NUL included.
-#define MXLIMIT_RATELIMIT_POLICY_MAX 264
-#define MXLIMIT_RATELIMIT_MAX 239
-
-// mxlimit_format_ratelimit_headers()
-//
-// The values of the `RateLimit-Policy` and `RateLimit` header fields
-// (draft-ietf-httpapi-ratelimit-headers-10; docs/rate.md) for a decision of
-// the fourth version or later, as the C++ FormatRateLimitHeaders writes
-// them, e.g. `"message-send";q=10;w=50` and `"message-send";r=9;t=0`: send
-// both on allowed and denied answers when the policy file says
-// `response_headers: ratelimit`. Stores their lengths in `*policy_len` and
-// `*ratelimit_len` (each may be NULL); both 0 means "send neither field"
-// (exempt, no limited policy applied, or `never`). If both buffers leave
-// room for their value and a NUL, writes them and returns `MXLIMIT_OK`;
-// otherwise writes nothing and returns `MXLIMIT_ERANGE`.
-// `MXLIMIT_RATELIMIT_POLICY_MAX` and `MXLIMIT_RATELIMIT_MAX` always suffice.
-// Allocates nothing. `MXLIMIT_EINVAL` for a NULL `decision`, a
-// `struct_size` of an earlier version, a NULL buffer with a nonzero
-// capacity, or a NULL `quota_policy` with a nonzero length.
-MXLIMIT_C_API int mxlimit_format_ratelimit_headers(
-    const mxlimit_decision* decision, char* policy_buf, size_t policy_cap,
-    size_t* policy_len, char* ratelimit_buf, size_t ratelimit_cap,
-    size_t* ratelimit_len) MXLIMIT_C_NOEXCEPT;
+// mxlimit_format_ratelimit_headers(): in mxlimit/c_outcomes.h.
 
 // mxlimit_metrics_prometheus()
 //
@@ -675,5 +580,11 @@ MXLIMIT_C_API int mxlimit_metrics_prometheus(const mxlimit_limiter* limiter,
 #ifdef __cplusplus
 }  // extern "C"
 #endif
+
+// What follows a decision (the request body's length, the response's
+// charge, the RateLimit fields), kept in a header of its own so that each
+// stays readable; included here so that c.h alone still declares the whole
+// ABI. Last: it needs the declarations above.
+#include "mxlimit/c_outcomes.h"  // IWYU pragma: export
 
 #endif  // MXLIMIT_C_H_

@@ -60,13 +60,8 @@ FeedLineResult FeedSink::HandleLine(std::string_view line, MonotonicTime now) {
   // The method and target are the line's (the same request line the
   // decision saw); who made the request is the decision's, which resolved
   // trusted proxies and the access token.
-  Request request;
-  request.method = record.method;
-  request.target = OriginForm(record.target);
-  request.client = kept.client;
-  request.user_id = kept.user_id;
-  request.origin = kept.origin;
-  request.request_bytes = kept.request_bytes;
+  const Request request =
+      kept.ToRequest(record.method, OriginForm(record.target));
   Completion completion;
   completion.status = record.status;
   completion.body_bytes = std::max<int64_t>(record.body_bytes, 0);

@@ -17,6 +17,29 @@ uint64_t HashId(std::string_view id) {
 
 }  // namespace
 
+PendingRequest PendingRequest::Of(const Request& request, const Decision& d) {
+  PendingRequest kept;
+  kept.client = request.client;
+  kept.user_id = request.user_id;
+  kept.origin = request.origin;
+  kept.request_bytes = request.request_bytes;
+  kept.leases = d.leases;
+  kept.settles = d.settles;
+  return kept;
+}
+
+Request PendingRequest::ToRequest(std::string_view method,
+                                  std::string_view target) const {
+  Request request;
+  request.method = method;
+  request.target = target;
+  request.client = client;
+  request.user_id = user_id;
+  request.origin = origin;
+  request.request_bytes = request_bytes;
+  return request;
+}
+
 PendingRequest PendingEntry::request() const {
   PendingRequest r;
   r.client = client_;

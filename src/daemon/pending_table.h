@@ -33,12 +33,24 @@
 #include "absl/container/flat_hash_map.h"
 #include "mxlimit/decision.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/request.h"
 
 namespace mxlimit::daemon {
 
 // What a completion needs of the request it ends: whom to charge (the
 // method and target come from the log line) and the leases to give back.
 struct PendingRequest {
+  // What the completion of `request`, decided `d`, needs of them. Views
+  // into `request`'s strings until PendingTable::Put copies them.
+  static PendingRequest Of(const Request& request, const Decision& d);
+
+  // The request as it was decided, for Limiter::Settle: the kept subjects
+  // with the `method` and `target` its completion names. Both directions
+  // live here so that a subject kept is a subject settled: a field one
+  // side forgot would charge a completion to other buckets than its
+  // decision's. Views into this and the arguments.
+  Request ToRequest(std::string_view method, std::string_view target) const;
+
   IpAddress client;
   std::string_view user_id;
   std::string_view origin;

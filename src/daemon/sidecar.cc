@@ -203,16 +203,10 @@ void Sidecar::KeepForCompletion(std::string_view request_id,
       request_id.empty() || (d.leases.count == 0 && !d.settles)) {
     return;
   }
-  PendingRequest kept;
-  kept.client = request.client;
-  kept.user_id = request.user_id;
-  kept.origin = request.origin;
-  kept.request_bytes = request.request_bytes;
-  kept.leases = d.leases;
-  kept.settles = d.settles;
   // A second check of one request (an internal redirect into another
   // checked location) replaces the first; its leases were that request's.
-  const Leases displaced = options_.pending->Put(request_id, kept);
+  const Leases displaced =
+      options_.pending->Put(request_id, PendingRequest::Of(request, d));
   if (displaced.count > 0) {
     limiter_.Release(displaced, MonotonicTime::FromSteadyClock(now));
   }

@@ -2,7 +2,9 @@
 #   * `nm -D --defined-only` lists only mxlimit_* symbols (no engine, abseil,
 #     yaml-cpp or standard library symbol leaks out to clash with another
 #     copy in the embedder's process);
-#   * they are exactly the functions c.h declares with MXLIMIT_C_API;
+#   * they are exactly the functions c.h declares with MXLIMIT_C_API, it and
+#     the mxlimit/c_*.h headers it includes (c_outcomes.h): what a program
+#     that includes c.h sees;
 #   * the SONAME is libmxlimit_c.so.MAJOR.
 # -D LIBRARY=... NM=... READELF=... HEADER=... SONAME=...
 execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}
@@ -33,18 +35,32 @@ if(foreign)
     "functions:\n  ${foreign}")
 endif()
 
-file(STRINGS ${HEADER} declarations REGEX "^MXLIMIT_C_API ")
-set(declared)
-foreach(line IN LISTS declarations)
-  if(NOT line MATCHES "(mxlimit_[a-z0-9_]+)\\(")
-    message(FATAL_ERROR "${HEADER}: cannot read the declaration: ${line}")
+# c.h, then every mxlimit/c_*.h it includes, found next to it.
+get_filename_component(header_dir ${HEADER} DIRECTORY)
+file(STRINGS ${HEADER} included REGEX "^#include \"mxlimit/c_[a-z0-9_]+\\.h\"")
+set(headers ${HEADER})
+foreach(line IN LISTS included)
+  string(REGEX MATCH "c_[a-z0-9_]+\\.h" name "${line}")
+  if(NOT EXISTS ${header_dir}/${name})
+    message(FATAL_ERROR "${HEADER} includes mxlimit/${name}, not in ${header_dir}")
   endif()
-  list(APPEND declared ${CMAKE_MATCH_1})
+  list(APPEND headers ${header_dir}/${name})
+endforeach()
+set(declared)
+foreach(header IN LISTS headers)
+  file(STRINGS ${header} declarations REGEX "^MXLIMIT_C_API ")
+  foreach(line IN LISTS declarations)
+    if(NOT line MATCHES "(mxlimit_[a-z0-9_]+)\\(")
+      message(FATAL_ERROR "${header}: cannot read the declaration: ${line}")
+    endif()
+    list(APPEND declared ${CMAKE_MATCH_1})
+  endforeach()
 endforeach()
 list(SORT exported)
 list(SORT declared)
 if(NOT exported STREQUAL declared)
-  message(FATAL_ERROR "exported functions differ from c.h's:\n"
+  message(FATAL_ERROR "exported functions differ from those declared in "
+    "${headers}:\n"
     "  exported: ${exported}\n  declared: ${declared}")
 endif()
 list(LENGTH exported count)

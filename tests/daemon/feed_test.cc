@@ -167,6 +167,37 @@ TEST(PendingTableTest, ReplacesASameIdAndKeepsOverlongNamesOut) {
   EXPECT_EQ(e.request().user_id, "@second:example.org");
 }
 
+TEST(PendingRequestTest, SettlesTheSubjectsItKept) {
+  Request checked;
+  checked.method = "POST";
+  checked.target = kLogin;
+  checked.client = *ParseIpAddress("2001:db8::7");
+  checked.user_id = "@alice:example.org";
+  checked.origin = "remote.example.net";
+  checked.request_bytes = 812;
+  Decision d;
+  d.leases.count = 1;
+  d.leases.ids[0] = 7;
+  d.settles = true;
+  const PendingRequest kept = PendingRequest::Of(checked, d);
+  EXPECT_EQ(kept.leases.count, 1);
+  EXPECT_EQ(kept.leases.ids[0], 7u);
+  EXPECT_TRUE(kept.settles);
+  // Through the table, as the feed takes it back: the method and target
+  // are the completion's, everything else the decision's.
+  PendingTable table(16);
+  table.Put("r1", kept);
+  PendingEntry e;
+  ASSERT_TRUE(table.Take("r1", e));
+  const Request settled = e.request().ToRequest("GET", kInitialSync);
+  EXPECT_EQ(settled.method, "GET");
+  EXPECT_EQ(settled.target, kInitialSync);
+  EXPECT_EQ(FormatIpAddress(settled.client), "2001:db8::7");
+  EXPECT_EQ(settled.user_id, checked.user_id);
+  EXPECT_EQ(settled.origin, checked.origin);
+  EXPECT_EQ(settled.request_bytes, 812);
+}
+
 // The sink over a limiter with the built-in policies on.
 class FeedSinkTest : public ::testing::Test {
  protected:

@@ -522,6 +522,15 @@ impl<'a> Decision<'a> {
     }
 }
 
+/// Which of the calls taking a whole request [`Limiter::call`] makes, with
+/// what each takes beyond the request.
+enum Call<'d> {
+    Check(&'d mut sys::mxlimit_decision),
+    Peek(&'d mut sys::mxlimit_decision),
+    Charge,
+    Settle { status: c_int, body_bytes: i64 },
+}
+
 /// A thread-safe limiter: share it (`Arc<Limiter>` or `&Limiter`) among every
 /// request thread. Dropping it frees the handle.
 pub struct Limiter {
@@ -629,94 +638,23 @@ impl Limiter {
 
     /// Decides whether `request` may proceed and charges it if so.
     pub fn check(&self, request: &Request<'_>) -> Result<Decision<'_>, Error> {
-        let client = request.client_bytes();
-        let options = request.options();
         let mut raw = sys::mxlimit_decision::default();
-        // SAFETY: every (pointer, length) pair describes live memory.
-        let rc = unsafe {
-            sys::mxlimit_check_ex(
-                self.raw.as_ptr(),
-                request.method.as_ptr() as *const c_char,
-                request.method.len(),
-                request.target.as_ptr() as *const c_char,
-                request.target.len(),
-                client.as_ptr(),
-                request.user_id.as_ptr() as *const c_char,
-                request.user_id.len(),
-                request.origin.as_ptr() as *const c_char,
-                request.origin.len(),
-                request.target_user.as_ptr() as *const c_char,
-                request.target_user.len(),
-                request.cost,
-                request.flags(),
-                &options,
-                request.now_ns,
-                &mut raw,
-            )
-        };
-        result(rc, ptr::null_mut())?;
+        self.call(request, Call::Check(&mut raw))?;
         // SAFETY: the strings live as long as the handle, which `&self` keeps.
         Ok(unsafe { Decision::from_raw(&raw) })
     }
 
     /// What `check` would answer, without charging or counting anything.
     pub fn peek(&self, request: &Request<'_>) -> Result<Decision<'_>, Error> {
-        let client = request.client_bytes();
-        let options = request.options();
         let mut raw = sys::mxlimit_decision::default();
-        // SAFETY: as in `check`.
-        let rc = unsafe {
-            sys::mxlimit_peek_ex(
-                self.raw.as_ptr(),
-                request.method.as_ptr() as *const c_char,
-                request.method.len(),
-                request.target.as_ptr() as *const c_char,
-                request.target.len(),
-                client.as_ptr(),
-                request.user_id.as_ptr() as *const c_char,
-                request.user_id.len(),
-                request.origin.as_ptr() as *const c_char,
-                request.origin.len(),
-                request.target_user.as_ptr() as *const c_char,
-                request.target_user.len(),
-                request.cost,
-                request.flags(),
-                &options,
-                request.now_ns,
-                &mut raw,
-            )
-        };
-        result(rc, ptr::null_mut())?;
+        self.call(request, Call::Peek(&mut raw))?;
         // SAFETY: as in `check`.
         Ok(unsafe { Decision::from_raw(&raw) })
     }
 
     /// Charges `request.cost` without checking (a negative cost refunds).
     pub fn charge(&self, request: &Request<'_>) -> Result<(), Error> {
-        let client = request.client_bytes();
-        let options = request.options();
-        // SAFETY: as in `check`.
-        let rc = unsafe {
-            sys::mxlimit_charge_ex(
-                self.raw.as_ptr(),
-                request.method.as_ptr() as *const c_char,
-                request.method.len(),
-                request.target.as_ptr() as *const c_char,
-                request.target.len(),
-                client.as_ptr(),
-                request.user_id.as_ptr() as *const c_char,
-                request.user_id.len(),
-                request.origin.as_ptr() as *const c_char,
-                request.origin.len(),
-                request.target_user.as_ptr() as *const c_char,
-                request.target_user.len(),
-                request.cost,
-                request.flags(),
-                &options,
-                request.now_ns,
-            )
-        };
-        result(rc, ptr::null_mut())
+        self.call(request, Call::Charge)
     }
 
     /// Charges what the response of an admitted request costs (policies
@@ -725,30 +663,53 @@ impl Limiter {
     /// Only decisions with [`Decision::settles`] need it; others are
     /// charged nothing.
     pub fn settle(&self, request: &Request<'_>, status: i32, body_bytes: i64) -> Result<(), Error> {
+        let status = status as c_int;
+        self.call(request, Call::Settle { status, body_bytes })
+    }
+
+    /// Makes `call` with `request` marshalled into the arguments the four
+    /// calls share, so that the C ABI sees a request the same way whichever
+    /// of them it reaches: `mxlimit_settle` must be given the request exactly
+    /// as it was checked.
+    fn call(&self, request: &Request<'_>, call: Call<'_>) -> Result<(), Error> {
+        let limiter = self.raw.as_ptr();
         let client = request.client_bytes();
         let options = request.options();
-        // SAFETY: as in `check`.
+        // `$function` with the shared arguments, then `$tail`: the four
+        // differ only after the options.
+        macro_rules! with_request {
+            ($function:path $(, $tail:expr)*) => {
+                $function(
+                    limiter,
+                    request.method.as_ptr() as *const c_char,
+                    request.method.len(),
+                    request.target.as_ptr() as *const c_char,
+                    request.target.len(),
+                    client.as_ptr(),
+                    request.user_id.as_ptr() as *const c_char,
+                    request.user_id.len(),
+                    request.origin.as_ptr() as *const c_char,
+                    request.origin.len(),
+                    request.target_user.as_ptr() as *const c_char,
+                    request.target_user.len(),
+                    request.cost,
+                    request.flags(),
+                    &options,
+                    $($tail),*
+                )
+            };
+        }
+        // SAFETY: every (pointer, length) pair describes live memory for the
+        // duration of the call, and `out` a decision of this crate's size.
         let rc = unsafe {
-            sys::mxlimit_settle(
-                self.raw.as_ptr(),
-                request.method.as_ptr() as *const c_char,
-                request.method.len(),
-                request.target.as_ptr() as *const c_char,
-                request.target.len(),
-                client.as_ptr(),
-                request.user_id.as_ptr() as *const c_char,
-                request.user_id.len(),
-                request.origin.as_ptr() as *const c_char,
-                request.origin.len(),
-                request.target_user.as_ptr() as *const c_char,
-                request.target_user.len(),
-                request.cost,
-                request.flags(),
-                &options,
-                status as c_int,
-                body_bytes,
-                request.now_ns,
-            )
+            match call {
+                Call::Check(out) => with_request!(sys::mxlimit_check_ex, request.now_ns, out),
+                Call::Peek(out) => with_request!(sys::mxlimit_peek_ex, request.now_ns, out),
+                Call::Charge => with_request!(sys::mxlimit_charge_ex, request.now_ns),
+                Call::Settle { status, body_bytes } => {
+                    with_request!(sys::mxlimit_settle, status, body_bytes, request.now_ns)
+                }
+            }
         };
         result(rc, ptr::null_mut())
     }

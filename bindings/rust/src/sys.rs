@@ -1,5 +1,5 @@
-//! The raw C ABI of `include/mxlimit/c.h`, declared by hand (no bindgen, no
-//! crates). Every item mirrors the header one for one; read the header for
+//! The raw C ABI of `include/mxlimit/c.h` (and `c_outcomes.h`, which it
+//! includes), declared by hand (no bindgen, no crates). Every item mirrors the header one for one; read the header for
 //! the contract. Use the safe wrapper in the crate root instead.
 
 #![allow(non_camel_case_types)]

@@ -13,7 +13,9 @@ ephemeral port, one thread per connection.
   - `delay` (seconds) holds every answer back, for a slow homeserver;
   - `POST .../login` answers 403 `M_FORBIDDEN` to the password "wrong", 200 with a token to any other;
   - `GET .../media/download/{server}/{N}` (and thumbnail) answers N bytes of media;
-  - `sync_gate`, when set to a threading.Event, holds every /sync until it is set.
+  - `sync_gate`, when set to a threading.Event, holds every /sync until it is set;
+  - `hold(predicate)` holds every request for which `predicate(ReceivedRequest)` is true until the Event it returns
+    is set (one client's login in flight, say, while others' pass).
 """
 
 import hashlib
@@ -53,6 +55,7 @@ class StubHomeserver:
         self.responses = {}  # raw path -> (status, JSON-able body)
         self.delay = 0.0
         self.sync_gate = None
+        self._holds = []  # (predicate, threading.Event)
         self._lock = threading.Lock()
         self._received = []
         stub = self
@@ -87,6 +90,11 @@ class StubHomeserver:
                 gate = stub.sync_gate
                 if gate is not None and _SYNC.match(received.path):
                     gate.wait(30)
+                with stub._lock:
+                    holds = list(stub._holds)
+                for predicate, event in holds:
+                    if predicate(received):
+                        event.wait(30)
                 media = _MEDIA.match(received.path)
                 if media and self.command == "GET":
                     self._send_media(int(media.group(1)))
@@ -148,6 +156,13 @@ class StubHomeserver:
             room, txn = send.group(1), send.group(3)
             return 200, {"event_id": "$" + hashlib.sha256(f"{room}/{txn}".encode()).hexdigest()[:24]}
         return 200, {}
+
+    def hold(self, predicate):
+        """Holds the answer to every request matching `predicate` (30 s at most) until the returned Event is set."""
+        event = threading.Event()
+        with self._lock:
+            self._holds.append((predicate, event))
+        return event
 
     @property
     def received(self):

@@ -1,9 +1,10 @@
 """The completion feed through real nginx and Caddy, configured with the feed snippets of docs/deploy-nginx.md and
 docs/deploy-caddy.md, with the built-in policies on: failed logins, media bytes, an upload quota, in-flight leases
-that end at completion or by their lease time, and a feed that is lost or flooded."""
+that end at completion or by their lease time, a feed that is lost or flooded, and a client's forged X-Request-Id."""
 
 import os
 import re
+import secrets
 import socket
 import subprocess
 import threading
@@ -83,6 +84,87 @@ def parse_sf_list(value):
 
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
+
+
+def feed_gauge(daemon, name):
+    m = re.search(r"^%s (\d+)$" % name, daemon.get("/_mxlimit/metrics").body.decode(), re.M)
+    assert m, f"mxlimitd reports no {name}"
+    return int(m.group(1))
+
+
+# The ids each proxy makes: nginx's $request_id, Caddy's {http.request.uuid}.
+PROXY_ID = {"nginx": re.compile(r"[0-9a-f]{32}"),
+            "caddy": re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")}
+
+
+class CheckTap:
+    """Stands between the proxy and mxlimitd on the checks: a TCP relay whose address the proxy is given in place of
+    mxlimitd's. It records the head of every check the proxy sends (what mxlimitd decides by, X-Request-Id
+    included) before passing it on, and passes mxlimitd's answers back unchanged."""
+
+    def __init__(self):
+        self.target = None  # mxlimitd's "127.0.0.1:PORT", set before the proxy starts
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        self._lock = threading.Lock()
+        self._checks = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def checks(self):
+        """Every check so far: {header name (lower case): [values]}, in the order the proxy sent them."""
+        with self._lock:
+            return list(self._checks)
+
+    def _accept(self):
+        while True:
+            try:
+                proxy_side, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            host, port = self.target.rsplit(":", 1)
+            try:
+                # From 127.0.0.1, which mxlimitd trusts as the proxy, as the proxy itself would connect.
+                daemon_side = socket.create_connection((host, int(port)), source_address=("127.0.0.1", 0))
+            except OSError:
+                proxy_side.close()  # as mxlimitd being down would look to the proxy
+                continue
+            done = []
+            threading.Thread(target=self._pump, args=(proxy_side, daemon_side, done, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(daemon_side, proxy_side, done, False), daemon=True).start()
+
+    def _pump(self, src, dst, done, record):
+        buf = b""
+        try:
+            while data := src.recv(65536):
+                if record:
+                    buf = self._record(buf + data)
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        with self._lock:
+            done.append(record)
+            last = len(done) == 2
+        if last:
+            src.close()
+            dst.close()
+
+    def _record(self, buf):
+        """Records each complete request head in `buf`; returns what is left. Checks carry no body."""
+        while (end := buf.find(b"\r\n\r\n")) >= 0:
+            head, buf = buf[:end].decode("latin-1").split("\r\n"), buf[end + 4:]
+            fields = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                fields.setdefault(name.strip().lower(), []).append(value.strip())
+            with self._lock:
+                self._checks.append(fields)
+        return buf
+
+    def close(self):
+        self._listener.close()
 
 
 class FeedScenarios:
@@ -178,6 +260,117 @@ class FeedScenarios:
         assert proxy.request("GET", sync, headers=bearer("lost")).status == 200
         assert feed_lines(daemon, "settled") == 0
 
+    def test_a_forged_request_id_ends_and_settles_nothing_but_its_own(self, start_feed, stub):
+        """The proxy sends mxlimitd its own id for each request, with the check and in the feed's line, whatever
+        X-Request-Id a client sends. Client A has two initial syncs (two leases, the most a user may hold) and a
+        failed login (charged on its completion) in flight; client B, knowing their ids exactly (read here off the
+        checks: the worst case), sends them as its own X-Request-Id on logins, which mxlimitd keeps, and on requests
+        it does not keep, with other forged values besides. Were a forged id believed, B's check would replace A's
+        kept decision (its leases given back) or B's line would end it (A's leases given back, A's failed login
+        settled as B's 200): A's third sync would pass, and A's failure and B's own would go uncharged."""
+        tap = CheckTap()
+        try:
+            self._forged_request_id(start_feed, stub, tap)
+        finally:
+            tap.close()
+
+    def _forged_request_id(self, start_feed, stub, tap):
+        daemon, proxy = start_feed(tap=tap)
+        proxy_id = PROXY_ID[proxy.name]
+        a, b, c = "127.0.0.21", "127.0.0.22", "127.0.0.23"
+
+        def login(source, password, user, headers=None):
+            return proxy.request("POST", LOGIN, source=source, headers=headers, timeout=30, body={
+                "type": "m.login.password", "identifier": {"type": "m.id.user", "user": user},
+                "password": password})
+
+        def ids_of(source, path):
+            """The X-Request-Id of every check of a request from `source` for `path`, as mxlimitd received it."""
+            out = []
+            for check in tap.checks():
+                uri = (check.get("x-original-uri") or check.get("x-forwarded-uri") or [""])[0]
+                if check.get("x-forwarded-for", [""])[-1].split(",")[-1].strip() == source and \
+                        uri.split("?")[0] == path:
+                    out.append(check.get("x-request-id", []))
+            return out
+
+        # A: two initial syncs and a failed login, held at the homeserver (only these: any other request A or B
+        # makes is answered at once, so one let through by mistake shows as its answer).
+        held_sync = INITIAL_SYNC + "?set_presence=online"
+        release = stub.hold(lambda r: r.target == held_sync or (r.path == LOGIN and b'"victim"' in r.body))
+        results = []
+        held = [threading.Thread(target=lambda: results.append(
+                    proxy.request("GET", held_sync, headers=bearer("victim"), source=a, timeout=30).status))
+                for _ in range(2)]
+        held.append(threading.Thread(target=lambda: results.append(login(a, "wrong", "victim").status)))
+        for t in held:
+            t.start()
+        try:
+            h.wait_until(lambda: stub.count("GET", INITIAL_SYNC) == 2 and stub.count("POST", LOGIN) == 1, 10,
+                         "A's two syncs and login at the homeserver")
+            a_ids = [ids[0] for ids in ids_of(a, INITIAL_SYNC) + ids_of(a, LOGIN)]
+            assert len(a_ids) == 3 == len(set(a_ids)) and all(proxy_id.fullmatch(i) for i in a_ids), a_ids
+            login_id = ids_of(a, LOGIN)[0][0]
+            h.assert_matrix_429(proxy.request("GET", INITIAL_SYNC, headers=bearer("victim"), source=a))
+            h.wait_until(lambda: lines_handled(daemon) == 1, 10, "the denied sync's line")
+            assert feed_gauge(daemon, "mxlimitd_feed_pending") == 3
+
+            # B: requests mxlimitd does not keep, each carrying one of A's ids or another forged value...
+            forged = a_ids + [secrets.token_hex(16), "7c3bd8a1-0e5f-4b8e-9d1a-2f6c4e8b1a3d", "../" * 20, "x" * 200]
+            for value in forged:
+                r = proxy.request("GET", "/_matrix/client/versions", headers={"X-Request-Id": value}, source=b)
+                assert r.status == 200, r
+            # ...and logins, which it keeps: a success with the id of A's failed login, then three failures.
+            b_logins = [("right", login_id)] + [("wrong", i) for i in a_ids]
+            for password, value in b_logins:
+                r = login(b, password, "mallory", headers={"X-Request-Id": value})
+                assert r.status == (200 if password == "right" else 403), r
+            hostile = len(forged) + len(b_logins)
+            h.wait_until(lambda: lines_handled(daemon) == 1 + hostile, 10, "B's lines")
+
+            # A's leases are A's: its third sync is still denied, and all three of A's decisions are still kept.
+            h.assert_matrix_429(proxy.request("GET", INITIAL_SYNC, headers=bearer("victim"), source=a))
+            h.wait_until(lambda: lines_handled(daemon) == 2 + hostile, 10, "the denied sync's line")
+            assert results == [], results
+            assert feed_gauge(daemon, "mxlimitd_feed_pending") == 3
+            assert feed_gauge(daemon, "mxlimitd_feed_pending_replaced_total") == 0
+            # B's lines settled B's own four logins, and nothing else.
+            assert feed_lines(daemon, "settled") == len(b_logins)
+            assert feed_lines(daemon, "no_pending") == 1 + len(forged) + 1
+            assert feed_lines(daemon, "no_id") == 0 and feed_lines(daemon, "unparsed") == 0
+            # B's three failures were charged to B (failed-login-per-ip: three, then one every 6 s).
+            assert 0 < h.assert_matrix_429(login(b, "wrong", "mallory")) <= 6000
+            # mxlimitd saw only the proxy's ids: one per check, none of them forged, B's own.
+            b_ids = ids_of(b, "/_matrix/client/versions") + ids_of(b, LOGIN)
+            assert len(b_ids) == hostile + 1 and all(len(ids) == 1 for ids in b_ids), b_ids
+            b_ids = [ids[0] for ids in b_ids]
+            assert all(proxy_id.fullmatch(i) for i in b_ids), b_ids
+            assert not set(b_ids) & (set(forged) | set(a_ids)) and len(set(b_ids)) == len(b_ids), (b_ids, forged)
+
+            # Two more failures of A's, settled as usual, before its held one ends.
+            for _ in range(2):
+                assert login(a, "wrong", "someone").status == 403
+            await_settled(daemon, len(b_logins) + 2)
+        finally:
+            release.set()
+            for t in held:
+                t.join(30)
+        assert sorted(results) == [200, 200, 403], results
+        # A's own completions end A's decisions: its held failure is charged to A, the third in a row...
+        await_settled(daemon, len(b_logins) + 2 + 3)
+        assert feed_gauge(daemon, "mxlimitd_feed_pending") == 0
+        assert 0 < h.assert_matrix_429(login(a, "right", "victim")) <= 6000
+        # ...and its leases are given back: valid traffic is treated as it always is.
+        started = time.monotonic()
+        assert proxy.request("GET", INITIAL_SYNC, headers=bearer("victim"), source=a).status == 200
+        assert time.monotonic() - started < 5
+        assert login(c, "wrong", "carol").status == 403
+        assert login(c, "right", "carol").status == 200
+        await_settled(daemon, len(b_logins) + 2 + 3 + 3)
+        assert feed_gauge(daemon, "mxlimitd_feed_pending") == 0
+        assert feed_gauge(daemon, "mxlimitd_feed_pending_replaced_total") == 0
+        assert feed_lines(daemon, "no_id") == 0 and feed_lines(daemon, "unparsed") == 0
+
 
     def test_ratelimit_fields_reach_the_client_on_200_and_429(self, start_feed, stub):
         daemon, proxy = start_feed("response_headers: ratelimit\n" + h.policy_yaml())
@@ -198,15 +391,23 @@ class FeedScenarios:
         assert stub.count("GET", rooms) == 3
 
 
+def checks_to(daemon, tap):
+    """The address the proxy sends its checks to: mxlimitd's, or `tap`'s in front of it."""
+    if tap is None:
+        return daemon.address
+    tap.target = daemon.address
+    return tap.address
+
+
 class TestNginxFeed(FeedScenarios):
     @pytest.fixture
     def start_feed(self, mxlimitd_bin, nginx_bin, workdir, procs, stub):
-        def start(policy_text=None):
+        def start(policy_text=None, tap=None):
             daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(),
                                       doc_block="mxlimitd-command-feed")
             procs.append(daemon)
             assert daemon.feeds == [f"unix:{h.feed_socket(workdir)}"], daemon.feeds
-            proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-feed", daemon.address, stub.port)
+            proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-feed", checks_to(daemon, tap), stub.port)
             procs.append(proxy)
             return daemon, proxy
 
@@ -325,7 +526,7 @@ def test_replay_agrees_with_the_live_sidecar(mxlimitd_bin, nginx_bin, workdir, p
 class TestCaddyFeed(FeedScenarios):
     @pytest.fixture
     def start_feed(self, mxlimitd_bin, caddy_bin, workdir, procs, stub):
-        def start(policy_text=None, lost=False):
+        def start(policy_text=None, lost=False, tap=None):
             daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(),
                                       doc="deploy-caddy.md", doc_block="mxlimitd-command-feed-udp")
             procs.append(daemon)
@@ -336,7 +537,8 @@ class TestCaddyFeed(FeedScenarios):
                 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                     s.bind(("127.0.0.1", 0))
                     feed = f"127.0.0.1:{s.getsockname()[1]}"
-            proxy = h.start_caddy(caddy_bin, workdir, "caddy-site-feed", daemon.address, stub.port, feed_udp=feed)
+            proxy = h.start_caddy(caddy_bin, workdir, "caddy-site-feed", checks_to(daemon, tap), stub.port,
+                                  feed_udp=feed)
             procs.append(proxy)
             return daemon, proxy
 
