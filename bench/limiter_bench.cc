@@ -16,6 +16,12 @@
 //                                   sender's /48), federation-per-origin on
 //   BM_Limiter_Check_Room/keys:N    joins to N rooms by ever new users,
 //                                   joins-per-room on
+//   BM_Limiter_Check_Tiers/keys:N   BM_Limiter_Check with 100,000 tier
+//                                   assignments (tiers.h: 50,000 users,
+//                                   50,000 /48s and /64s), none the
+//                                   workload's: what a request in no tier pays
+//   BM_Limiter_Check_TierMembers/keys:N  the same, and every client of the
+//                                   workload in a tier (scale 10) too
 //   BM_Limiter_Concurrency/buckets:N  Check + Release of requests of N users
 //                                   under one in-flight policy (4 per user),
 //                                   built-ins off: the lease path itself;
@@ -27,8 +33,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <list>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -217,12 +225,44 @@ class NaiveLimiter {
 
 constexpr size_t kDraws = 1 << 16;
 
+// `count` tier assignments, half users and half networks (/48s and /64s),
+// none of the workload's clients among them unless `members`: then every
+// client of the workload is in the tier too (its user or its /64 in turn),
+// besides the `count`.
+void AssignTiers(Limiter& limiter, size_t clients, size_t count, bool members) {
+  auto set = [&](const std::string& subject) {
+    if (!limiter
+             .SetTier(subject, "bridge", std::nullopt,
+                      MonotonicTime::FromNanoseconds(0))
+             .ok()) {
+      std::abort();
+    }
+  };
+  for (uint64_t i = 0; members && i < clients; ++i) {
+    set(i % 2 == 0 ? "@user" + std::to_string(i) + ":example.org"
+                   : FormatCidr(Cidr{ClientAddress(i), 64, false}));
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    IpAddress net = ClientAddress(i);
+    net.bytes[1] = 0x02;  // 2002:db8:...: no client's
+    set(i % 2 == 0 ? "@elsewhere" + std::to_string(i) + ":example.org"
+                   : FormatCidr(Cidr{net, i % 4 == 1 ? 48 : 64, false}));
+  }
+}
+
 template <bool kNaive>
-void RunCheck(benchmark::State& state, bool zipf, bool new_keys) {
+void RunCheck(benchmark::State& state, bool zipf, bool new_keys,
+              size_t tier_assignments = 0, bool tier_members = false) {
   const size_t keys = static_cast<size_t>(state.range(0));
   const size_t clients = keys / kBucketsPerClient;
   LimiterConfig config = DefaultConfig(keys);
+  if (tier_assignments > 0) {
+    config.tiers.tiers.push_back({.name = "bridge", .scale = 10});
+  }
   auto limiter = *Limiter::Create(config);
+  if (tier_assignments > 0) {
+    AssignTiers(*limiter, clients, tier_assignments, tier_members);
+  }
   NaiveLimiter naive(config, *limiter);
   // Warm: every client owns its buckets before timing.
   for (uint64_t i = 0; i < clients; ++i) {
@@ -364,6 +404,14 @@ void RunSubjectCheck(benchmark::State& state, bool rooms) {
 }
 
 void BM_Limiter_Check(benchmark::State& s) { RunCheck<false>(s, false, false); }
+// BM_Limiter_Check with kTierAssignments in the directory.
+constexpr size_t kTierAssignments = 100'000;
+void BM_Limiter_Check_Tiers(benchmark::State& s) {
+  RunCheck<false>(s, false, false, kTierAssignments);
+}
+void BM_Limiter_Check_TierMembers(benchmark::State& s) {
+  RunCheck<false>(s, false, false, kTierAssignments, /*tier_members=*/true);
+}
 void BM_LimiterNaive_Check(benchmark::State& s) {
   RunCheck<true>(s, false, false);
 }
@@ -382,6 +430,8 @@ void BM_LimiterNaive_CheckNewKey(benchmark::State& s) {
 
 #define MXLIMIT_KEYS ->Arg(1'000)->Arg(100'000)->Arg(1'000'000)->ArgName("keys")
 BENCHMARK(BM_Limiter_Check) MXLIMIT_KEYS;
+BENCHMARK(BM_Limiter_Check_Tiers) MXLIMIT_KEYS;
+BENCHMARK(BM_Limiter_Check_TierMembers) MXLIMIT_KEYS;
 BENCHMARK(BM_LimiterNaive_Check) MXLIMIT_KEYS;
 BENCHMARK(BM_Limiter_Check_Zipf) MXLIMIT_KEYS;
 BENCHMARK(BM_LimiterNaive_Check_Zipf) MXLIMIT_KEYS;

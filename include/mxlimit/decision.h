@@ -155,8 +155,8 @@ struct Decision {
   std::string_view shadow_layer;
   PolicyId shadow_policy_id = 0xFFFF;
 
-  // The request was exempt (flag, IP allowlist or exempt user): nothing was
-  // checked or charged.
+  // The request was exempt (flag, IP allowlist, exempt user or exempt
+  // tier): nothing was checked or charged.
   bool exempt = false;
 
   // The normalized route.
@@ -177,6 +177,10 @@ struct Decision {
   // until it completes (mxlimitd's feed) keeps only these and those with
   // `leases`. Set on denials too.
   bool settles = false;
+  // The tier the request's user or address is in (`tiers:`,
+  // `Limiter::SetTier`), whose rates it was checked against; empty: none.
+  // Valid as long as the limiter (tier names are kept).
+  std::string_view tier;
 };
 
 // NOTE: the string views in a Decision point into the Limiter (policy names,

@@ -20,6 +20,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/route_options.h"
+#include "mxlimit/tiers.h"
 
 namespace mxlimit {
 
@@ -147,6 +148,8 @@ struct LimiterConfig {
   // Fixed at start-up like `tables`: route ids key the buckets.
   RouteOptions routes;
   ExemptOptions exempt;
+  // Tiers and who is in them (`tiers:`, tiers.h).
+  TierOptions tiers;
   // Operator policies, in file order.
   std::vector<Policy> policies;
   // Only a `SharedLimiter` reads it.

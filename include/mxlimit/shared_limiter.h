@@ -61,7 +61,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -71,6 +73,7 @@
 #include "mxlimit/request.h"
 #include "mxlimit/sharded_limiter.h"
 #include "mxlimit/stats.h"
+#include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
 
 namespace mxlimit {
@@ -163,6 +166,25 @@ class SharedLimiter {
   // `ShardedLimiter::Reload`. The `store` section cannot change without a
   // restart (FailedPrecondition; nothing changes): see CheckStoreReload.
   absl::Status Reload(const LimiterConfig& config);
+
+  // `Limiter::SetTier`, `ClearTier`, `ListTiers` and `TierFor`. The
+  // assignments are this process's (kept beside the mirror), not the
+  // store's.
+  absl::Status SetTier(std::string_view subject, std::string_view tier,
+                       std::optional<MonotonicTime> expires,
+                       MonotonicTime now) {
+    return mirror_->SetTier(subject, tier, expires, now);
+  }
+  absl::Status ClearTier(std::string_view subject) {
+    return mirror_->ClearTier(subject);
+  }
+  std::vector<TierAssignment> ListTiers(MonotonicTime now) const {
+    return mirror_->ListTiers(now);
+  }
+  std::optional<TierAssignment> TierFor(const Request& request,
+                                        MonotonicTime now) const {
+    return mirror_->TierFor(request, now);
+  }
 
   LimiterStats Stats() const;
   SharedStoreStats StoreStats() const;

@@ -139,6 +139,11 @@ int RunCheckConfig(const CheckConfigOptions& opts) {
       t.ipv4_prefix, ", IPv6 /", t.ipv6_prefix, "), user ", t.user_capacity,
       "; exempt ", config.exempt.ips.size(), " networks, ",
       config.exempt.users.size(), " users",
+      config.tiers.tiers.empty()
+          ? ""
+          : absl::StrCat("; tiers ", config.tiers.tiers.size(), " (",
+                         config.tiers.users.size(), " users, ",
+                         config.tiers.networks.size(), " networks assigned)"),
       config.store.url.empty()
           ? ""
           : absl::StrCat("; store ", RedactStoreUrl(config.store.url)),

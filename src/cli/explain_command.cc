@@ -19,12 +19,14 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/policy_set.h"
 #include "mxlimit/request.h"
 #include "mxlimit/shared_limiter.h"
+#include "mxlimit/tiers.h"
 #include "mxlimit/user_id.h"
 #include "src/cli/commands.h"
 #include "src/cli/load_limiter.h"
@@ -114,16 +116,41 @@ int Write(std::string_view text) {
   return out.Finish() ? kExitOk : kExitFinding;
 }
 
+// "bridge (user @bridge:example.org, tiers.assign): scale 10": which tier
+// applies, which assignment says so, and what the tier changes.
+std::string TierLine(const LimiterConfig& config, const TierAssignment& a) {
+  std::string out =
+      absl::StrCat(EscapeForOutput(a.tier), " (",
+                   a.kind == TierSubjectKind::kUser ? "user " : "network ",
+                   EscapeForOutput(a.subject), ", tiers.assign)");
+  for (const Tier& t : config.tiers.tiers) {
+    if (t.name != a.tier) continue;
+    std::vector<std::string> parts;
+    if (t.exempt) parts.push_back("exempt");
+    if (t.scale != 1.0) parts.push_back(absl::StrCat("scale ", t.scale));
+    for (const TierRate& r : t.policies) {
+      parts.push_back(
+          absl::StrCat(EscapeForOutput(r.policy), " ", r.rate.ToString()));
+    }
+    if (!parts.empty()) absl::StrAppend(&out, ": ", absl::StrJoin(parts, ", "));
+  }
+  return out;
+}
+
 // What made a request exempt, checked the way the limiter checks it: an
-// exempt network first, else the user.
+// exempt network first, else the user, else the tier (`tier`, the
+// decision's).
 std::string ExemptReason(const LimiterConfig& config, const IpAddress& ip,
-                         std::string_view user) {
+                         std::string_view user, std::string_view tier) {
   for (const Cidr& net : config.exempt.ips) {
     if (net.Contains(ip)) {
       return absl::StrCat("client in exempt network ", FormatCidr(net));
     }
   }
-  return absl::StrCat("exempt user ", EscapeForOutput(user));
+  for (const std::string& u : config.exempt.users) {
+    if (u == user) return absl::StrCat("exempt user ", EscapeForOutput(user));
+  }
+  return absl::StrCat("exempt tier ", EscapeForOutput(tier));
 }
 
 // The verdict column of one matching policy.
@@ -282,10 +309,17 @@ int RunExplain(const ExplainOptions& opts) {
   absl::StrAppend(&out, "canonical path: ",
                   EscapeForOutput(internal::CanonicalPath(path)), "\n");
 
+  const std::optional<TierAssignment> tier =
+      l.TierFor(request, MonotonicTime::FromNanoseconds(0));
+  if (tier.has_value()) {
+    absl::StrAppend(&out, "tier:     ", TierLine(config, *tier), "\n");
+  }
+
   Decision peek = l.Peek(request, MonotonicTime::FromNanoseconds(0));
   if (peek.exempt) {
-    absl::StrAppend(&out, "\nexempt:   ", ExemptReason(config, *ip, opts.user),
-                    ": nothing is checked or charged\n");
+    absl::StrAppend(
+        &out, "\nexempt:   ", ExemptReason(config, *ip, opts.user, peek.tier),
+        ": nothing is checked or charged\n");
     return Write(out);
   }
 

@@ -85,8 +85,9 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
                   size_t shards, bool want_warnings, LimiterConfig& config,
                   ConfigErrors& errors, ConfigErrors& warnings) {
   static constexpr std::string_view kKeys[] = {
-      "builtin_policies", "shadow_mode", "tables",           "routes",
-      "exempt",           "policies",    "response_headers", "store"};
+      "builtin_policies", "shadow_mode",      "tables",
+      "routes",           "exempt",           "tiers",
+      "policies",         "response_headers", "store"};
   MapFields top(root, "", kKeys, /*null_is_empty=*/true, errors);
   if (const Field* f = top.Find("builtin_policies")) {
     std::optional<bool> v = ReadBool(*f, errors);
@@ -114,6 +115,11 @@ void ReadTopLevel(const YAML::Node& root, std::string_view file_name,
                              want_warnings};
     ReadPolicies(*f, config.tables, route_table.get(), set, config.policies,
                  errors, warnings);
+  }
+  if (const Field* f = top.Find("tiers")) {
+    // After `policies:`: a tier may replace the rate of any of them.
+    ReadTiers(*f, config.policies, config.builtin_policies, config.tiers,
+              errors);
   }
   if (const Field* f = top.Find("response_headers")) {
     ReadResponseHeaders(*f, config.response_headers, errors);

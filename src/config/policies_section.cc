@@ -60,6 +60,143 @@ std::string_view ParentPath(const Field& field) {
   return path.substr(0, path.size() - field.name.size());
 }
 
+}  // namespace
+
+void ReadRateFields(const MapFields& fields, const YAML::Node& node,
+                    const std::string& path, Rate& rate, ConfigErrors& errors) {
+  const Field* rate_field = fields.Find("rate_limit");
+  const Field* unlimited_field = fields.Find("unlimited");
+  const Field* outer_burst = fields.Find("burst");
+  bool unlimited = false;
+  if (unlimited_field != nullptr) {
+    std::optional<bool> v = ReadBool(*unlimited_field, errors);
+    if (!v.has_value()) return;
+    unlimited = *v;
+  }
+  if (unlimited) {
+    if (rate_field != nullptr) {
+      errors.Add(unlimited_field->mark(),
+                 absl::StrCat(unlimited_field->path,
+                              ": got true, but rate_limit is also given "
+                              "(line ",
+                              rate_field->key.Mark().line + 1,
+                              "); a policy is either unlimited or has a "
+                              "rate, not both"));
+    } else if (outer_burst != nullptr) {
+      errors.Add(outer_burst->key.Mark(),
+                 absl::StrCat(outer_burst->path,
+                              ": an unlimited policy has no burst; remove "
+                              "it or replace unlimited with a rate_limit"));
+    }
+    rate = Rate::Unlimited();
+    return;
+  }
+  if (rate_field == nullptr) {
+    if (outer_burst != nullptr) {
+      errors.Add(outer_burst->key.Mark(),
+                 absl::StrCat(outer_burst->path,
+                              ": burst needs a rate_limit in the same "
+                              "policy"));
+    }
+    errors.Add(node.Mark(),
+               absl::StrCat(path,
+                            ": needs either rate_limit: {unit: ..., "
+                            "requests_per_unit: ...} or unlimited: true"));
+    return;
+  }
+  MapFields rate_map(*rate_field, kRateKeys, /*null_is_empty=*/false, errors);
+  if (!rate_field->value.IsMap()) return;
+  const Field* unit_field = rate_map.Find("unit");
+  const Field* count_field = rate_map.Find("requests_per_unit");
+  const Field* burst_field = rate_map.Find("burst");
+  if (burst_field != nullptr && outer_burst != nullptr) {
+    errors.Add(
+        outer_burst->key.Mark(),
+        absl::StrCat(outer_burst->path,
+                     ": burst is also given in rate_limit (line ",
+                     burst_field->key.Mark().line + 1, "); keep one of them"));
+    return;
+  }
+  if (burst_field == nullptr) burst_field = outer_burst;
+  auto missing = [&](std::string_view key) {
+    errors.Add(rate_field->value.Mark(),
+               absl::StrCat(rate_field->path, ": missing required key \"",
+                            ToAbsl(key), "\""));
+  };
+  // Each field is read and range-checked on its own, so a map with several
+  // bad values reports every one of them.
+  std::optional<TimeUnit> unit;
+  if (unit_field == nullptr) {
+    missing("unit");
+  } else if (std::optional<std::string> name = ReadString(
+                 *unit_field, "second, minute, hour or day", errors)) {
+    unit = ParseTimeUnit(*name);
+    if (!unit.has_value()) {
+      std::string message = absl::StrCat(
+          unit_field->path, ": got ", DescribeValue(unit_field->value),
+          ", expected second, minute, hour or day");
+      if (auto near = NearestWord(*name, kUnits)) {
+        absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
+      }
+      errors.Add(unit_field->mark(), std::move(message));
+    }
+  }
+  // Rate::Create words the range errors (one copy of the rules); the unit
+  // plays no part in a range, so any unit checks a value alone.
+  auto range_error = [&](const Field& field, const absl::Status& status) {
+    errors.Add(field.mark(),
+               absl::StrCat(ToAbsl(ParentPath(field)), status.message()));
+  };
+  const std::string count_expected =
+      absl::StrCat("an integer from 0 to ", Rate::kMaxRequestsPerUnit);
+  // A plain value and a flag: GCC 12 warns that an optional reset here
+  // "may be used uninitialized" below.
+  int64_t count = 0;
+  bool count_ok = false;
+  if (count_field == nullptr) {
+    missing("requests_per_unit");
+  } else if (std::optional<int64_t> v =
+                 ReadInteger(*count_field, count_expected, errors)) {
+    absl::Status ok = Rate::Create(*v, TimeUnit::kDay).status();
+    if (ok.ok()) {
+      count = *v;
+      count_ok = true;
+    } else {
+      range_error(*count_field, ok);
+    }
+  }
+  std::optional<int64_t> burst;
+  if (burst_field != nullptr) {
+    burst = ReadInteger(*burst_field,
+                        absl::StrCat("an integer from 1 to ", Rate::kMaxBurst),
+                        errors);
+    if (burst.has_value()) {
+      // The range alone: at the fastest rate no burst in range is too
+      // long (that is checked with the rate below).
+      absl::Status ok =
+          Rate::Create(Rate::kMaxRequestsPerUnit, TimeUnit::kSecond, burst)
+              .status();
+      if (!ok.ok()) {
+        range_error(*burst_field, ok);
+        return;
+      }
+    }
+    if (!burst.has_value()) return;
+  }
+  if (!unit.has_value() || !count_ok) return;
+  // What is left concerns the burst with the rest: too long a tolerance,
+  // or a burst on a blocked policy.
+  absl::StatusOr<Rate> created = Rate::Create(count, *unit, burst);
+  if (!created.ok()) {
+    range_error(burst_field != nullptr ? *burst_field : *count_field,
+                created.status());
+    return;
+  }
+  rate = *created;
+}
+
+namespace {
+
 // One policy's fields, read in the order an error list reads best.
 class PolicyReader {
  public:
@@ -459,136 +596,7 @@ class PolicyReader {
   }
 
   void ReadRate(Policy& policy) {
-    const Field* rate_field = fields_.Find("rate_limit");
-    const Field* unlimited_field = fields_.Find("unlimited");
-    const Field* outer_burst = fields_.Find("burst");
-    bool unlimited = false;
-    if (unlimited_field != nullptr) {
-      std::optional<bool> v = ReadBool(*unlimited_field, errors_);
-      if (!v.has_value()) return;
-      unlimited = *v;
-    }
-    if (unlimited) {
-      if (rate_field != nullptr) {
-        errors_.Add(unlimited_field->mark(),
-                    absl::StrCat(unlimited_field->path,
-                                 ": got true, but rate_limit is also given "
-                                 "(line ",
-                                 rate_field->key.Mark().line + 1,
-                                 "); a policy is either unlimited or has a "
-                                 "rate, not both"));
-      } else if (outer_burst != nullptr) {
-        errors_.Add(outer_burst->key.Mark(),
-                    absl::StrCat(outer_burst->path,
-                                 ": an unlimited policy has no burst; remove "
-                                 "it or replace unlimited with a rate_limit"));
-      }
-      policy.rate = Rate::Unlimited();
-      return;
-    }
-    if (rate_field == nullptr) {
-      if (outer_burst != nullptr) {
-        errors_.Add(outer_burst->key.Mark(),
-                    absl::StrCat(outer_burst->path,
-                                 ": burst needs a rate_limit in the same "
-                                 "policy"));
-      }
-      errors_.Add(node_.Mark(),
-                  absl::StrCat(path_,
-                               ": needs either rate_limit: {unit: ..., "
-                               "requests_per_unit: ...} or unlimited: true"));
-      return;
-    }
-    MapFields rate_map(*rate_field, kRateKeys, /*null_is_empty=*/false,
-                       errors_);
-    if (!rate_field->value.IsMap()) return;
-    const Field* unit_field = rate_map.Find("unit");
-    const Field* count_field = rate_map.Find("requests_per_unit");
-    const Field* burst_field = rate_map.Find("burst");
-    if (burst_field != nullptr && outer_burst != nullptr) {
-      errors_.Add(outer_burst->key.Mark(),
-                  absl::StrCat(outer_burst->path,
-                               ": burst is also given in rate_limit (line ",
-                               burst_field->key.Mark().line + 1,
-                               "); keep one of them"));
-      return;
-    }
-    if (burst_field == nullptr) burst_field = outer_burst;
-    auto missing = [&](std::string_view key) {
-      errors_.Add(rate_field->value.Mark(),
-                  absl::StrCat(rate_field->path, ": missing required key \"",
-                               ToAbsl(key), "\""));
-    };
-    // Each field is read and range-checked on its own, so a map with several
-    // bad values reports every one of them.
-    std::optional<TimeUnit> unit;
-    if (unit_field == nullptr) {
-      missing("unit");
-    } else if (std::optional<std::string> name = ReadString(
-                   *unit_field, "second, minute, hour or day", errors_)) {
-      unit = ParseTimeUnit(*name);
-      if (!unit.has_value()) {
-        std::string message = absl::StrCat(
-            unit_field->path, ": got ", DescribeValue(unit_field->value),
-            ", expected second, minute, hour or day");
-        if (auto near = NearestWord(*name, kUnits)) {
-          absl::StrAppend(&message, " (did you mean \"", ToAbsl(*near), "\"?)");
-        }
-        errors_.Add(unit_field->mark(), std::move(message));
-      }
-    }
-    // Rate::Create words the range errors (one copy of the rules); the unit
-    // plays no part in a range, so any unit checks a value alone.
-    auto range_error = [&](const Field& field, const absl::Status& status) {
-      errors_.Add(field.mark(),
-                  absl::StrCat(ToAbsl(ParentPath(field)), status.message()));
-    };
-    const std::string count_expected =
-        absl::StrCat("an integer from 0 to ", Rate::kMaxRequestsPerUnit);
-    // A plain value and a flag: GCC 12 warns that an optional reset here
-    // "may be used uninitialized" below.
-    int64_t count = 0;
-    bool count_ok = false;
-    if (count_field == nullptr) {
-      missing("requests_per_unit");
-    } else if (std::optional<int64_t> v =
-                   ReadInteger(*count_field, count_expected, errors_)) {
-      absl::Status ok = Rate::Create(*v, TimeUnit::kDay).status();
-      if (ok.ok()) {
-        count = *v;
-        count_ok = true;
-      } else {
-        range_error(*count_field, ok);
-      }
-    }
-    std::optional<int64_t> burst;
-    if (burst_field != nullptr) {
-      burst = ReadInteger(
-          *burst_field, absl::StrCat("an integer from 1 to ", Rate::kMaxBurst),
-          errors_);
-      if (burst.has_value()) {
-        // The range alone: at the fastest rate no burst in range is too
-        // long (that is checked with the rate below).
-        absl::Status ok =
-            Rate::Create(Rate::kMaxRequestsPerUnit, TimeUnit::kSecond, burst)
-                .status();
-        if (!ok.ok()) {
-          range_error(*burst_field, ok);
-          return;
-        }
-      }
-      if (!burst.has_value()) return;
-    }
-    if (!unit.has_value() || !count_ok) return;
-    // What is left concerns the burst with the rest: too long a tolerance,
-    // or a burst on a blocked policy.
-    absl::StatusOr<Rate> rate = Rate::Create(count, *unit, burst);
-    if (!rate.ok()) {
-      range_error(burst_field != nullptr ? *burst_field : *count_field,
-                  rate.status());
-      return;
-    }
-    policy.rate = *rate;
+    ReadRateFields(fields_, node_, path_, policy.rate, errors_);
   }
 
   int table_ipv4_;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -63,6 +64,18 @@ void ReadPolicies(const Field& field, const TableOptions& tables,
 void ReadPolicyOutcome(const MapFields& fields, const YAML::Node& node,
                        std::string_view path, Policy& policy,
                        ConfigErrors& errors);
+
+// A rate from `rate_limit` (with `burst` beside it or inside it) or
+// `unlimited: true` among `fields`, the fields of the map `node` at `path`
+// (a policy, or a tier's replacement): into `rate`, or errors.
+void ReadRateFields(const MapFields& fields, const YAML::Node& node,
+                    const std::string& path, Rate& rate, ConfigErrors& errors);
+
+// `tiers:` (named tiers, and `assign` of users and networks to them). A
+// tier may replace the rate of a policy of `policies` or, with `builtins`,
+// of a built-in one, unless it limits requests in flight.
+void ReadTiers(const Field& field, const std::vector<Policy>& policies,
+               bool builtins, TierOptions& tiers, ConfigErrors& errors);
 
 // `store:` (the shared store of a SharedLimiter). `file_name`: the config
 // file, whose directory a relative `key_secret_file` is read from.

@@ -122,13 +122,18 @@ int64_t Engine::SettleCost(const BucketCheck& c, int64_t cost,
 Engine::Engine(const TableOptions& tables,
                std::shared_ptr<const RouteNormalizer> normalizer,
                const SipKey& user_key_secret,
-               std::shared_ptr<ScopeTables> scope_tables)
+               std::shared_ptr<ScopeTables> scope_tables,
+               std::shared_ptr<TierDirectory> tiers)
     : tables_(tables),
       client_mask_(tables.ipv4_prefix, tables.ipv6_prefix),
       normalizer_(std::move(normalizer)),
       route_keys_(normalizer_->keys()),
       route_denials_(std::make_unique<uint64_t[]>(route_keys_.size())),
       user_key_secret_(user_key_secret),
+      owns_tier_directory_(tiers == nullptr),
+      tier_directory_(tiers != nullptr ? std::move(tiers)
+                                       : std::make_shared<TierDirectory>(
+                                             /*synchronized=*/false)),
       ip_table_(tables.ip_capacity),
       user_table_(tables.user_capacity),
       scope_tables_(scope_tables != nullptr
@@ -138,12 +143,14 @@ Engine::Engine(const TableOptions& tables,
 
 Engine::~Engine() = default;
 
-MXLIMIT_COLD Decision Engine::ExemptDecision(const Route& route) {
+MXLIMIT_COLD Decision Engine::ExemptDecision(const Route& route,
+                                             std::string_view tier) {
   Decision d;
   d.exempt = true;
   d.remaining = kUnlimitedRemaining;
   d.route_id = route.id;
   d.route_key = route.key;
+  d.tier = tier;
   return d;
 }
 
@@ -164,11 +171,14 @@ bool Engine::IsExempt(const Request& request) const {
          exempt_users_.contains(internal::ToAbsl(request.user_id));
 }
 
-void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-                     PreparedRequest* prepared) const {
+void Engine::Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
+                     Evaluation& e, PreparedRequest* prepared) const {
   const RequestSubjects subjects = SubjectsOf(request);
   if (prepared != nullptr) {
     e.route = prepared->route;
+    if (!tier_directory_->empty()) [[unlikely]] {
+      if (LooksUpTier(request, now, e)) return;
+    }
     if (prepared->resolved_on == policies_.get()) {
       AddChecks(request, mask, *prepared->resolution, e, prepared,
                 prepared->path);
@@ -190,6 +200,9 @@ void Engine::Resolve(const Request& request, ScopeMask mask, Evaluation& e,
   const std::string_view path = request.target.substr(0, path_size);
   const PolicySet::Resolution r =
       policies_->Resolve(request.method, e.route.id, path, subjects);
+  if (!tier_directory_->empty()) [[unlikely]] {
+    if (LooksUpTier(request, now, e)) return;
+  }
   AddChecks(request, mask, r, e, nullptr, path);
 }
 
@@ -293,7 +306,9 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
     BucketCheck& c = e.checks.Add(e.count);
-    const Policy& spec = policies_->policy(a.policy);
+    // A tier's copy of the policy differs only in its rate.
+    const Policy& spec = e.tier == nullptr ? policies_->policy(a.policy)
+                                           : e.tier->policies[a.policy];
     // What PolicySet::Resolution::plain promises.
     assert(!kPlain ||
            ((a.scope == Scope::kIp || a.scope == Scope::kUser) &&
@@ -334,8 +349,36 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
   }
 }
 
+MXLIMIT_COLD void Engine::FindTier(const Request& request, MonotonicTime now,
+                                   Evaluation& e) const {
+  const TierMatch m = tier_directory_->Find(request.user_id, request.client,
+                                            now, &e.tier_probe);
+  if (m.name.empty() || tiers_ == nullptr) return;
+  // A set other than this engine's: a reload is being installed shard by
+  // shard, and the tier is found by name (or is gone).
+  const std::optional<uint16_t> index = m.set == tiers_.get()
+                                            ? std::optional<uint16_t>(m.index)
+                                            : tiers_->Find(m.name);
+  if (!index.has_value()) return;
+  e.tier = &tiers_->tier(*index);
+  e.tier_name = m.name;
+}
+
+bool Engine::LooksUpTier(const Request& request, MonotonicTime now,
+                         Evaluation& e) const {
+  FindTier(request, now, e);
+  if (e.tier == nullptr || !e.tier->exempt) return false;
+  e.exempt = true;
+  return true;
+}
+
 bool Engine::MarkExempt(const Request& request, const PreparedRequest* prepared,
                         Evaluation& e) const {
+  // The tier is looked up once the route is matched (Resolve); its loads
+  // start now.
+  if (!tier_directory_->empty()) [[unlikely]] {
+    tier_directory_->Prefetch(request.user_id, request.client, e.tier_probe);
+  }
   if (!MaybeExempt(request) || !IsExempt(request)) return false;
   e.exempt = true;
   // Still normalized, so the decision and reports name the route.
@@ -347,18 +390,23 @@ bool Engine::MarkExempt(const Request& request, const PreparedRequest* prepared,
 
 void Engine::Evaluate(const Request& request, MonotonicTime now, ScopeMask mask,
                       Evaluation& e, PreparedRequest* prepared) {
-  if (BeginEvaluate(request, mask, e, prepared)) {
+  if (BeginEvaluate(request, now, mask, e, prepared)) {
     FinishEvaluate(request, now, e);
   }
 }
 
-bool Engine::BeginEvaluate(const Request& request, ScopeMask mask,
-                           Evaluation& e, PreparedRequest* prepared) {
+bool Engine::BeginEvaluate(const Request& request, MonotonicTime now,
+                           ScopeMask mask, Evaluation& e,
+                           PreparedRequest* prepared) {
   if (MarkExempt(request, prepared, e)) {
     ++exempt_requests_;
     return false;
   }
-  Resolve(request, mask, e, prepared);
+  Resolve(request, now, mask, e, prepared);
+  if (e.exempt) [[unlikely]] {  // an exempt tier
+    ++exempt_requests_;
+    return false;
+  }
   if (e.plain) {
     HashChecks<true>(e);
   } else {
@@ -428,12 +476,12 @@ bool Engine::EvaluateSplit(Engine& ip, Engine& user, const Request& request,
                            Evaluation& user_part, PreparedRequest& prepared) {
   // Both engines start their table loads before either waits on one, as a
   // lone engine does for its two tables.
-  if (!ip.BeginEvaluate(request, kIpScope, ip_part, &prepared)) {
+  if (!ip.BeginEvaluate(request, now, kIpScope, ip_part, &prepared)) {
     return false;
   }
   user_part.request_lock = &ip_part.scope_lock;
   const bool user_begun =
-      user.BeginEvaluate(request, kUserScope, user_part, &prepared);
+      user.BeginEvaluate(request, now, kUserScope, user_part, &prepared);
   ip.FinishEvaluate(request, now, ip_part);
   if (user_begun) user.FinishEvaluate(request, now, user_part);
   return true;
@@ -442,7 +490,7 @@ bool Engine::EvaluateSplit(Engine& ip, Engine& user, const Request& request,
 void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
                      Evaluation& e, PreparedRequest* prepared) const {
   if (MarkExempt(request, prepared, e)) return;
-  Resolve(request, mask, e, prepared);
+  Resolve(request, now, mask, e, prepared);
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
@@ -465,6 +513,7 @@ Decision Engine::Combine(const Evaluation& ip_part,
   d.route_key = ip_part.route.key;
   d.ip_policy = ip_part.ip_policy;
   d.user_policy = user_part.user_policy;
+  d.tier = ip_part.tier_name;
   d.remaining = kUnlimitedRemaining;
 
   // The smallest remaining over the enforcing checks, as the fraction
@@ -780,7 +829,7 @@ MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
   // One named result, built in place: returning one of two objects (or a
   // copy of one) made the compiler copy a Decision written field by field
   // with wide loads, which stalls store-to-load forwarding.
-  Decision d = e.exempt ? ExemptDecision(e.route) : Combine(e, e);
+  Decision d = e.exempt ? ExemptDecision(e.route, e.tier_name) : Combine(e, e);
   if (!e.exempt) {
     const MonotonicTime at = MayDelay(d, request)
                                  ? TryDelay(*this, *this, request, now, e, e, d)
@@ -809,7 +858,7 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
   Evaluation ip_part;
   Evaluation user_part;
   if (!EvaluateSplit(ip, user, request, now, ip_part, user_part, prepared)) {
-    return ExemptDecision(ip_part.route);
+    return ExemptDecision(ip_part.route, ip_part.tier_name);
   }
   // Nothing is charged until every policy has answered.
   Decision d = ip.Combine(ip_part, user_part);
@@ -831,7 +880,7 @@ MXLIMIT_FLATTEN Decision Engine::CheckPair(Engine& ip, Engine& user,
 Decision Engine::Peek(const Request& request, MonotonicTime now) const {
   Evaluation e;
   Inspect(request, now, kBothScopes, e);
-  if (e.exempt) return ExemptDecision(e.route);
+  if (e.exempt) return ExemptDecision(e.route, e.tier_name);
   Decision d = Combine(e, e);
   TryDelay(*this, *this, request, now, e, e, d);
   return d;
@@ -839,9 +888,10 @@ Decision Engine::Peek(const Request& request, MonotonicTime now) const {
 
 void Engine::ChargeScopes(const Request& request, MonotonicTime now,
                           ScopeMask mask, const Completion* completion) {
-  if (IsExempt(request)) return;
   Evaluation e;
-  Resolve(request, mask, e);
+  if (MarkExempt(request, nullptr, e)) return;
+  Resolve(request, now, mask, e);
+  if (e.exempt) return;
   for (const BucketCheck& c : e.all()) {
     if (!c.has_bucket) continue;
     int64_t cost = 0;

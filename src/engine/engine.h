@@ -35,6 +35,8 @@
 #include "src/engine/bucket_table.h"
 #include "src/engine/prepared_request.h"
 #include "src/engine/scope_tables.h"
+#include "src/engine/tier_directory.h"
+#include "src/engine/tier_set.h"
 #include "src/util/siphash.h"
 
 namespace mxlimit::internal {
@@ -133,6 +135,12 @@ class Engine {
     // takes the lock once.
     ScopeTablesLock scope_lock;
     ScopeTablesLock* request_lock = nullptr;
+    // The request's tier (Decision::tier), whose copies of the policies its
+    // checks read; null: none.
+    const CompiledTier* tier = nullptr;
+    std::string_view tier_name;
+    // The directory's hashes of the request, when its tier is looked up.
+    TierProbe tier_probe;
     ScopeTablesLock& lock() {
       return request_lock != nullptr ? *request_lock : scope_lock;
     }
@@ -148,11 +156,14 @@ class Engine {
   // keys: random, and shared by engines whose driver builds a request's user
   // key once for all of them (PreparedRequest). No policies until `Install`.
   // `scope_tables`: the origin, room and target tables, shared by the
-  // engines of one driver; null builds this engine's own.
+  // engines of one driver; null builds this engine's own. `tiers`: who is
+  // in which tier, likewise shared (its driver installs it); null builds an
+  // unsynchronized one this engine installs.
   Engine(const TableOptions& tables,
          std::shared_ptr<const RouteNormalizer> normalizer,
          const SipKey& user_key_secret,
-         std::shared_ptr<ScopeTables> scope_tables = nullptr);
+         std::shared_ptr<ScopeTables> scope_tables = nullptr,
+         std::shared_ptr<TierDirectory> tiers = nullptr);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
@@ -204,8 +215,10 @@ class Engine {
   // resolved on this engine's PolicySet: fills in
   // `e.route` and one check, with its bucket key, per resolved policy of the
   // scopes in `mask`. Touches no table.
-  void Resolve(const Request& request, ScopeMask mask, Evaluation& e,
-               PreparedRequest* prepared = nullptr) const;
+  // Finds the request's tier too (at `now`); a member of an exempt tier is
+  // marked exempt (`e.exempt`) with no checks.
+  void Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
+               Evaluation& e, PreparedRequest* prepared = nullptr) const;
   // Locates the buckets of the scopes in `mask` and evaluates them; changes
   // no table (Settle does). Counts and stops at exempt requests.
   // REQUIRES: the engine's tables do not change until `e` is settled.
@@ -216,8 +229,8 @@ class Engine {
   // waits on one, then finish each. `BeginEvaluate` counts and marks an
   // exempt request and returns false (there is nothing to finish); else it
   // resolves and starts the loads. `FinishEvaluate` locates and evaluates.
-  bool BeginEvaluate(const Request& request, ScopeMask mask, Evaluation& e,
-                     PreparedRequest* prepared = nullptr);
+  bool BeginEvaluate(const Request& request, MonotonicTime now, ScopeMask mask,
+                     Evaluation& e, PreparedRequest* prepared = nullptr);
   void FinishEvaluate(const Request& request, MonotonicTime now, Evaluation& e);
   // Evaluate with the per-IP scope on `ip` and the per-user scope on `user`:
   // both begin, then both finish. False when the request is exempt
@@ -348,17 +361,33 @@ class Engine {
                                            const RouteOptions& next);
   static absl::StatusOr<std::shared_ptr<const PolicySet>> CompilePolicies(
       const LimiterConfig& config, const RouteNormalizer& normalizer);
+  // `config.tiers` against the set CompilePolicies built from `config`.
+  static absl::StatusOr<std::shared_ptr<const TierSet>> CompileTiers(
+      const LimiterConfig& config, const PolicySet& policies);
   // `kept_tokens` null (a lone engine): also drops the buckets and leases
   // of the shared tables whose tokens the install freed or handed out
   // again. Else the caller driving several engines over one ScopeTables
   // gets the kept tokens and calls EraseStaleShared once, after every
   // engine installed (each computes the same set).
+  // `tiers` (compiled against `next`) replaces the engine's; the driver of
+  // a shared TierDirectory installs them there too, a lone engine does.
   void Install(std::shared_ptr<const PolicySet> next,
                const ExemptOptions& exempt,
+               std::shared_ptr<const TierSet> tiers,
                std::vector<bool>* kept_tokens = nullptr);
 
-  // The decision for an exempt request (Evaluation::exempt) on `route`.
-  static Decision ExemptDecision(const Route& route);
+  // The decision for an exempt request (Evaluation::exempt) on `route`, of
+  // the tier named `tier` (empty: none).
+  static Decision ExemptDecision(const Route& route,
+                                 std::string_view tier = {});
+
+  // --- Tiers (Limiter::SetTier and friends; cold paths). -------------------
+  TierDirectory& tier_directory() const { return *tier_directory_; }
+  // Which assignment puts `request` in a tier, if one does.
+  std::optional<TierAssignment> DescribeTier(const Request& request,
+                                             MonotonicTime now) const {
+    return tier_directory_->Describe(request.user_id, request.client, now);
+  }
 
  private:
   using IpTable =
@@ -455,7 +484,14 @@ class Engine {
                : LeaseGroupKey::Of(static_cast<uint8_t>(c.scope), c.key.user);
   }
   bool IsExempt(const Request& request) const;
-  // When `request` is exempt: marks `e` so, with its route, and returns true.
+  // Sets `e.tier` from the directory (called only when it is not empty).
+  void FindTier(const Request& request, MonotonicTime now, Evaluation& e) const;
+  // FindTier; true (and `e.exempt`) when the tier is an exempt one.
+  bool LooksUpTier(const Request& request, MonotonicTime now,
+                   Evaluation& e) const;
+  // When `request` is exempt (flag, address or user): marks `e` so, with
+  // its route, and returns true. Starts loading the tier directory's lines
+  // (Resolve looks the tier up).
   bool MarkExempt(const Request& request, const PreparedRequest* prepared,
                   Evaluation& e) const;
 
@@ -493,6 +529,12 @@ class Engine {
   // Keys the digest that identifies long user IDs (see bucket_keys.h), drawn
   // at random per engine so users cannot aim at each other's buckets.
   internal::SipKey user_key_secret_;
+  // Who is in which tier (installed by this engine when it owns it, else
+  // by its driver), and this engine's compiled tiers (which may lag the
+  // directory's while a ShardedLimiter reloads shard by shard).
+  bool owns_tier_directory_;
+  std::shared_ptr<TierDirectory> tier_directory_;
+  std::shared_ptr<const TierSet> tiers_;
   IpTable ip_table_;
   UserTable user_table_;
   std::shared_ptr<ScopeTables> scope_tables_;

@@ -32,7 +32,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       CompilePolicies(config, *engine->normalizer_);
   if (!compiled.ok()) return compiled.status();
-  engine->Install(*std::move(compiled), config.exempt);
+  absl::StatusOr<std::shared_ptr<const TierSet>> tiers =
+      CompileTiers(config, **compiled);
+  if (!tiers.ok()) return tiers.status();
+  engine->Install(*std::move(compiled), config.exempt, *std::move(tiers));
   return engine;
 }
 
@@ -127,7 +130,10 @@ absl::Status Engine::Reload(const LimiterConfig& config) {
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
-  Install(*std::move(compiled), config.exempt);
+  absl::StatusOr<std::shared_ptr<const TierSet>> tiers =
+      CompileTiers(config, **compiled);
+  if (!tiers.ok()) return tiers.status();
+  Install(*std::move(compiled), config.exempt, *std::move(tiers));
   return absl::OkStatus();
 }
 
@@ -156,6 +162,11 @@ absl::StatusOr<std::shared_ptr<const PolicySet>> Engine::CompilePolicies(
   return std::make_shared<const PolicySet>(*std::move(compiled));
 }
 
+absl::StatusOr<std::shared_ptr<const TierSet>> Engine::CompileTiers(
+    const LimiterConfig& config, const PolicySet& policies) {
+  return TierSet::Compile(config.tiers, policies);
+}
+
 void EraseStaleShared(ScopeTables& tables, const std::vector<bool>& kept) {
   // A token handed out again must not inherit another policy's buckets or
   // leases.
@@ -173,6 +184,7 @@ void EraseStaleShared(ScopeTables& tables, const std::vector<bool>& kept) {
 
 void Engine::Install(std::shared_ptr<const PolicySet> next,
                      const ExemptOptions& exempt,
+                     std::shared_ptr<const TierSet> tiers,
                      std::vector<bool>* kept_tokens) {
   // A policy keeps its bucket token (and so its buckets) when its name is
   // in both sets and KeepsBuckets (policy.h) says so; every other token is
@@ -241,6 +253,8 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   exempt_ips_ = exempt.ips;
   exempt_users_ = std::move(users);
   has_exemptions_ = !exempt_ips_.empty() || !exempt_users_.empty();
+  if (owns_tier_directory_) tier_directory_->Install(tiers);
+  tiers_ = std::move(tiers);
 }
 
 }  // namespace mxlimit::internal

@@ -67,7 +67,9 @@ std::vector<std::string> Engine::DescribeBuckets(const Request& request) const {
   std::vector<std::string> out;
   if (IsExempt(request)) return out;
   Evaluation e;
-  Resolve(request, kBothScopes, e);
+  // A tier changes rates, not keys; only an exempt one matters here, and
+  // an expiry does not (explain has no clock).
+  Resolve(request, MonotonicTime::FromNanoseconds(0), kBothScopes, e);
   for (const BucketCheck& c : e.all()) {
     if (!c.has_bucket && !c.in_flight) continue;
     std::string who;

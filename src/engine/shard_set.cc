@@ -122,6 +122,7 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
   set->scope_tables_ =
       std::make_shared<ScopeTables>(config.tables, *set->normalizer_,
                                     /*shared=*/true);
+  set->tier_directory_ = std::make_shared<TierDirectory>(/*synchronized=*/true);
   // Not shared with any other thread yet; the locks satisfy the analysis and
   // cost nothing here.
   for (size_t i = 0; i < shards; ++i) {
@@ -131,7 +132,7 @@ absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(
     // request's user key is built once (Prepare) for all of them.
     s.engine = std::make_unique<Engine>(
         ShardTables(config.tables, shards, i), set->normalizer_,
-        set->user_key_secret(), set->scope_tables_);
+        set->user_key_secret(), set->scope_tables_, set->tier_directory_);
   }
   absl::Status installed = set->Reload(config);
   if (!installed.ok()) return installed;
@@ -294,6 +295,9 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
   absl::StatusOr<std::shared_ptr<const PolicySet>> compiled =
       Engine::CompilePolicies(config, *normalizer_);
   if (!compiled.ok()) return compiled.status();
+  absl::StatusOr<std::shared_ptr<const TierSet>> tiers =
+      Engine::CompileTiers(config, **compiled);
+  if (!tiers.ok()) return tiers.status();
   // Everything that can fail is done: from here on every shard installs.
   const std::vector<std::string_view> names = InternNames(**compiled, false);
   const std::vector<std::string_view> layers = InternNames(**compiled, true);
@@ -302,7 +306,7 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& s = shards_[i];
     MutexLock lock(s.mu);
-    s.engine->Install(*compiled, config.exempt, &kept);
+    s.engine->Install(*compiled, config.exempt, *tiers, &kept);
     s.names = names;
     s.layers = layers;
     s.errors = errors;
@@ -312,6 +316,7 @@ absl::Status ShardSet::Reload(const LimiterConfig& config) {
   // (and with it what a reloaded shard wrote meanwhile: a few requests'
   // state, the price of not stopping every shard at once).
   EraseStaleShared(*scope_tables_, kept);
+  tier_directory_->Install(*std::move(tiers));
   return absl::OkStatus();
 }
 

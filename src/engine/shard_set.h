@@ -135,6 +135,9 @@ class ShardSet {
   absl::Status Reload(const LimiterConfig& config);
   // The shards' counters summed (see `ShardedLimiter::Stats`).
   LimiterStats Stats() const;
+  // Who is in which tier (ShardedLimiter::SetTier and friends); locks
+  // itself.
+  TierDirectory& tier_directory() const { return *tier_directory_; }
 
   // Points `d.policy`, `d.layer` and their shadow counterparts at the
   // stable copies of the names. `ip` and `user` are the shards that decided
@@ -181,6 +184,8 @@ class ShardSet {
   std::shared_ptr<const RouteNormalizer> normalizer_;
   // The origin, room and target tables all shards share.
   std::shared_ptr<ScopeTables> scope_tables_;
+  // Who is in which tier, for every shard (its own lock).
+  std::shared_ptr<TierDirectory> tier_directory_;
 
   // Serializes Reload and Stats, so Stats sums counters of one policy set.
   // Lock order: reload_mu_ before any shard's mu.

@@ -80,7 +80,9 @@ Decision ShardedLimiter::Peek(const Request& request, MonotonicTime now) const {
   }
   Engine::Evaluation ip_part;
   a.engine->Inspect(request, now, Engine::kIpScope, ip_part, &p);
-  if (ip_part.exempt) return Engine::ExemptDecision(ip_part.route);
+  if (ip_part.exempt) {
+    return Engine::ExemptDecision(ip_part.route, ip_part.tier_name);
+  }
   Engine::Evaluation user_part;
   user_part.request_lock = &ip_part.scope_lock;
   b.engine->Inspect(request, now, Engine::kUserScope, user_part, &p);

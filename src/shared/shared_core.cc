@@ -131,21 +131,24 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
   const std::string_view route_text = route == kSharedBucketRoute
                                           ? std::string_view("*")
                                           : engine.normalizer().key(route);
+  // The policy as the file defines it, not a tier's copy (which differs in
+  // its rate only): a bucket keeps its key whatever tier charges it.
+  const Policy& spec = engine.policies().policy(c.policy);
   if (c.scope == Scope::kIp) {
     IpAddress masked;
     masked.bytes = c.key.ip.address;
-    return keyer_.IpKey(*c.spec, route_text, masked);
+    return keyer_.IpKey(spec, route_text, masked);
   }
   const bool overflow = c.key.user.kind() == UserBucketKey::Kind::kOverflow;
   switch (c.scope) {
     case Scope::kOrigin: {
       if (request.origin_verified || overflow) {
-        return keyer_.SubjectKey('o', *c.spec, route_text, request.origin,
+        return keyer_.SubjectKey('o', spec, route_text, request.origin,
                                  overflow);
       }
       // The name bound to the sender's network, as the tables key it.
       const ClientPrefix prefix =
-          c.spec->client_prefix.value_or(kOriginNetworkPrefix);
+          spec.client_prefix.value_or(kOriginNetworkPrefix);
       const IpAddress network =
           MaskAddress(request.client, prefix.ipv4, prefix.ipv6);
       std::array<char, 16 + kMaxServerNameBytes> buf;
@@ -153,22 +156,22 @@ StoreKey SharedCore::KeyOf(const Engine& engine, const BucketCheck& c,
       std::memcpy(buf.data() + 16, request.origin.data(),
                   request.origin.size());
       return keyer_.SubjectKey(
-          'o', *c.spec, route_text,
+          'o', spec, route_text,
           std::string_view(buf.data(), 16 + request.origin.size()), false);
     }
     case Scope::kRoom: {
       std::array<char, kMaxRoomBytes> buf;
       const RoomValue room = engine.FindRoom(request, buf);
-      return keyer_.SubjectKey('r', *c.spec, route_text, room.value, overflow);
+      return keyer_.SubjectKey('r', spec, route_text, room.value, overflow);
     }
     case Scope::kTarget:
-      return keyer_.SubjectKey('t', *c.spec, route_text, request.target_user,
+      return keyer_.SubjectKey('t', spec, route_text, request.target_user,
                                overflow);
     case Scope::kIp:
     case Scope::kUser:
       break;
   }
-  return keyer_.UserKey(*c.spec, route_text, request.user_id, overflow);
+  return keyer_.UserKey(spec, route_text, request.user_id, overflow);
 }
 
 void SharedCore::ApplyDebt(const Shard& a, const Shard& b, Pass& pass,
@@ -427,7 +430,8 @@ Decision SharedCore::Check(const Request& request, MonotonicTime now) {
     LockedPair lock(a, b, o.ip_first());
     Pass pass;
     Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
-    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+    if (pass.ip_part.exempt)
+      return Engine::ExemptDecision(pass.ip_part.route, pass.ip_part.tier_name);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     // Admitted late if the mirror can wait for every denying bucket; the
     // store then decides its buckets as of that time.
@@ -550,7 +554,8 @@ Decision SharedCore::DecideHeld(Shard& a, Shard& b, const Owners& o,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   Pass pass;
   Evaluate(a, b, request, p, now, /*inspect=*/false, pass);
-  if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+  if (pass.ip_part.exempt)
+    return Engine::ExemptDecision(pass.ip_part.route, pass.ip_part.tier_name);
   // Charges beyond cost * T that the scaled rates ask for, per check.
   std::array<int64_t, kMaxResolved> extra_ip{}, extra_user{};
   if (share < 1.0) {
@@ -594,7 +599,8 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
     LockedPair lock(a, b, o.ip_first());
     Pass pass;
     Evaluate(a, b, request, p, now, /*inspect=*/true, pass);
-    if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+    if (pass.ip_part.exempt)
+      return Engine::ExemptDecision(pass.ip_part.route, pass.ip_part.tier_name);
     Decision d = a.engine->Combine(pass.ip_part, pass.user());
     const MonotonicTime at = DelayOnMirror(a, b, request, now, pass, d);
     if (!d.allowed && DeniedLocally(pass)) {
@@ -622,7 +628,8 @@ Decision SharedCore::Peek(const Request& request, MonotonicTime now) const {
            : now;
   Pass pass;
   Evaluate(a, b, request, p, at, /*inspect=*/true, pass);
-  if (pass.ip_part.exempt) return Engine::ExemptDecision(pass.ip_part.route);
+  if (pass.ip_part.exempt)
+    return Engine::ExemptDecision(pass.ip_part.route, pass.ip_part.tier_name);
   if (result.status == StoreStatus::kOk && same) {
     ApplyStoreLeads(plan, result, pass, at, cost);
   }

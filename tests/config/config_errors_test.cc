@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mxlimit/config.h"
+#include "mxlimit/limiter.h"
 #include "mxlimit/policy.h"
 #include "tests/testing/config_helpers.h"
 
@@ -43,12 +44,12 @@ TEST(ConfigErrorTest, TopLevelNotAMap) {
       Errors("- a\n- b\n"),
       ElementsAre("test.yaml:1:1: top level: got a list, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "routes, exempt, policies, response_headers, store"));
+                  "routes, exempt, tiers, policies, response_headers, store"));
   EXPECT_THAT(
       Errors("hello\n"),
       ElementsAre("test.yaml:1:1: top level: got hello, expected a "
                   "map with keys builtin_policies, shadow_mode, tables, "
-                  "routes, exempt, policies, response_headers, store"));
+                  "routes, exempt, tiers, policies, response_headers, store"));
 }
 
 TEST(ConfigErrorTest, MoreThanOneDocument) {
@@ -64,7 +65,7 @@ TEST(ConfigErrorTest, UnknownKeysSuggestTheNearest) {
       ElementsAre("test.yaml:1:1: unknown key \"polices\" in the top level "
                   "(did you mean \"policies\"?); known keys: "
                   "builtin_policies, shadow_mode, tables, routes, exempt, "
-                  "policies, response_headers, store"));
+                  "tiers, policies, response_headers, store"));
   EXPECT_THAT(
       Errors("tables:\n  ip: { capacty: 5 }\n"),
       ElementsAre("test.yaml:2:9: unknown key \"capacty\" in tables.ip (did "
@@ -722,8 +723,9 @@ TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].first == "yaml") yaml.push_back(i);
   }
-  // The file's shape, the routes section, the store section, the bad file.
-  ASSERT_EQ(yaml.size(), 4u);
+  // The file's shape, the routes section, the tiers section, the store
+  // section, the bad file.
+  ASSERT_EQ(yaml.size(), 5u);
   absl::StatusOr<LimiterConfig> shape =
       ParseConfig(blocks[yaml[0]].second, "config.md");
   EXPECT_TRUE(shape.ok()) << shape.status();
@@ -731,7 +733,13 @@ TEST(ConfigErrorTest, DocsConfigSnippetsAreCurrent) {
       ParseConfig(blocks[yaml[1]].second, "config.md");
   ASSERT_TRUE(routes.ok()) << routes.status();
   EXPECT_EQ(routes->routes.extra.size(), 2u);
-  yaml.erase(yaml.begin() + 1);
+  absl::StatusOr<LimiterConfig> tiers =
+      ParseConfig(blocks[yaml[2]].second, "config.md");
+  ASSERT_TRUE(tiers.ok()) << tiers.status();
+  EXPECT_EQ(tiers->tiers.tiers.size(), 4u);
+  EXPECT_EQ(tiers->tiers.users.size() + tiers->tiers.networks.size(), 4u);
+  EXPECT_TRUE(Limiter::Create(*tiers).ok());
+  yaml.erase(yaml.begin() + 1, yaml.begin() + 3);
   // The store example names a secret file no test machine has: the same
   // file with the secret inline must load.
   std::string store = blocks[yaml[1]].second;

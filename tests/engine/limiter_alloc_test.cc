@@ -39,8 +39,31 @@ TEST(LimiterAllocationTest, CheckPeekChargeAndSettleAllocateNothing) {
   config.policies = {trial, wide};
   config.tables.ip_capacity = 64;
   config.tables.user_capacity = 64;
+  // Tiers: scaled, replaced and exempt, by user and by network, from the
+  // file and at runtime (some expiring during the run).
+  config.tiers.tiers = {
+      {.name = "bridge", .scale = 10},
+      {.name = "suspect", .scale = 0.1},
+      {.name = "staff", .exempt = true},
+      {.name = "bots",
+       .policies = {{"message-send", *Rate::Create(5, TimeUnit::kSecond)}}}};
+  config.tiers.users = {{"@user1:example.org", "bridge"}};
+  config.tiers.networks = {{*ParseCidr("2001:db8:2::/48"), "suspect"}};
   absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
   ASSERT_TRUE(limiter.ok()) << limiter.status();
+  for (int i = 3; i < 200; i += 7) {
+    const std::string tier = i % 3 == 0   ? "staff"
+                             : i % 3 == 1 ? "bots"
+                                          : "bridge";
+    ASSERT_TRUE((*limiter)
+                    ->SetTier("@user" + std::to_string(i) + ":example.org",
+                              tier, At(1000 + i), At(0))
+                    .ok());
+    ASSERT_TRUE((*limiter)
+                    ->SetTier("2001:db8:" + std::to_string(i + 1) + "::/64",
+                              "suspect", std::nullopt, At(0))
+                    .ok());
+  }
 
   // Targets, addresses and users prepared up front; enough distinct clients
   // to fill both tables and force evictions.

@@ -272,7 +272,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // process's one normalizer and policy sets compiled once per mix.
   MXLIMIT_FUZZ_CHECK(ValidateTableOptions(config.tables).ok());
   Engine limiter(config.tables, Shared().normalizer, internal::RandomSipKey());
-  limiter.Install(Shared().policies[flags & 3], config.exempt);
+  limiter.Install(Shared().policies[flags & 3], config.exempt, nullptr);
 
   MonotonicTime now = MonotonicTime::FromNanoseconds(in.Int<int64_t>());
   std::string target;
