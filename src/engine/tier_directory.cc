@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -138,7 +139,9 @@ void TierDirectory::Prefetch(std::string_view user_id, const IpAddress& client,
     __builtin_prefetch(&filter_[WordOf(probe.user)]);
   }
   uint8_t n = 0;
-  for (uint8_t bits : lengths_) {
+  probe.gated = !lengths_.empty() && !GateOpen(client);
+  for (uint8_t bits : probe.gated ? std::span<const uint8_t>()
+                                  : std::span<const uint8_t>(lengths_)) {
     if (n == TierProbe::kMaxLengths) break;
     probe.net[n] = NetHash(KeyOf(client, bits));
     __builtin_prefetch(&filter_[WordOf(probe.net[n])]);
@@ -148,14 +151,69 @@ void TierDirectory::Prefetch(std::string_view user_id, const IpAddress& client,
   probe.ready = true;
 }
 
+namespace {
+
+// ::ffff:0:0/96, where IPv4 clients live, as NetKey words.
+constexpr uint64_t kV4MappedHigh = 0;
+constexpr uint64_t kV4MappedLow = uint64_t{0xFFFF} << 32;
+
+// The gate's bit for the 16 bits `first16` of an IPv4 (`v4`) or IPv6
+// address.
+size_t GateBit(bool v4, uint64_t first16) {
+  return (v4 ? 65536 : 0) + static_cast<size_t>(first16);
+}
+
+}  // namespace
+
+void TierDirectory::MarkNetwork(const NetKey& key) {
+  Mark(NetHash(key));
+  auto set = [&](size_t bit) { gate_[bit >> 6] |= uint64_t{1} << (bit & 63); };
+  const bool in_v4 = key.bits >= 96 && key.high == kV4MappedHigh &&
+                     (key.low >> 32) == (kV4MappedLow >> 32);
+  if (in_v4) {
+    if (key.bits - 96 >= 16) {
+      set(GateBit(true, (key.low >> 16) & 0xFFFF));
+    } else {
+      gate_v4_all_ = true;
+    }
+    return;
+  }
+  if (key.bits >= 16) {
+    set(GateBit(false, key.high >> 48));
+  } else {
+    gate_v6_all_ = true;
+  }
+  // An IPv6 network holding ::ffff:0:0/96 (e.g. ::/0) holds IPv4 clients.
+  if (key.bits <= 96) {
+    const uint64_t high_mask = FirstBits(key.bits);
+    const uint64_t low_mask = FirstBits(key.bits - 64);
+    if ((kV4MappedHigh & high_mask) == key.high &&
+        (kV4MappedLow & low_mask) == key.low) {
+      gate_v4_all_ = true;
+    }
+  }
+}
+
+bool TierDirectory::GateOpen(const IpAddress& client) const {
+  const bool v4 = client.is_v4();
+  if (v4 ? gate_v4_all_ : gate_v6_all_) return true;
+  const size_t first16 = v4 ? size_t{client.bytes[12]} << 8 | client.bytes[13]
+                            : size_t{client.bytes[0]} << 8 | client.bytes[1];
+  const size_t bit = GateBit(v4, first16);
+  return (gate_[bit >> 6] >> (bit & 63)) & 1;
+}
+
 void TierDirectory::Unmarked() {
   if (++filter_stale_ > users_.size() + networks_.size()) RebuildFilter();
 }
 
 void TierDirectory::RebuildFilter() {
   std::fill(filter_.begin(), filter_.end(), 0);
+  std::fill(gate_.begin(), gate_.end(), 0);
+  gate_v4_all_ = false;
+  gate_v6_all_ = false;
   for (const auto& [user, e] : users_) Mark(UserHash(user));
-  for (const auto& [key, e] : networks_) Mark(NetHash(key));
+  for (const auto& [key, e] : networks_) MarkNetwork(key);
   filter_stale_ = 0;
 }
 
@@ -256,7 +314,9 @@ const TierDirectory::Entry* TierDirectory::FindEntry(
       return &it->second;
     }
   }
-  for (size_t i = 0; i < lengths_.size(); ++i) {
+  const bool gated =
+      probe != nullptr ? probe->gated : !lengths_.empty() && !GateOpen(client);
+  for (size_t i = 0; !gated && i < lengths_.size(); ++i) {
     const NetKey key = KeyOf(client, lengths_[i]);
     const uint64_t hash =
         probe != nullptr && i < probe->lengths ? probe->net[i] : NetHash(key);
@@ -382,7 +442,7 @@ absl::Status TierDirectory::Set(const TierSubject& subject,
       const NetKey key = KeyOf(subject.network);
       entry = &networks_[key];
       AddNetwork(key);
-      Mark(NetHash(key));
+      MarkNetwork(key);
     }
   }
   if (entry->runtime == kNoTier) ++runtime_count_;

@@ -49,6 +49,9 @@ struct TierMatch {
 struct TierProbe {
   static constexpr size_t kMaxLengths = 4;
   bool ready = false;
+  // No assigned network shares the address's first 16 bits: no network
+  // probe.
+  bool gated;
   uint8_t lengths;
   uint64_t user;
   uint64_t net[kMaxLengths];
@@ -139,8 +142,14 @@ class TierDirectory {
     return (filter_[WordOf(hash)] & bits) == bits;
   }
   void Mark(uint64_t hash);
+  void MarkNetwork(const NetKey& key);
   void Unmarked();
   void RebuildFilter();
+  // The gate before the network probes: a bit per first 16 bits of an
+  // address (IPv6, and IPv4 apart) some assigned network covers, unless one
+  // shorter than /16 covers them all. Small enough to stay in the first
+  // level cache.
+  bool GateOpen(const IpAddress& client) const;
 
   // Find's steps, under the lock: the entry in force and where it is.
   const Entry* FindEntry(std::string_view user_id, const IpAddress& client,
@@ -174,6 +183,9 @@ class TierDirectory {
   size_t runtime_count_ = 0;
   std::vector<uint64_t> filter_ = std::vector<uint64_t>(kFilterBits / 64, 0);
   size_t filter_stale_ = 0;
+  std::vector<uint64_t> gate_ = std::vector<uint64_t>(2 * 65536 / 64, 0);
+  bool gate_v4_all_ = false;
+  bool gate_v6_all_ = false;
   std::atomic<size_t> count_{0};
 };
 

@@ -27,7 +27,7 @@ using ::testing::ElementsAre;
 using ::testing::Field;
 using ::testing::HasSubstr;
 
-constexpr std::string_view kSend =
+constexpr std::string_view kTieredSend =
     "/_matrix/client/v3/rooms/!room1%3Aexample.org/send/m.room.message/txn1";
 
 // Built-ins on (message-send: 12/minute, burst 10, per user), a bridge at
@@ -52,7 +52,7 @@ LimiterConfig TieredConfig() {
   return config;
 }
 
-std::unique_ptr<Limiter> Make(const LimiterConfig& config) {
+std::unique_ptr<Limiter> MakeTiered(const LimiterConfig& config) {
   absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
   EXPECT_TRUE(limiter.ok()) << limiter.status();
   return limiter.ok() ? *std::move(limiter) : nullptr;
@@ -60,9 +60,9 @@ std::unique_ptr<Limiter> Make(const LimiterConfig& config) {
 
 // Messages sent at one instant before the first denial.
 template <typename L>
-int Burst(L& limiter, std::string_view ip, std::string_view user,
-          MonotonicTime now) {
-  const Request req = MakeRequest("PUT", kSend, ip, user);
+int TieredBurst(L& limiter, std::string_view ip, std::string_view user,
+                MonotonicTime now) {
+  const Request req = MakeRequest("PUT", kTieredSend, ip, user);
   for (int sent = 0; sent < 100'000; ++sent) {
     if (!limiter.Check(req, now).allowed) return sent;
   }
@@ -70,28 +70,31 @@ int Burst(L& limiter, std::string_view ip, std::string_view user,
 }
 
 TEST(TiersTest, BridgeSendsTenTimesAndSuspectsATenthWithBuiltinsOn) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
-  const int plain = Burst(*limiter, "203.0.113.1", "@alice:example.org", At(1));
+  const int plain =
+      TieredBurst(*limiter, "203.0.113.1", "@alice:example.org", At(1));
   EXPECT_EQ(plain, 10);  // message-send's own burst
-  EXPECT_EQ(Burst(*limiter, "203.0.113.2", "@bridge:example.org", At(1)),
+  EXPECT_EQ(TieredBurst(*limiter, "203.0.113.2", "@bridge:example.org", At(1)),
             10 * plain);
   // A suspect /48 (inside the bridge /32: the longer prefix wins).
-  EXPECT_EQ(Burst(*limiter, "2001:db8:bad:1::5", "@mallory:example.org", At(1)),
-            1);
+  EXPECT_EQ(
+      TieredBurst(*limiter, "2001:db8:bad:1::5", "@mallory:example.org", At(1)),
+      1);
   // The rest of the /32.
-  EXPECT_EQ(Burst(*limiter, "2001:db8:1::5", "@bob:example.org", At(1)),
+  EXPECT_EQ(TieredBurst(*limiter, "2001:db8:1::5", "@bob:example.org", At(1)),
             10 * plain);
   // And a bridge user from the suspect network: the user's tier wins.
-  EXPECT_EQ(Burst(*limiter, "2001:db8:bad:2::5", "@helper:example.org", At(1)),
-            10 * plain);
+  EXPECT_EQ(
+      TieredBurst(*limiter, "2001:db8:bad:2::5", "@helper:example.org", At(1)),
+      10 * plain);
 }
 
 TEST(TiersTest, DecisionAndTierForNameTheTierAndWhy) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   const Request bridge =
-      MakeRequest("PUT", kSend, "2001:db8:bad::1", "@bridge:example.org");
+      MakeRequest("PUT", kTieredSend, "2001:db8:bad::1", "@bridge:example.org");
   EXPECT_EQ(limiter->Check(bridge, At(1)).tier, "bridge");
   std::optional<TierAssignment> why = limiter->TierFor(bridge, At(1));
   ASSERT_TRUE(why.has_value());
@@ -100,7 +103,7 @@ TEST(TiersTest, DecisionAndTierForNameTheTierAndWhy) {
   EXPECT_FALSE(why->runtime);
 
   const Request suspect =
-      MakeRequest("PUT", kSend, "2001:db8:bad::1", "@eve:example.org");
+      MakeRequest("PUT", kTieredSend, "2001:db8:bad::1", "@eve:example.org");
   EXPECT_EQ(limiter->Check(suspect, At(1)).tier, "suspect");
   why = limiter->TierFor(suspect, At(1));
   ASSERT_TRUE(why.has_value());
@@ -108,16 +111,16 @@ TEST(TiersTest, DecisionAndTierForNameTheTierAndWhy) {
   EXPECT_EQ(why->subject, "2001:db8:bad::/48");
 
   const Request nobody =
-      MakeRequest("PUT", kSend, "198.51.100.7", "@carol:example.org");
+      MakeRequest("PUT", kTieredSend, "198.51.100.7", "@carol:example.org");
   EXPECT_EQ(limiter->Check(nobody, At(1)).tier, "");
   EXPECT_FALSE(limiter->TierFor(nobody, At(1)).has_value());
 }
 
 TEST(TiersTest, ExemptTierIsNeitherCheckedNorCharged) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   const Request admin =
-      MakeRequest("PUT", kSend, "203.0.113.3", "@admin:example.org");
+      MakeRequest("PUT", kTieredSend, "203.0.113.3", "@admin:example.org");
   for (int i = 0; i < 1000; ++i) {
     const Decision d = limiter->Check(admin, At(1));
     ASSERT_TRUE(d.allowed);
@@ -132,13 +135,15 @@ TEST(TiersTest, ExemptTierIsNeitherCheckedNorCharged) {
                     return c;
                   }())
                   .ok());
-  EXPECT_EQ(Burst(*limiter, "203.0.113.3", "@admin:example.org", At(1)), 10);
+  EXPECT_EQ(TieredBurst(*limiter, "203.0.113.3", "@admin:example.org", At(1)),
+            10);
 }
 
 TEST(TiersTest, ReplacedPolicyGetsTheTiersRateAndTheOthersKeepTheirs) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
-  EXPECT_EQ(Burst(*limiter, "203.0.113.4", "@bot:example.org", At(1)), 200);
+  EXPECT_EQ(TieredBurst(*limiter, "203.0.113.4", "@bot:example.org", At(1)),
+            200);
   // state-send (same numbers as message-send) is not replaced or scaled.
   const Request state = MakeRequest(
       "PUT", "/_matrix/client/v3/rooms/!r%3Aexample.org/state/m.room.topic/",
@@ -149,11 +154,12 @@ TEST(TiersTest, ReplacedPolicyGetsTheTiersRateAndTheOthersKeepTheirs) {
 }
 
 TEST(TiersTest, SwitchingTiersKeepsTheBucketNoFreshBurst) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   const Request req =
-      MakeRequest("PUT", kSend, "198.51.100.9", "@dave:example.org");
-  EXPECT_EQ(Burst(*limiter, "198.51.100.9", "@dave:example.org", At(10)), 10);
+      MakeRequest("PUT", kTieredSend, "198.51.100.9", "@dave:example.org");
+  EXPECT_EQ(TieredBurst(*limiter, "198.51.100.9", "@dave:example.org", At(10)),
+            10);
   ASSERT_TRUE(
       limiter->SetTier("@dave:example.org", "bridge", std::nullopt, At(10))
           .ok());
@@ -168,21 +174,22 @@ TEST(TiersTest, SwitchingTiersKeepsTheBucketNoFreshBurst) {
   // Half the bridge burst spent, then back to no tier: half the plain
   // burst is left.
   const Request erin =
-      MakeRequest("PUT", kSend, "198.51.100.10", "@erin:example.org");
+      MakeRequest("PUT", kTieredSend, "198.51.100.10", "@erin:example.org");
   ASSERT_TRUE(
       limiter->SetTier("@erin:example.org", "bridge", std::nullopt, At(20))
           .ok());
   for (int i = 0; i < 50; ++i)
     ASSERT_TRUE(limiter->Check(erin, At(20)).allowed);
   ASSERT_TRUE(limiter->ClearTier("@erin:example.org").ok());
-  EXPECT_EQ(Burst(*limiter, "198.51.100.10", "@erin:example.org", At(20)), 5);
+  EXPECT_EQ(TieredBurst(*limiter, "198.51.100.10", "@erin:example.org", At(20)),
+            5);
 }
 
 TEST(TiersTest, RuntimeAssignmentsSetExpireClearAndList) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   const Request req =
-      MakeRequest("PUT", kSend, "192.0.2.1", "@frank:example.org");
+      MakeRequest("PUT", kTieredSend, "192.0.2.1", "@frank:example.org");
   EXPECT_EQ(limiter->Check(req, At(1)).tier, "");
   ASSERT_TRUE(limiter->SetTier("192.0.2.0/24", "suspect", At(61), At(1)).ok());
   EXPECT_EQ(limiter->Check(req, At(2)).tier, "suspect");
@@ -202,7 +209,7 @@ TEST(TiersTest, RuntimeAssignmentsSetExpireClearAndList) {
       limiter->SetTier("@bridge:example.org", "suspect", std::nullopt, At(70))
           .ok());
   const Request bridge =
-      MakeRequest("PUT", kSend, "192.0.2.9", "@bridge:example.org");
+      MakeRequest("PUT", kTieredSend, "192.0.2.9", "@bridge:example.org");
   EXPECT_EQ(limiter->Check(bridge, At(70)).tier, "suspect");
 
   std::vector<TierAssignment> all = limiter->ListTiers(At(70));
@@ -223,8 +230,60 @@ TEST(TiersTest, RuntimeAssignmentsSetExpireClearAndList) {
             absl::StatusCode::kNotFound);
 }
 
+// Networks of every shape find their clients, and only theirs: IPv4 and
+// IPv6, shorter and longer than the 16 bits the lookup's gate reads, and
+// IPv6 networks that hold the IPv4 clients (::/0, ::ffff:0:0/96).
+TEST(TiersTest, NetworksOfEveryLengthFindTheirClients) {
+  struct Case {
+    const char* network;
+    const char* inside;
+    const char* outside;
+  };
+  const Case cases[] = {
+      {"10.0.0.0/8", "10.200.1.1", "11.0.0.1"},
+      {"198.51.100.0/24", "198.51.100.77", "198.51.101.77"},
+      {"203.0.113.9", "203.0.113.9", "203.0.113.10"},
+      {"0.0.0.0/0", "192.0.2.1", "2001:db8::1"},
+      {"2001:db8:bad::/48", "2001:db8:bad:7::1", "2001:db8:bae::1"},
+      {"2001::/8", "20ff:1::1", "2100::1"},
+      {"::/0", "192.0.2.1", "UNUSED"},
+      {"::ffff:0:0/96", "192.0.2.1", "2001:db8::1"},
+      {"2001:db8::1", "2001:db8::1", "2001:db8::2"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.network);
+    LimiterConfig config;
+    config.tiers.tiers = {{.name = "suspect", .scale = 0.1}};
+    auto limiter = MakeTiered(config);
+    ASSERT_NE(limiter, nullptr);
+    // Some unrelated assignments of every kind beside it.
+    ASSERT_TRUE(
+        limiter->SetTier("2002:db8::/32", "suspect", std::nullopt, At(0)).ok());
+    ASSERT_TRUE(
+        limiter->SetTier("172.16.0.0/12", "suspect", std::nullopt, At(0)).ok());
+    ASSERT_TRUE(
+        limiter->SetTier(c.network, "suspect", std::nullopt, At(0)).ok());
+    EXPECT_EQ(
+        limiter->Check(MakeRequest("GET", kTieredSend, c.inside, ""), At(1))
+            .tier,
+        "suspect");
+    if (std::string_view(c.outside) != "UNUSED") {
+      EXPECT_EQ(
+          limiter->Check(MakeRequest("GET", kTieredSend, c.outside, ""), At(1))
+              .tier,
+          "");
+    }
+    // Cleared, the gate and filter keep no false answer.
+    ASSERT_TRUE(limiter->ClearTier(c.network).ok());
+    EXPECT_EQ(
+        limiter->Check(MakeRequest("GET", kTieredSend, c.inside, ""), At(2))
+            .tier,
+        "");
+  }
+}
+
 TEST(TiersTest, SetTierRejectsBadInput) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   EXPECT_EQ(
       limiter->SetTier("@x:example.org", "gold", std::nullopt, At(1)).code(),
@@ -249,13 +308,14 @@ TEST(TiersTest, SetTierRejectsBadInput) {
   EXPECT_EQ(limiter->ClearTier("10.0.0.0/8").code(),
             absl::StatusCode::kNotFound);
   // Nothing half-set: valid traffic sees no tier.
-  const Request req = MakeRequest("PUT", kSend, "10.1.2.3", "@x:example.org");
+  const Request req =
+      MakeRequest("PUT", kTieredSend, "10.1.2.3", "@x:example.org");
   EXPECT_EQ(limiter->Check(req, At(2)).tier, "");
   EXPECT_EQ(limiter->ListTiers(At(2)).size(), 6u);
 }
 
 TEST(TiersTest, RuntimeAssignmentsAreCappedAndExpiredOnesMakeRoom) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   // Networks, the costlier kind: one /128 each.
   for (size_t i = 0; i < kMaxTierOverrides; ++i) {
@@ -274,12 +334,13 @@ TEST(TiersTest, RuntimeAssignmentsAreCappedAndExpiredOnesMakeRoom) {
   EXPECT_TRUE(
       limiter->SetTier("@late:example.org", "bridge", std::nullopt, At(100))
           .ok());
-  const Request req = MakeRequest("PUT", kSend, "fd00::1:5", "@z:example.org");
+  const Request req =
+      MakeRequest("PUT", kTieredSend, "fd00::1:5", "@z:example.org");
   EXPECT_EQ(limiter->Check(req, At(100)).tier, "");
 }
 
 TEST(TiersTest, ReloadKeepsRuntimeAssignmentsWhoseTierRemains) {
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   ASSERT_TRUE(
       limiter->SetTier("@gina:example.org", "bridge", std::nullopt, At(1))
@@ -291,9 +352,10 @@ TEST(TiersTest, ReloadKeepsRuntimeAssignmentsWhoseTierRemains) {
   next.tiers.users.pop_back();
   next.tiers.tiers[0].scale = 2;  // the bridge changes
   ASSERT_TRUE(limiter->Reload(next).ok());
-  EXPECT_EQ(Burst(*limiter, "192.0.2.20", "@gina:example.org", At(2)), 20);
+  EXPECT_EQ(TieredBurst(*limiter, "192.0.2.20", "@gina:example.org", At(2)),
+            20);
   const Request hank =
-      MakeRequest("PUT", kSend, "192.0.2.21", "@hank:example.org");
+      MakeRequest("PUT", kTieredSend, "192.0.2.21", "@hank:example.org");
   EXPECT_EQ(limiter->Check(hank, At(2)).tier, "");
   EXPECT_EQ(limiter->ClearTier("@hank:example.org").code(),
             absl::StatusCode::kNotFound);
@@ -317,10 +379,11 @@ TEST(TiersTest, CreateRejectsTiersThatCannotApply) {
   EXPECT_FALSE(Limiter::Create(config).ok());
 
   // A reload that fails changes nothing.
-  auto limiter = Make(TieredConfig());
+  auto limiter = MakeTiered(TieredConfig());
   ASSERT_NE(limiter, nullptr);
   EXPECT_FALSE(limiter->Reload(config).ok());
-  EXPECT_EQ(Burst(*limiter, "203.0.113.2", "@bridge:example.org", At(1)), 100);
+  EXPECT_EQ(TieredBurst(*limiter, "203.0.113.2", "@bridge:example.org", At(1)),
+            100);
 }
 
 TEST(ScaleRateTest, KeepsTheRateExactByChangingUnits) {
@@ -346,7 +409,8 @@ TEST(TiersShardedTest, AssignmentsReachEveryShardWhileChecksRun) {
       ShardedLimiter::Create(TieredConfig(), 4);
   ASSERT_TRUE(made.ok()) << made.status();
   ShardedLimiter& limiter = **made;
-  EXPECT_EQ(Burst(limiter, "203.0.113.2", "@bridge:example.org", At(1)), 100);
+  EXPECT_EQ(TieredBurst(limiter, "203.0.113.2", "@bridge:example.org", At(1)),
+            100);
   // Many users over every shard, set at runtime while other threads check.
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
@@ -354,7 +418,8 @@ TEST(TiersShardedTest, AssignmentsReachEveryShardWhileChecksRun) {
       for (int i = 0; i < 2000; ++i) {
         const std::string user =
             absl::StrCat("@u", t, "-", i % 50, ":example.org");
-        limiter.Check(MakeRequest("PUT", kSend, "198.51.100.1", user), At(1));
+        limiter.Check(MakeRequest("PUT", kTieredSend, "198.51.100.1", user),
+                      At(1));
       }
     });
   }
@@ -366,8 +431,8 @@ TEST(TiersShardedTest, AssignmentsReachEveryShardWhileChecksRun) {
   }
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < 50; ++i) {
-    EXPECT_EQ(Burst(limiter, "198.51.100.2",
-                    absl::StrCat("@u9-", i, ":example.org"), At(1)),
+    EXPECT_EQ(TieredBurst(limiter, "198.51.100.2",
+                          absl::StrCat("@u9-", i, ":example.org"), At(1)),
               100);
   }
   EXPECT_EQ(limiter.ListTiers(At(1)).size(), 6u + 50u);
