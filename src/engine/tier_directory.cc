@@ -17,10 +17,10 @@ namespace mxlimit::internal {
 class TierDirectory::ReadLock {
  public:
   explicit ReadLock(const TierDirectory& d) : d_(d) {
-    if (d_.synchronized_) d_.mu_.ReaderLock();
+    if (d_.synchronized_) d_.mu_.lock_shared();
   }
   ~ReadLock() {
-    if (d_.synchronized_) d_.mu_.ReaderUnlock();
+    if (d_.synchronized_) d_.mu_.unlock_shared();
   }
   ReadLock(const ReadLock&) = delete;
   ReadLock& operator=(const ReadLock&) = delete;
@@ -32,10 +32,10 @@ class TierDirectory::ReadLock {
 class TierDirectory::WriteLock {
  public:
   explicit WriteLock(TierDirectory& d) : d_(d) {
-    if (d_.synchronized_) d_.mu_.Lock();
+    if (d_.synchronized_) d_.mu_.lock();
   }
   ~WriteLock() {
-    if (d_.synchronized_) d_.mu_.Unlock();
+    if (d_.synchronized_) d_.mu_.unlock();
   }
   WriteLock(const WriteLock&) = delete;
   WriteLock& operator=(const WriteLock&) = delete;

@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
@@ -169,7 +169,10 @@ class TierDirectory {
                         uint16_t tier, bool runtime, int64_t expires_ns) const;
 
   const bool synchronized_;
-  mutable absl::Mutex mu_;
+  // A pthread read-write lock (std::shared_mutex), not an absl::Mutex:
+  // Debian's libabsl runs its deadlock detector on every lock and is not
+  // built for ThreadSanitizer (see internal/mutex.h).
+  mutable std::shared_mutex mu_;
   std::shared_ptr<const TierSet> tiers_;
   // Tier names by index of tiers_, interned in names_, which never shrinks
   // (a Decision may hold one past a reload).
