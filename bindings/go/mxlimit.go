@@ -4,7 +4,9 @@
 //
 // A Limiter is built from the YAML policy file (docs/config.md) and may be
 // used from any number of goroutines at once; Check answers one request with
-// a Decision. A denial is a Decision, not an error.
+// a Decision. A denial is a Decision, not an error. SetTier, ClearTier and
+// ListTiers manage who is in which of the policy file's tiers while running
+// (Decision.Tier names a request's).
 //
 // Arguments cross into C as flat (pointer, length) pairs for the duration of
 // the call only: cgo forbids handing C a Go struct that holds Go pointers, and
@@ -145,9 +147,10 @@ func (o *Options) raw() C.mxlimit_options {
 // closes a forgotten one); no call may run during or after Close.
 type Limiter struct {
 	c *C.mxlimit_limiter
-	// Go copies of the policy names and route keys decisions point at, by
-	// their C address: the library keeps each string at one address for the
-	// handle's life, so a decision costs no copy once a name has been seen.
+	// Go copies of the policy names, route keys and tier names decisions
+	// point at, by their C address: the library keeps each string at one
+	// address for the handle's life, so a decision costs no copy once a name
+	// has been seen.
 	names sync.Map
 }
 
@@ -326,6 +329,10 @@ type Decision struct {
 	Settles bool
 	// The quota the RateLimit header fields describe (RateLimitHeaders).
 	Quota Quota
+	// The tier the request was checked in (its user's or its address's:
+	// the policy file's tiers.assign, or SetTier), whose rates applied; ""
+	// when none, and for a request exempt by Request.Exempt or exempt:.
+	Tier string
 }
 
 // Upgrade is MSC4335's can_upgrade of a denying policy: unset (left out of
@@ -419,6 +426,7 @@ func (l *Limiter) decision(d *C.mxlimit_decision) Decision {
 			Interval: time.Duration(d.quota_interval_ns),
 			Next:     time.Duration(d.quota_next_ns),
 		},
+		Tier: l.str(d.tier, d.tier_len),
 	}
 }
 

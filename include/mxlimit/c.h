@@ -7,8 +7,9 @@
 // `mxlimit::c`, pkg-config package `mxlimit-c`). It is C11 and compiles as
 // C++ too. docs/c-api.md covers ownership, threading, errors and versioning;
 // the rules in short (they hold for mxlimit/c_outcomes.h too, the request
-// options, mxlimit_settle and the RateLimit fields, which this header
-// includes at its end):
+// options, mxlimit_settle and the RateLimit fields, and for
+// mxlimit/c_tiers.h, the tier assignments, which this header includes at
+// its end):
 //
 //   * Handles are opaque (`mxlimit_limiter`); the caller owns what a function
 //     hands out and gives it back with the matching free function.
@@ -126,12 +127,14 @@ typedef enum mxlimit_status {
   // Returned: a NULL or malformed argument, a config file with errors.
   MXLIMIT_EINVAL = 3,
   MXLIMIT_EDEADLINE = 4,
-  // Returned: the config file does not exist.
+  // Returned: the config file does not exist; no such tier
+  // (mxlimit_set_tier), no runtime assignment to clear (mxlimit_clear_tier).
   MXLIMIT_ENOTFOUND = 5,
   MXLIMIT_EEXIST = 6,
   // Returned: the config file may not be read.
   MXLIMIT_EPERM = 7,
-  // Returned: out of memory (or of file descriptors).
+  // Returned: out of memory (or of file descriptors); the cap on runtime
+  // tier assignments reached (mxlimit_set_tier). absl's kResourceExhausted.
   MXLIMIT_ENOMEM = 8,
   // Returned: a reload that would change what only a restart can (the
   // `tables` section, a coarser `client_prefix`); reading a directory.
@@ -282,11 +285,12 @@ MXLIMIT_C_API void mxlimit_limiter_free(mxlimit_limiter* limiter)
 // a normal result: the call still returns `MXLIMIT_OK`.
 //
 // The strings (`policy`, `route_key`, `shadow_policy`, `errcode`, `info_uri`,
-// `quota_policy`) are not NUL-terminated, never NULL (an empty one points at
-// ""), and belong to the limiter: they stay valid, unchanged, until
+// `quota_policy`, `tier`) are not NUL-terminated, never NULL (an empty one
+// points at ""), and belong to the limiter: they stay valid, unchanged, until
 // `mxlimit_limiter_free`, across reloads. (The limiter keeps one copy of every
-// policy name, errcode and info_uri it has ever loaded, so that memory grows
-// only with strings never seen before; route keys are built in.)
+// policy name, errcode, info_uri and tier name it has ever loaded, so that
+// memory grows only with strings never seen before; route keys are built
+// in.)
 typedef struct mxlimit_decision {
   // sizeof(mxlimit_decision), set by the caller.
   uint32_t struct_size;
@@ -368,6 +372,15 @@ typedef struct mxlimit_decision {
   // must keep a request until it completes keeps only these (and those with
   // leases).
   uint8_t settles;
+  // Appended after `settles` (fifth version; a caller built before passes a
+  // smaller `struct_size` and never sees it): the tier the request was
+  // checked in (its user's or its address's: the policy file's
+  // `tiers.assign`, or mxlimit_set_tier of mxlimit/c_tiers.h), whose rates
+  // applied; empty when none, and for a request exempt by MXLIMIT_EXEMPT
+  // or `exempt:` (no tier is looked up). An exempt tier's members are
+  // exempt with their tier named. A string as `policy`.
+  const char* tier;
+  size_t tier_len;
 } mxlimit_decision;
 
 // `mxlimit_decision.quota_unit`: the unit of the quota, as the RateLimit
@@ -386,7 +399,7 @@ typedef struct mxlimit_decision {
 #define MXLIMIT_DECISION_INIT                                           \
   {                                                                     \
     sizeof(mxlimit_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0             \
+        {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0       \
   }
 
 // mxlimit_check()
@@ -582,9 +595,10 @@ MXLIMIT_C_API int mxlimit_metrics_prometheus(const mxlimit_limiter* limiter,
 #endif
 
 // What follows a decision (the request body's length, the response's
-// charge, the RateLimit fields), kept in a header of its own so that each
-// stays readable; included here so that c.h alone still declares the whole
-// ABI. Last: it needs the declarations above.
+// charge, the RateLimit fields), and the tier assignments, kept in headers
+// of their own so that each stays readable; included here so that c.h alone
+// still declares the whole ABI. Last: they need the declarations above.
 #include "mxlimit/c_outcomes.h"  // IWYU pragma: export
+#include "mxlimit/c_tiers.h"     // IWYU pragma: export
 
 #endif  // MXLIMIT_C_H_

@@ -35,11 +35,15 @@ inline constexpr size_t kSecondDecisionSize =
 static_assert(offsetof(mxlimit_decision, leases) == kSecondDecisionSize);
 inline constexpr size_t kThirdDecisionSize =
     kSecondDecisionSize + MXLIMIT_MAX_LEASES * sizeof(uint64_t) + 8;
-// The fourth appended the Matrix error, the quota and `settles`.
+// The fourth appended the Matrix error, the quota and `settles` (padded to
+// 8 bytes).
 static_assert(offsetof(mxlimit_decision, errcode) == kThirdDecisionSize);
-inline constexpr size_t kFourthDecisionSize = sizeof(mxlimit_decision);
-static_assert(kFourthDecisionSize ==
-              kThirdDecisionSize + 6 * sizeof(void*) + 3 * sizeof(int64_t) + 8);
+inline constexpr size_t kFourthDecisionSize =
+    kThirdDecisionSize + 6 * sizeof(void*) + 3 * sizeof(int64_t) + 8;
+// The fifth appended `tier`.
+static_assert(offsetof(mxlimit_decision, tier) == kFourthDecisionSize);
+inline constexpr size_t kFifthDecisionSize = sizeof(mxlimit_decision);
+static_assert(kFifthDecisionSize == kFourthDecisionSize + 2 * sizeof(void*));
 
 // `mxlimit_request_options` of its first version (the 0.1 series).
 inline constexpr size_t kFirstRequestOptionsSize =

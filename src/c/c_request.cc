@@ -142,6 +142,9 @@ void WriteDecision(const Decision& d, mxlimit_decision* out) {
   c.quota_interval_ns = d.quota.interval.count();
   c.quota_next_ns = d.quota.next.count();
   c.settles = d.settles ? 1 : 0;
+  // The fifth's.
+  c.tier = NonNull(d.tier);
+  c.tier_len = d.tier.size();
   const uint32_t size = out->struct_size;
   if (size == sizeof(mxlimit_decision)) {
     *out = c;

@@ -5,7 +5,8 @@
  * counters below. It then runs check, peek, charge, the _ex calls, settle
  * (the built-in failed-login-per-ip and a request-bytes quota with its own
  * errcode), the 429 body and the RateLimit fields over a workload that fills
- * the tables and evicts, and expects zero.
+ * the tables and evicts, with some users and a network in tiers, and expects
+ * zero.
  *
  * Not built under sanitizers, whose runtimes replace malloc themselves. */
 
@@ -103,7 +104,10 @@ int main(void) {
       "    rate_limit: { unit: minute, requests_per_unit: 4096, burst: 8192 }\n"
       "    errcode: M_USER_LIMIT_EXCEEDED\n"
       "    info_uri: https://example.org/quota\n"
-      "    can_upgrade: false\n";
+      "    can_upgrade: false\n"
+      "tiers:\n"
+      "  bridge: { scale: 10 }\n"
+      "  suspect: { scale: 0.1 }\n";
   mxlimit_limiter* limiter = NULL;
   EXPECT_STATUS(mxlimit_limiter_new_from_yaml(yaml, strlen(yaml), "alloc.yaml",
                                               NULL, &limiter, NULL),
@@ -119,6 +123,16 @@ int main(void) {
     snprintf(ip, sizeof(ip), "2001:db8:%x::1", c);
     EXPECT_STATUS(mxlimit_parse_ip(ip, strlen(ip), clients[c]), MXLIMIT_OK);
   }
+  /* Tier assignments (they allocate; a homeserver makes them on an admin
+   * request): every tenth user, one with an expiry, and one network. */
+  for (int c = 3; c < kClients; c += 10) {
+    EXPECT_STATUS(mxlimit_set_tier(limiter, users[c], strlen(users[c]),
+                                   "bridge", 6, c == 3 ? 3600000 : 0, NULL),
+                  MXLIMIT_OK);
+  }
+  EXPECT_STATUS(
+      mxlimit_set_tier(limiter, "2001:db8:7::/48", 15, "suspect", 7, 0, NULL),
+      MXLIMIT_OK);
   static char long_target[70000];
   memset(long_target, 'a', sizeof(long_target) - 1);
   long_target[0] = '/';
@@ -134,6 +148,7 @@ int main(void) {
   before = allocations();
   int64_t now = 0;
   long allowed = 0;
+  long tiered = 0;
   for (int i = 0; i < kRequests; ++i) {
     const int c = (i * 7) % kClients;
     const char* target = i % 97 == 0 ? long_target : kTargets[i % kTargetCount];
@@ -144,6 +159,7 @@ int main(void) {
     mxlimit_check(limiter, method, strlen(method), target, strlen(target),
                   clients[c], user, user_len, 1, 0, now, &d);
     allowed += d.allowed;
+    tiered += d.tier_len > 0;
     mxlimit_peek(limiter, method, strlen(method), target, strlen(target),
                  clients[c], user, user_len, 1, 0, now, &d);
     if (i % 3 == 0) {
@@ -174,11 +190,12 @@ int main(void) {
     now += 1000000 + mxlimit_monotonic_now_ns() % 2;
   }
   const long during = allocations() - before;
-  printf("%d requests (%ld allowed): %ld allocations\n", kRequests, allowed,
-         during);
+  printf("%d requests (%ld allowed, %ld in a tier): %ld allocations\n",
+         kRequests, allowed, tiered, during);
   EXPECT_INT(during, 0);
   /* Both outcomes were exercised. */
   EXPECT(allowed > 0 && allowed < kRequests);
+  EXPECT(tiered > 0 && tiered < kRequests);
   mxlimit_limiter_free(limiter);
   return c_test_result("c_api_alloc_test");
 }

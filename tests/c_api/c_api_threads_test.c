@@ -1,6 +1,7 @@
 /* The C ABI under concurrent use of one handle, as a homeserver's request
  * threads would: several threads check the same users at once while another
- * reloads the policies and another reads the metrics. Exactly the burst of
+ * reloads the policies, another reads the metrics and another puts those
+ * users in a tier and takes them out again. Exactly the burst of
  * each user's bucket is allowed, however the threads interleave (no lost or
  * doubled update), and the policy names in decisions stay readable across
  * reloads. Run under ASan+UBSan by the asan preset too. */
@@ -24,11 +25,15 @@ enum {
   kAttemptsPerWorker = 40,
   kReloadsDuringRun = 20,
   kMetricsReadsDuringRun = 20,
+  kTierRoundsDuringRun = 20,
 };
 
 /* The enforcing policy stays the same in both files, so every reload keeps
- * its buckets; the other policy's name changes every time. */
+ * its buckets; the other policy's name changes every time. The tier has
+ * the plain rates (scale 1), so the users' counts do not depend on when
+ * they are in it; every file defines it, so reloads keep its members. */
 static const char kConfig[] =
+    "tiers: { audit: { scale: 1 } }\n"
     "policies:\n"
     "  - name: sync-per-user\n"
     "    match: /_matrix/client/v3/sync\n"
@@ -45,6 +50,7 @@ static atomic_int g_bad_policy_names;
 static atomic_int g_errors;
 static atomic_int g_reloads;
 static atomic_int g_metrics_reads;
+static atomic_int g_tier_rounds;
 static pthread_barrier_t g_start;
 
 static void* worker(void* arg) {
@@ -55,7 +61,8 @@ static void* worker(void* arg) {
   pthread_barrier_wait(&g_start);
   for (int round = 0; round < kAttemptsPerWorker ||
                       atomic_load(&g_reloads) < kReloadsDuringRun ||
-                      atomic_load(&g_metrics_reads) < kMetricsReadsDuringRun;
+                      atomic_load(&g_metrics_reads) < kMetricsReadsDuringRun ||
+                      atomic_load(&g_tier_rounds) < kTierRoundsDuringRun;
        ++round) {
     for (int u = 0; u < kUsers; ++u) {
       snprintf(user, sizeof(user), "@user%d:example.org", u);
@@ -118,6 +125,42 @@ static void* metrics_reader(void* arg) {
   return NULL;
 }
 
+/* Puts every user in the tier and takes each out again, and lists them. */
+static void* tier_setter(void* arg) {
+  (void)arg;
+  char user[64];
+  int rounds = 0;
+  pthread_barrier_wait(&g_start);
+  while (atomic_load(&g_workers_done) < kWorkers) {
+    for (int u = 0; u < kUsers; ++u) {
+      snprintf(user, sizeof(user), "@user%d:example.org", u);
+      char* err = NULL;
+      if (mxlimit_set_tier(g_limiter, user, strlen(user), "audit", 5,
+                           u % 2 ? 60000 : 0, &err) != MXLIMIT_OK) {
+        fprintf(stderr, "set_tier failed: %s\n", err ? err : "?");
+        atomic_fetch_add(&g_errors, 1);
+      }
+      mxlimit_free(err);
+    }
+    char* json = NULL;
+    if (mxlimit_list_tiers(g_limiter, &json, NULL) != MXLIMIT_OK ||
+        strstr(json, "\"tier\":\"audit\"") == NULL) {
+      atomic_fetch_add(&g_errors, 1);
+    }
+    mxlimit_free(json);
+    for (int u = 0; u < kUsers; ++u) {
+      snprintf(user, sizeof(user), "@user%d:example.org", u);
+      if (mxlimit_clear_tier(g_limiter, user, strlen(user), NULL) !=
+          MXLIMIT_OK) {
+        atomic_fetch_add(&g_errors, 1);
+      }
+    }
+    atomic_store(&g_tier_rounds, ++rounds);
+  }
+  printf("tier rounds during the run: %d\n", rounds);
+  return NULL;
+}
+
 int main(void) {
   char yaml[512];
   snprintf(yaml, sizeof(yaml), kConfig, "keys-start");
@@ -144,8 +187,8 @@ int main(void) {
   EXPECT_INT(before.allowed, 0);
   EXPECT_STRN(before.policy, before.policy_len, "keys-start");
 
-  pthread_t threads[kWorkers + 2];
-  pthread_barrier_init(&g_start, NULL, kWorkers + 2);
+  pthread_t threads[kWorkers + 3];
+  pthread_barrier_init(&g_start, NULL, kWorkers + 3);
   static int ids[kWorkers];
   for (int i = 0; i < kWorkers; ++i) {
     ids[i] = i;
@@ -154,7 +197,9 @@ int main(void) {
   EXPECT_INT(pthread_create(&threads[kWorkers], NULL, reloader, NULL), 0);
   EXPECT_INT(pthread_create(&threads[kWorkers + 1], NULL, metrics_reader, NULL),
              0);
-  for (int i = 0; i < kWorkers + 2; ++i) pthread_join(threads[i], NULL);
+  EXPECT_INT(pthread_create(&threads[kWorkers + 2], NULL, tier_setter, NULL),
+             0);
+  for (int i = 0; i < kWorkers + 3; ++i) pthread_join(threads[i], NULL);
   pthread_barrier_destroy(&g_start);
 
   EXPECT_INT(atomic_load(&g_errors), 0);

@@ -3,8 +3,8 @@
 #     yaml-cpp or standard library symbol leaks out to clash with another
 #     copy in the embedder's process);
 #   * they are exactly the functions c.h declares with MXLIMIT_C_API, it and
-#     the mxlimit/c_*.h headers it includes (c_outcomes.h): what a program
-#     that includes c.h sees;
+#     the mxlimit/c_*.h headers it includes (c_outcomes.h, c_tiers.h):
+#     what a program that includes c.h sees;
 #   * the SONAME is libmxlimit_c.so.MAJOR.
 # -D LIBRARY=... NM=... READELF=... HEADER=... SONAME=...
 execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}

@@ -5,7 +5,9 @@
 //! be shared by every request thread (`Send + Sync`); [`Limiter::check`]
 //! answers one request with a [`Decision`], which borrows the policy name and
 //! route key from the limiter instead of copying them. Nothing on the check
-//! path allocates.
+//! path allocates. [`Limiter::set_tier`], [`Limiter::clear_tier`] and
+//! [`Limiter::list_tiers`] manage who is in which of the policy file's tiers
+//! while running ([`Decision::tier`] names a request's).
 //!
 //! ```no_run
 //! use std::net::IpAddr;
@@ -23,6 +25,9 @@
 //! ```
 
 pub mod sys;
+mod tiers;
+
+pub use tiers::{TierAssignment, TierKind};
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -319,6 +324,11 @@ pub struct Decision<'a> {
     /// The quota the RateLimit header fields describe
     /// ([`Decision::ratelimit_headers`]).
     pub quota: Quota<'a>,
+    /// The tier the request was checked in (its user's or its address's:
+    /// the policy file's `tiers.assign`, or [`Limiter::set_tier`]), whose
+    /// rates applied; "" when none, and for a request exempt by flag or
+    /// `exempt:`.
+    pub tier: &'a str,
 }
 
 /// What a quota counts, as the RateLimit-Policy field's `qu` names it.
@@ -372,7 +382,8 @@ unsafe fn borrowed<'a>(ptr: *const c_char, len: usize) -> &'a str {
     if ptr.is_null() || len == 0 {
         return "";
     }
-    // Policy names and route keys are ASCII (the loader checks names).
+    // Policy names, route keys and tier names are ASCII (the loader checks
+    // names).
     std::str::from_utf8(std::slice::from_raw_parts(ptr as *const u8, len)).unwrap_or("")
 }
 
@@ -422,6 +433,7 @@ impl<'a> Decision<'a> {
                 interval: Duration::from_nanos(raw.quota_interval_ns.max(0) as u64),
                 next: Duration::from_nanos(raw.quota_next_ns.max(0) as u64),
             },
+            tier: borrowed(raw.tier, raw.tier_len),
         }
     }
 

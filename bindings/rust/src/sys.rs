@@ -1,5 +1,5 @@
-//! The raw C ABI of `include/mxlimit/c.h` (and `c_outcomes.h`, which it
-//! includes), declared by hand (no bindgen, no crates). Every item mirrors the header one for one; read the header for
+//! The raw C ABI of `include/mxlimit/c.h` (and `c_outcomes.h` and
+//! `c_tiers.h`, which it includes), declared by hand (no bindgen, no crates). Every item mirrors the header one for one; read the header for
 //! the contract. Use the safe wrapper in the crate root instead.
 
 #![allow(non_camel_case_types)]
@@ -61,6 +61,8 @@ pub struct mxlimit_decision {
     pub quota_unit: u8,
     pub can_upgrade: u8,
     pub settles: u8,
+    pub tier: *const c_char,
+    pub tier_len: usize,
 }
 
 impl Default for mxlimit_decision {
@@ -96,6 +98,8 @@ impl Default for mxlimit_decision {
             quota_unit: 0,
             can_upgrade: 0,
             settles: 0,
+            tier: std::ptr::null(),
+            tier_len: 0,
         }
     }
 }
@@ -393,5 +397,27 @@ extern "C" {
         limiter: *const mxlimit_limiter,
         out: *mut *mut c_char,
         len: *mut usize,
+    ) -> c_int;
+
+    // c_tiers.h
+    pub fn mxlimit_set_tier(
+        limiter: *mut mxlimit_limiter,
+        subject: *const c_char,
+        subject_len: usize,
+        tier: *const c_char,
+        tier_len: usize,
+        expires_in_ms: i64,
+        errmsg: *mut *mut c_char,
+    ) -> c_int;
+    pub fn mxlimit_clear_tier(
+        limiter: *mut mxlimit_limiter,
+        subject: *const c_char,
+        subject_len: usize,
+        errmsg: *mut *mut c_char,
+    ) -> c_int;
+    pub fn mxlimit_list_tiers(
+        limiter: *mut mxlimit_limiter,
+        out_json: *mut *mut c_char,
+        errmsg: *mut *mut c_char,
     ) -> c_int;
 }

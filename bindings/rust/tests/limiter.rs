@@ -26,8 +26,8 @@ fn version_is_the_crates() {
 fn structs_have_the_c_layout() {
     // x86_64 / aarch64: what gcc lays out for c.h (16 + 2 * 8 + 6 * 8, then
     // delay_ns, then four leases and their count, padded; then three
-    // strings, three quota numbers and three bytes, padded).
-    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 208);
+    // strings, three quota numbers and three bytes, padded; then the tier).
+    assert_eq!(std::mem::size_of::<sys::mxlimit_decision>(), 224);
     assert_eq!(std::mem::size_of::<sys::mxlimit_options>(), 8);
     assert_eq!(std::mem::size_of::<sys::mxlimit_request_options>(), 16);
 }
