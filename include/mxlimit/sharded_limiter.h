@@ -160,36 +160,18 @@ class ShardedLimiter {
   absl::Status Reload(const LimiterConfig& config);
 
   // --- Tiers (tiers.h): assignments made while running. -------------------
-
-  // ShardedLimiter::SetTier()
   //
-  // Puts `subject` (a user ID "@bridge:example.org", or a network
-  // "2001:db8:bad::/48" or an address) in `tier`, one of the policy file's
-  // `tiers:`, until `expires` (unset: until cleared), beside the file's
-  // `tiers.assign` (and before it, for the same subject). The client's next
-  // request is judged by it; its buckets are kept. Errors:
-  // InvalidArgument (subject, or `expires` not after `now`), NotFound (no
-  // such tier), ResourceExhausted (kMaxTierOverrides held).
+  // `Limiter::SetTier`, `ClearTier`, `ListTiers` and `TierFor`, for every
+  // shard at once: the assignments sit behind one read-write lock, which a
+  // check takes (shared) only while some assignment exists.
   absl::Status SetTier(std::string_view subject, std::string_view tier,
                        std::optional<MonotonicTime> expires, MonotonicTime now);
   absl::Status SetTier(std::string_view subject, std::string_view tier,
                        std::optional<MonotonicTime> expires = std::nullopt) {
     return SetTier(subject, tier, expires, MonotonicTime::FromSteadyClock());
   }
-  // ShardedLimiter::ClearTier()
-  //
-  // Ends the runtime assignment of `subject` (NotFound if it has none; the
-  // file's stay).
   absl::Status ClearTier(std::string_view subject);
-  // ShardedLimiter::ListTiers()
-  //
-  // Every assignment in force at `now`, the file's and the runtime ones,
-  // sorted by kind and subject. Allocates; not for the hot path.
   std::vector<TierAssignment> ListTiers(MonotonicTime now) const;
-  // ShardedLimiter::TierFor()
-  //
-  // The assignment that puts `request` in a tier at `now`, if any (for
-  // `mxlimit explain`).
   std::optional<TierAssignment> TierFor(const Request& request,
                                         MonotonicTime now) const;
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string_view>
 
 #include "mxlimit/c.h"
 #include "mxlimit/sharded_limiter.h"
@@ -49,6 +50,16 @@ static_assert(kFifthDecisionSize == kFourthDecisionSize + 2 * sizeof(void*));
 inline constexpr size_t kFirstRequestOptionsSize =
     offsetof(mxlimit_request_options, request_bytes) + sizeof(int64_t);
 static_assert(sizeof(mxlimit_request_options) == kFirstRequestOptionsSize);
+
+// A (pointer, length) string of the C ABI: NULL only with length 0.
+inline bool ReadString(const char* data, size_t len, std::string_view& out) {
+  if (data == nullptr) {
+    out = std::string_view();
+    return len == 0;
+  }
+  out = std::string_view(data, len);
+  return true;
+}
 
 }  // namespace mxlimit::c_api
 

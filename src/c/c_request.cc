@@ -51,16 +51,6 @@ bool ReadOptions(const mxlimit_request_options* options, Request& request) {
   return true;
 }
 
-// A (pointer, length) string: NULL only with length 0.
-bool ReadString(const char* data, size_t len, std::string_view& out) {
-  if (data == nullptr) {
-    out = std::string_view();
-    return len == 0;
-  }
-  out = std::string_view(data, len);
-  return true;
-}
-
 // The flat arguments as a Request; false for any that is not allowed.
 bool ReadRequest(const char* method, size_t method_len, const char* target,
                  size_t target_len, const uint8_t* client, const char* user_id,

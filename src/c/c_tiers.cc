@@ -23,16 +23,6 @@
 namespace mxlimit::c_api {
 namespace {
 
-// A (pointer, length) string: NULL only with length 0.
-bool ReadString(const char* data, size_t len, std::string_view& out) {
-  if (data == nullptr) {
-    out = std::string_view();
-    return len == 0;
-  }
-  out = std::string_view(data, len);
-  return true;
-}
-
 // Clears the out-parameters first, so every failure leaves them NULL.
 void ClearOutputs(char** out, char** errmsg) {
   if (out != nullptr) *out = nullptr;
