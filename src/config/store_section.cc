@@ -39,23 +39,9 @@ constexpr std::string_view kClocks[] = {"store", "caller"};
 
 // `fallback_share`: a plain number in (0, 1].
 std::optional<double> ReadShare(const Field& field, ConfigErrors& errors) {
-  constexpr std::string_view kExpected =
-      "a number above 0 and at most 1, e.g. 0.25 for 4 processes";
-  std::optional<std::string> text = ReadString(field, kExpected, errors);
-  if (!text.has_value()) return std::nullopt;
-  double value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
-                                   value, std::chars_format::fixed);
-  if (ec != std::errc() || end != text->data() + text->size() ||
-      !std::isfinite(value) || !(value > 0.0 && value <= 1.0) ||
-      field.value.Tag() == "!" ||
-      field.value.Tag() == "tag:yaml.org,2002:str") {
-    errors.Add(field.mark(),
-               absl::StrCat(field.path, ": got ", DescribeValue(field.value),
-                            ", expected ", ToAbsl(kExpected)));
-    return std::nullopt;
-  }
-  return value;
+  return ReadDecimal(
+      field, 0.0, 1.0, /*min_open=*/true,
+      "a number above 0 and at most 1, e.g. 0.25 for 4 processes", errors);
 }
 
 // `key_secret_file`, relative to the config file's directory. The contents

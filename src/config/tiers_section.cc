@@ -75,21 +75,8 @@ std::optional<double> ReadScale(const Field& field, ConfigErrors& errors) {
   const std::string expected =
       absl::StrCat("a number from ", kMinTierScale, " to ", kMaxTierScale,
                    ", e.g. 10 or 0.1");
-  std::optional<std::string> text = ReadString(field, expected, errors);
-  if (!text.has_value()) return std::nullopt;
-  double value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
-                                   value, std::chars_format::fixed);
-  if (ec != std::errc() || end != text->data() + text->size() ||
-      !std::isfinite(value) || value < kMinTierScale || value > kMaxTierScale ||
-      field.value.Tag() == "!" ||
-      field.value.Tag() == "tag:yaml.org,2002:str") {
-    errors.Add(field.mark(),
-               absl::StrCat(field.path, ": got ", DescribeValue(field.value),
-                            ", expected ", expected));
-    return std::nullopt;
-  }
-  return value;
+  return ReadDecimal(field, kMinTierScale, kMaxTierScale, /*min_open=*/false,
+                     expected, errors);
 }
 
 // The policies a tier may name: operator ones and the built-ins in force,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -266,6 +267,29 @@ std::optional<int64_t> ReadIntegerInRange(const Field& field, int64_t min,
   if (value.has_value() && (*value < min || *value > max)) {
     errors.Add(field.mark(), absl::StrCat(field.path, ": got ", *value,
                                           ", expected ", expected));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> ReadDecimal(const Field& field, double min, double max,
+                                  bool min_open, std::string_view expected,
+                                  ConfigErrors& errors) {
+  std::optional<std::string> text = ReadString(field, expected, errors);
+  if (!text.has_value()) return std::nullopt;
+  double value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
+                                   value, std::chars_format::fixed);
+  const bool in_range = std::isfinite(value) &&
+                        (min_open ? value > min : value >= min) && value <= max;
+  // A quoted "10" is a string in YAML: as with integers, not a number.
+  const bool tagged =
+      field.value.Tag() == "!" || field.value.Tag() == "tag:yaml.org,2002:str";
+  if (ec != std::errc() || end != text->data() + text->size() || !in_range ||
+      tagged) {
+    errors.Add(field.mark(),
+               absl::StrCat(field.path, ": got ", DescribeValue(field.value),
+                            ", expected ", ToAbsl(expected)));
     return std::nullopt;
   }
   return value;

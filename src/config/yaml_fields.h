@@ -149,6 +149,13 @@ std::optional<int64_t> ReadInteger(const Field& field,
 std::optional<int64_t> ReadIntegerInRange(const Field& field, int64_t min,
                                           int64_t max, ConfigErrors& errors);
 
+// A plain (unquoted, untagged) fixed-point decimal such as 10, 0.1 or 2.5
+// within [min, max], or within (min, max] when `min_open`. `expected`
+// completes "expected ..." in the message.
+std::optional<double> ReadDecimal(const Field& field, double min, double max,
+                                  bool min_open, std::string_view expected,
+                                  ConfigErrors& errors);
+
 // The candidate nearest to `word` by edit distance (a swap of two neighbours
 // counts as one edit), if it is close enough to be a likely typo.
 std::optional<std::string_view> NearestWord(

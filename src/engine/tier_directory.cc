@@ -317,10 +317,11 @@ const TierDirectory::Entry* TierDirectory::FindEntry(
   const bool gated =
       probe != nullptr ? probe->gated : !lengths_.empty() && !GateOpen(client);
   for (size_t i = 0; !gated && i < lengths_.size(); ++i) {
+    const bool probed = probe != nullptr && i < probe->lengths;
+    if (probed && !MayHold(probe->net[i])) continue;
+    // Built only once the probe's filter lets it through.
     const NetKey key = KeyOf(client, lengths_[i]);
-    const uint64_t hash =
-        probe != nullptr && i < probe->lengths ? probe->net[i] : NetHash(key);
-    if (!MayHold(hash)) continue;
+    if (!probed && !MayHold(NetHash(key))) continue;
     auto it = networks_.find(key);
     if (it != networks_.end() && it->second.Effective(now_ns) != kNoTier) {
       *network = &it->first;

@@ -4,17 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "src/policy/tier_where.h"
 
 namespace mxlimit::internal {
-namespace {
-
-std::string Where(const Tier& t) {
-  return t.source_line > 0
-             ? absl::StrCat("tiers.", t.name, " (line ", t.source_line, ")")
-             : absl::StrCat("tiers.", t.name);
-}
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<const TierSet>> TierSet::Compile(
     const TierOptions& options, const PolicySet& policies) {
@@ -32,19 +24,19 @@ absl::StatusOr<std::shared_ptr<const TierSet>> TierSet::Compile(
       std::optional<PolicyId> id = policies.Find(r.policy);
       if (!id.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            Where(t), ": policies: no policy is named \"", r.policy,
+            TierWhere(t), ": policies: no policy is named \"", r.policy,
             "\" (operator policies and, unless switched off, the built-ins "
             "are)"));
       }
       Policy& p = out.policies[*id];
       if (p.concurrency.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            Where(t), ": policies: \"", r.policy,
+            TierWhere(t), ": policies: \"", r.policy,
             "\" limits requests in flight; a tier replaces rates only"));
       }
       if (ChargedOnResponse(p) && r.rate.kind() != Rate::Kind::kLimited) {
         return absl::InvalidArgumentError(absl::StrCat(
-            Where(t), ": policies: \"", r.policy,
+            TierWhere(t), ": policies: \"", r.policy,
             "\" is charged on the response, which needs a limited rate"));
       }
       p.rate = r.rate;
@@ -57,7 +49,7 @@ absl::StatusOr<std::shared_ptr<const TierSet>> TierSet::Compile(
       absl::StatusOr<Rate> scaled = ScaleRate(p.rate, t.scale);
       if (!scaled.ok()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(Where(t), ": policy \"", p.name,
+            absl::StrCat(TierWhere(t), ": policy \"", p.name,
                          "\": ", scaled.status().message()));
       }
       p.rate = *scaled;

@@ -14,6 +14,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/policy.h"
 #include "mxlimit/user_id.h"
+#include "src/policy/tier_where.h"
 #include "src/util/quote.h"
 
 namespace mxlimit {
@@ -33,9 +34,7 @@ std::string Who(const Tier& t, size_t index) {
     return t.source_line > 0 ? absl::StrCat("tiers (line ", t.source_line, ")")
                              : absl::StrCat("tier #", index + 1);
   }
-  return t.source_line > 0
-             ? absl::StrCat("tiers.", t.name, " (line ", t.source_line, ")")
-             : absl::StrCat("tiers.", t.name);
+  return internal::TierWhere(t);
 }
 
 absl::Status CheckTier(const Tier& t, const std::string& who) {
