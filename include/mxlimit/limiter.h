@@ -181,6 +181,17 @@ class Limiter {
   std::optional<TierAssignment> TierFor(const Request& request,
                                         MonotonicTime now) const;
 
+  // Limiter::ResetBuckets()
+  //
+  // Forgets the buckets of `subject`, written as for `SetTier`: a user ID's
+  // user-scope buckets, or the ip-scope buckets that hold any address of a
+  // network or address (a /24 bucket for "192.0.2.7", every /24 inside
+  // "10.0.0.0/8"), so its next requests start with full buckets: an
+  // operator unblocks someone now. Returns how many buckets were dropped.
+  // InvalidArgument for a subject `SetTier` would refuse. Walks the table:
+  // O(capacity), an operator's call, not for the request path.
+  absl::StatusOr<size_t> ResetBuckets(std::string_view subject);
+
   // Limiter::Stats()
   //
   // A snapshot of table and per-policy counters: O(number of policies), no

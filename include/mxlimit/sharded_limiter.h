@@ -174,6 +174,8 @@ class ShardedLimiter {
   std::vector<TierAssignment> ListTiers(MonotonicTime now) const;
   std::optional<TierAssignment> TierFor(const Request& request,
                                         MonotonicTime now) const;
+  // `Limiter::ResetBuckets`, over every shard (each under its own lock).
+  absl::StatusOr<size_t> ResetBuckets(std::string_view subject);
 
   // ShardedLimiter::Stats()
   //

@@ -185,6 +185,12 @@ class SharedLimiter {
                                         MonotonicTime now) const {
     return mirror_->TierFor(request, now);
   }
+  // `Limiter::ResetBuckets` on this process's buckets. Buckets kept in the
+  // store (policies shared `exact` or `approximate`) are not reset there:
+  // they refill by their rate.
+  absl::StatusOr<size_t> ResetBuckets(std::string_view subject) {
+    return mirror_->ResetBuckets(subject);
+  }
 
   LimiterStats Stats() const;
   SharedStoreStats StoreStats() const;

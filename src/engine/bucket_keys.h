@@ -252,6 +252,15 @@ class UserBucketKey {
   PolicyId policy() const { return static_cast<PolicyId>(words_[0]); }
   RouteId route() const { return static_cast<RouteId>(words_[0] >> 16); }
   Kind kind() const { return static_cast<Kind>((words_[0] >> 32) & 0xFF); }
+  // Whether both keys name the same subject, whatever their policy and
+  // route (an operator's reset of one user's buckets).
+  bool SameSubject(const UserBucketKey& other) const {
+    if ((words_[0] >> 32) != (other.words_[0] >> 32)) return false;
+    for (size_t i = 1; i < kWords; ++i) {
+      if (words_[i] != other.words_[i]) return false;
+    }
+    return true;
+  }
   // Bytes of the ID (or value) when stored inline, kBoundInline included; 0
   // otherwise.
   size_t length() const { return (words_[0] >> 40) & 0xFF; }

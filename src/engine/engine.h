@@ -383,6 +383,10 @@ class Engine {
 
   // --- Tiers (Limiter::SetTier and friends; cold paths). -------------------
   TierDirectory& tier_directory() const { return *tier_directory_; }
+  // Limiter::ResetBuckets: drops the user-scope buckets of `subject`'s
+  // user, or the ip-scope buckets that hold any address of its network.
+  // Returns how many. O(table size).
+  size_t ResetBuckets(const TierSubject& subject);
   // Which assignment puts `request` in a tier, if one does.
   std::optional<TierAssignment> DescribeTier(const Request& request,
                                              MonotonicTime now) const {
