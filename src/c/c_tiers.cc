@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -19,6 +18,7 @@
 #include "mxlimit/time.h"
 #include "src/c/c_handle.h"
 #include "src/c/c_status.h"
+#include "src/policy/tiers_json.h"
 
 namespace mxlimit::c_api {
 namespace {
@@ -35,59 +35,6 @@ MonotonicTime After(MonotonicTime now, int64_t ms) {
   constexpr int64_t kMaxMs = INT64_MAX / 1'000'000;
   const std::chrono::nanoseconds d(ms > kMaxMs ? INT64_MAX : ms * 1'000'000);
   return now + d;
-}
-
-// `s` as a JSON string, quotes included. Subjects are validated user IDs
-// (printable ASCII, which may hold '"' and '\\') and canonical networks,
-// tier names [A-Za-z0-9._-]; every byte that JSON does not allow raw is
-// escaped all the same.
-void AppendJsonString(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-}
-
-// The milliseconds from `now` to `expires`, rounded up: an assignment still
-// in force has at least 1 left.
-int64_t MillisecondsLeft(MonotonicTime now, MonotonicTime expires) {
-  const int64_t ns = expires.nanoseconds() - now.nanoseconds();
-  if (ns <= 0) return 0;
-  return ns / 1'000'000 + (ns % 1'000'000 != 0 ? 1 : 0);
-}
-
-std::string TiersJson(const std::vector<TierAssignment>& tiers,
-                      MonotonicTime now) {
-  std::string out = "[";
-  for (const TierAssignment& a : tiers) {
-    if (out.size() > 1) out.push_back(',');
-    out += "{\"kind\":";
-    out += a.kind == TierSubjectKind::kUser ? "\"user\"" : "\"network\"";
-    out += ",\"subject\":";
-    AppendJsonString(out, a.subject);
-    out += ",\"tier\":";
-    AppendJsonString(out, a.tier);
-    out += ",\"runtime\":";
-    out += a.runtime ? "true" : "false";
-    if (a.runtime && a.expires.has_value()) {
-      out += ",\"expires_in_ms\":";
-      out += std::to_string(MillisecondsLeft(now, *a.expires));
-    }
-    out.push_back('}');
-  }
-  out.push_back(']');
-  return out;
 }
 
 }  // namespace
@@ -169,7 +116,7 @@ int mxlimit_list_tiers(mxlimit_limiter* limiter, char** out_json,
     const mxlimit::MonotonicTime now =
         mxlimit::MonotonicTime::FromSteadyClock();
     const std::string json =
-        mxlimit::c_api::TiersJson(limiter->limiter->ListTiers(now), now);
+        mxlimit::internal::TierAssignmentsJson(limiter->limiter->ListTiers(now), now);
     // malloc, not new: the caller frees it with mxlimit_free.
     char* copy = static_cast<char*>(std::malloc(json.size() + 1));
     if (copy == nullptr) {

@@ -48,6 +48,9 @@ void RegisterCheckConfig(CLI::App& app, int& exit_code);
 // run an access log through a Limiter and report.
 void RegisterReplay(CLI::App& app, int& exit_code);
 
+// `mxlimit admin list|set|clear|reset`: call a running mxlimitd's admin API.
+void RegisterAdmin(CLI::App& app, int& exit_code);
+
 }  // namespace mxlimit::cli
 
 #endif  // MXLIMIT_CLI_COMMANDS_H_

@@ -91,6 +91,7 @@ int Main(int argc, char** argv) {
   RegisterExplain(app, exit_code);
   RegisterCheckConfig(app, exit_code);
   RegisterReplay(app, exit_code);
+  RegisterAdmin(app, exit_code);
 
   // The subcommand's callback runs inside parse and leaves its code in
   // `exit_code`.

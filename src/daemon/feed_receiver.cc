@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "src/daemon/flags.h"
 #include "src/daemon/log.h"
+#include "src/daemon/local_socket.h"
 
 namespace mxlimit::daemon {
 namespace {
@@ -37,21 +38,6 @@ long UnixQueueLength() {
   return n;
 }
 
-absl::Status Errno(std::string_view what, std::string_view where) {
-  return absl::UnavailableError(std::string(what) + " " + std::string(where) +
-                                ": " + std::strerror(errno));
-}
-
-bool IsLoopback(const std::string& host) {
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    return (ntohl(v4.s_addr) >> 24) == 127;
-  }
-  in6_addr v6{};
-  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
-         IN6_IS_ADDR_LOOPBACK(&v6);
-}
-
 // A receive buffer to absorb bursts (capped by net.core.rmem_max) and, on
 // UDP, the kernel's count of datagrams it dropped on this socket with each
 // datagram (SO_RXQ_OVFL; a unix datagram sender is refused instead).
@@ -62,58 +48,6 @@ void TuneSocket(int fd, bool udp) {
     const int on = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
   }
-}
-
-// Whether a process is serving the unix socket at `path`: a datagram sent
-// there would be queued. A file nobody has bound is refused.
-bool Served(const sockaddr_un& sa) {
-  const int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (probe < 0) return false;
-  const bool served =
-      connect(probe, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) == 0;
-  close(probe);
-  return served;
-}
-
-absl::StatusOr<int> BindUnix(const std::string& path, ino_t& inode) {
-  sockaddr_un sa{};
-  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
-    return absl::InvalidArgumentError("feed socket path too long: " + path);
-  }
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, path.data(), path.size());
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    // A socket left by an earlier run is replaced; a live one (another
-    // mxlimitd's) and anything else are not ours to remove.
-    if (!S_ISSOCK(st.st_mode)) {
-      return absl::AlreadyExistsError("feed path exists and is not a socket: " +
-                                      path);
-    }
-    if (Served(sa)) {
-      return absl::AlreadyExistsError(
-          "feed socket is in use by another process: " + path);
-    }
-    (void)unlink(path.c_str());
-  }
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Errno("cannot create the feed socket", path);
-  // The file takes the socket's mode when bound: never, even for a moment,
-  // more open than 0660.
-  (void)fchmod(fd, 0660);
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
-    absl::Status error = Errno("cannot bind the feed socket", path);
-    close(fd);
-    return error;
-  }
-  if (chmod(path.c_str(), 0660) != 0 || lstat(path.c_str(), &st) != 0) {
-    absl::Status error = Errno("cannot set the feed socket's mode", path);
-    (void)unlink(path.c_str());
-    close(fd);
-    return error;
-  }
-  inode = st.st_ino;
-  return fd;
 }
 
 absl::StatusOr<int> BindUdp(const FeedAddress& a, uint16_t& port) {
@@ -136,10 +70,10 @@ absl::StatusOr<int> BindUdp(const FeedAddress& a, uint16_t& port) {
   const std::string where = a.host + ":" + std::to_string(a.port);
   const int fd = socket(v6 ? AF_INET6 : AF_INET,
                         SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Errno("cannot create the feed socket", where);
+  if (fd < 0) return ErrnoStatus("cannot create the feed socket", where);
   if (bind(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    absl::Status error = Errno("cannot bind the feed socket", where);
+    absl::Status error = ErrnoStatus("cannot bind the feed socket", where);
     close(fd);
     return error;
   }
@@ -168,7 +102,7 @@ absl::StatusOr<FeedAddress> ParseFeedAddress(std::string_view text) {
           "--feed udp:HOST:PORT needs a numeric address and a port, e.g. "
           "udp:127.0.0.1:5140");
     }
-    if (!IsLoopback(a.host)) {
+    if (!IsLoopbackHost(a.host)) {
       return absl::InvalidArgumentError(
           "--feed udp: listens on loopback only (127.0.0.0/8 or ::1): whoever "
           "can send the feed datagrams can end in-flight leases early");
@@ -185,12 +119,13 @@ FeedReceiver::FeedReceiver(FeedSink& sink, int stop_fd)
 absl::StatusOr<std::unique_ptr<FeedReceiver>> FeedReceiver::Start(
     std::span<const FeedAddress> addresses, FeedSink& sink) {
   const int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop < 0) return Errno("cannot create", "the feed's eventfd");
+  if (stop < 0) return ErrnoStatus("cannot create", "the feed's eventfd");
   std::unique_ptr<FeedReceiver> r(new FeedReceiver(sink, stop));
   for (const FeedAddress& a : addresses) {
     auto socket = std::make_unique<Socket>();
     if (a.kind == FeedAddress::Kind::kUnix) {
-      absl::StatusOr<int> fd = BindUnix(a.path, socket->inode);
+      absl::StatusOr<int> fd =
+          BindUnixSocket(a.path, SOCK_DGRAM, 0660, "feed", socket->inode);
       if (!fd.ok()) return fd.status();
       socket->fd = *fd;
       socket->unlink_path = a.path;
@@ -223,13 +158,7 @@ FeedReceiver::~FeedReceiver() {
   }
   for (const auto& s : sockets_) {
     if (s->fd >= 0) close(s->fd);
-    // Only the file this receiver bound: a later process may have replaced
-    // it (after this one stopped serving it).
-    struct stat st {};
-    if (!s->unlink_path.empty() && lstat(s->unlink_path.c_str(), &st) == 0 &&
-        st.st_ino == s->inode) {
-      (void)unlink(s->unlink_path.c_str());
-    }
+    UnlinkIfOurs(s->unlink_path, s->inode);
   }
   close(stop_fd_);
 }

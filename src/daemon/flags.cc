@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "mxlimit/options.h"
+#include "src/daemon/admin_server.h"
 #include "src/daemon/feed_receiver.h"
 
 namespace mxlimit::daemon {
@@ -65,6 +66,15 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --feed-pending N          admitted requests kept for their completion
                             (default 16384); past it the oldest is dropped
                             and its leases end by their lease time
+  --admin-listen unix:PATH  the admin API (tiers at runtime, bucket resets;
+  --admin-listen 127.0.0.1:PORT
+                            docs/mxlimitd.md, "Operations") on its own
+                            listener: a unix socket created with mode 0600,
+                            or a loopback port. Never on --listen. Once
+                            bound, prints "admin ADDRESS"
+  --admin-token-file FILE   the admin API's bearer token (at least 16
+                            printable bytes; one trailing newline dropped);
+                            required with --admin-listen
   --version                 print the version and exit
   --help                    print this and exit
 
@@ -72,7 +82,9 @@ Endpoints: /_mxlimit/auth_request (nginx: 204 | 403 + Retry-After,
 X-Mxlimit-Body, X-Mxlimit-Policy), /_mxlimit/forward_auth (Caddy, Traefik:
 200 | 429 + Retry-After + Matrix body; Envoy ext_authz: the same at
 /_mxlimit/forward_auth<original target>, with the original method),
-/_mxlimit/metrics, /_mxlimit/health.
+/_mxlimit/metrics, /_mxlimit/health; on --admin-listen alone,
+/_mxlimit/admin/v1/tiers[/users/ID|/networks/CIDR] and
+/_mxlimit/admin/v1/reset.
 SIGTERM drains requests under way and exits 0. See docs/deploy-nginx.md and
 docs/deploy-caddy.md.
 )";
@@ -215,6 +227,13 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   AddRepeatable(app, "--feed-pending", [&](const std::string& v) {
     o.feed_pending = number("--feed-pending", 1, 10'000'000, v);
   });
+  AddRepeatable(app, "--admin-listen", [&](const std::string& v) {
+    absl::StatusOr<AdminListenAddress> a = ParseAdminListen(v);
+    if (!a.ok()) fail("--admin-listen", std::string(a.status().message()));
+    o.admin_listen = v;
+  });
+  AddRepeatable(app, "--admin-token-file",
+                [&](const std::string& v) { o.admin_token_file = v; });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -222,6 +241,11 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   }
   if (o.help || o.version) return "";
   if (o.config_path.empty()) return "--config is required";
+  // No token file, no admin API: a listener nobody can authenticate to, or
+  // a token nothing serves, is a mistake either way.
+  if (o.admin_listen.empty() != o.admin_token_file.empty()) {
+    return "--admin-listen and --admin-token-file go together";
+  }
   if (o.max_connections < static_cast<size_t>(o.threads)) {
     return "--max-connections must be at least --threads";
   }

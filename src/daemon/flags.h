@@ -44,6 +44,10 @@ struct Flags {
   // --feed: "unix:PATH" / "udp:HOST:PORT", each valid for ParseFeedAddress.
   std::vector<std::string> feeds;
   size_t feed_pending = 16'384;
+  // --admin-listen ("unix:PATH" or a loopback HOST:PORT, valid for
+  // ParseAdminListen) and --admin-token-file: both or neither.
+  std::string admin_listen;
+  std::string admin_token_file;
   bool help = false;
   bool version = false;
 };

@@ -17,6 +17,8 @@
 #include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/version.h"
+#include "src/daemon/admin_api.h"
+#include "src/daemon/admin_server.h"
 #include "src/daemon/appservice.h"
 #include "src/daemon/daemon_metrics.h"
 #include "src/daemon/feed_receiver.h"
@@ -174,6 +176,31 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The admin API is bound before anything is served, like the feed: a
+  // token or an address that fails stops the start.
+  std::unique_ptr<mxlimit::daemon::AdminApi> admin_api;
+  std::unique_ptr<mxlimit::daemon::AdminServer> admin;
+  if (!flags.admin_listen.empty()) {
+    absl::StatusOr<mxlimit::daemon::AdminToken> token =
+        mxlimit::daemon::AdminToken::Load(flags.admin_token_file);
+    if (!token.ok()) {
+      return Fail("cannot load the admin token",
+                  mxlimit::internal::FromAbsl(token.status().message()));
+    }
+    admin_api = std::make_unique<mxlimit::daemon::AdminApi>(
+        **limiter, *std::move(token));
+    absl::StatusOr<std::unique_ptr<mxlimit::daemon::AdminServer>> started =
+        mxlimit::daemon::AdminServer::Start(
+            *mxlimit::daemon::ParseAdminListen(flags.admin_listen),
+            *admin_api);
+    if (!started.ok()) {
+      return Fail("cannot open the admin listener",
+                  mxlimit::internal::FromAbsl(started.status().message()));
+    }
+    admin = std::move(*started);
+    std::printf("admin %s\n", admin->bound().c_str());
+  }
+
   mxlimit::daemon::DaemonMetrics metrics;
   mxlimit::daemon::SidecarOptions sidecar_options;
   sidecar_options.trusted_proxies = flags.trusted_proxies;
@@ -226,7 +253,8 @@ int main(int argc, char** argv) {
                      : mxlimit::RedactStoreUrl(config->store.url)},
        {"threads", std::to_string(flags.threads)},
        {"appservices", std::to_string(appservices->size())},
-       {"feeds", std::to_string(flags.feeds.size())}});
+       {"feeds", std::to_string(flags.feeds.size())},
+       {"admin", admin ? admin->bound() : std::string("off")}});
 
   // The store's state is looked at once a second between signals, and
   // logged when it changes (store_watch.h).
@@ -251,6 +279,7 @@ int main(int argc, char** argv) {
       continue;
     }
     Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});
+    if (admin) admin->Stop();
     (*server)->Drain();
     Log("info", "stopped");
     return 0;
