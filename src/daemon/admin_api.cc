@@ -100,6 +100,11 @@ absl::StatusOr<TierSubject> PathSubject(std::string_view kind,
   return subject;
 }
 
+// The subject as listings write it: a user ID, or a canonical network.
+std::string Canonical(const TierSubject& s) {
+  return s.kind == TierSubjectKind::kUser ? s.user_id : FormatCidr(s.network);
+}
+
 }  // namespace
 
 AdminReply AdminError(int status, std::string_view errcode,
@@ -257,15 +262,14 @@ AdminReply AdminApi::SetTier(std::string_view kind, std::string_view raw,
     return FromStatus(s);
   }
   const std::string ms = expires ? std::to_string(expires_in_ms) : "never";
+  const std::string canonical = Canonical(*subject);
   Log("info", "tier set",
-      {{"subject", decoded}, {"tier", tier->text}, {"expires_in_ms", ms},
+      {{"subject", canonical}, {"tier", tier->text}, {"expires_in_ms", ms},
        {"peer", peer}});
   if (on_change_) on_change_();
   TierAssignment a;
   a.kind = subject->kind;
-  a.subject = subject->kind == TierSubjectKind::kUser
-                  ? subject->user_id
-                  : FormatCidr(subject->network);
+  a.subject = canonical;
   a.tier = tier->text;
   a.runtime = true;
   a.expires = expires;
@@ -285,7 +289,8 @@ AdminReply AdminApi::ClearTier(std::string_view kind, std::string_view raw,
     }
     return FromStatus(s);
   }
-  Log("info", "tier cleared", {{"subject", decoded}, {"peer", peer}});
+  Log("info", "tier cleared",
+      {{"subject", Canonical(*subject)}, {"peer", peer}});
   if (on_change_) on_change_();
   return Json(200, "{}");
 }

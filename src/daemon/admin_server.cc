@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -70,6 +71,22 @@ void Send(int fd, const AdminReply& reply, Clock::time_point deadline) {
     } else {
       return;
     }
+  }
+}
+
+// After an early answer (413, 431, a malformed head), what the client is
+// still sending is read and dropped for a moment, so that it gets to read
+// the answer instead of a broken pipe or a reset.
+void Linger(int fd, Clock::time_point deadline) {
+  (void)shutdown(fd, SHUT_WR);
+  const Clock::time_point until =
+      std::min(deadline, Clock::now() + std::chrono::milliseconds(1'000));
+  char sink[4096];
+  size_t dropped = 0;
+  while (dropped < (size_t{256} << 10) && Await(fd, POLLIN, until)) {
+    const ssize_t n = recv(fd, sink, sizeof(sink), 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
+    if (n > 0) dropped += static_cast<size_t>(n);
   }
 }
 
@@ -234,6 +251,7 @@ void AdminServer::ServeConnection(int fd, std::string_view peer) {
       if (buf.size() > kMaxAdminHeadBytes) {
         Send(fd, AdminError(431, "M_UNKNOWN", "the request head is too large"),
              deadline);
+        Linger(fd, deadline);
         return;
       }
       continue;
@@ -246,12 +264,14 @@ void AdminServer::ServeConnection(int fd, std::string_view peer) {
                       parsed.reason.empty() ? "a malformed request"
                                             : parsed.reason),
            deadline);
+      Linger(fd, deadline);
       return;
     }
     const int64_t body = head.content_length < 0 ? 0 : head.content_length;
     if (body > static_cast<int64_t>(kMaxAdminBodyBytes)) {
       Send(fd, AdminError(413, "M_TOO_LARGE", "the request body is too large"),
            deadline);
+      Linger(fd, deadline);
       return;
     }
     want = head_end + static_cast<size_t>(body);

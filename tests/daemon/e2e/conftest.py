@@ -111,10 +111,12 @@ def stub():
 
 @pytest.fixture
 def mxlimitd(mxlimitd_bin, workdir, procs):
-    """start(policy_text=None, doc_block="mxlimitd-command") -> Mxlimitd, stopped on teardown."""
+    """start(policy_text=None, doc_block="mxlimitd-command", doc="deploy-nginx.md") -> Mxlimitd, stopped on
+    teardown."""
 
-    def start(policy_text=None, doc_block="mxlimitd-command"):
-        daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(), doc_block=doc_block)
+    def start(policy_text=None, doc_block="mxlimitd-command", doc="deploy-nginx.md"):
+        daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy_text or h.policy_yaml(), doc_block=doc_block,
+                                  doc=doc)
         procs.append(daemon)
         return daemon
 

@@ -30,6 +30,8 @@ DOC_CONFIG = "/etc/mxlimit/mxlimit.yaml"
 DOC_LOG_DIR = "/var/log/nginx/"
 DOC_FEED_SOCKET = "/run/mxlimitd/feed.sock"
 DOC_FEED_UDP = "127.0.0.1:5140"
+DOC_ADMIN_SOCKET = "/run/mxlimitd/admin.sock"
+DOC_ADMIN_TOKEN = "/etc/mxlimit/admin-token"
 # Addresses a test trusts as the front load balancer, and binds its client sockets to.
 BALANCER = "127.0.0.9"
 # After substitution none of these may be left: a documented address the tests do not know of would otherwise point
@@ -99,15 +101,15 @@ def snippet(doc_name, block, required, optional=None):
     return text
 
 
-def feed_socket(workdir):
-    """The feed socket's path for a test in `workdir`: a short directory of its own, since a unix socket's path
-    holds at most 107 bytes and work directories are named after their (long) tests."""
+def feed_socket(workdir, name="feed.sock"):
+    """The feed socket's path (or another socket's, `name`) for a test in `workdir`: a short directory of its own,
+    since a unix socket's path holds at most 107 bytes and work directories are named after their (long) tests."""
     import hashlib
     import tempfile
     tag = hashlib.sha256(str(workdir).encode()).hexdigest()[:12]
     d = Path(tempfile.gettempdir()) / f"mxlimit-feed-{tag}"
     d.mkdir(mode=0o700, exist_ok=True)
-    return str(d / "feed.sock")
+    return str(d / name)
 
 
 # --- ports and processes ---------------------------------------------------------------------------------------------
@@ -313,6 +315,7 @@ class Mxlimitd:
         self.config = Path(config)
         self.killed = False
         self.feeds = []
+        self.admin = None  # its `admin ADDRESS`, when started with --admin-listen
 
     @property
     def address(self):
@@ -344,7 +347,9 @@ def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command"
                       required={DOC_MXLIMITD: "127.0.0.1:0", DOC_CONFIG: "@CONFIG@"},
                       optional={DOC_BALANCER: f"{BALANCER}/32",
                                 DOC_FEED_SOCKET: feed_socket(workdir),
-                                DOC_FEED_UDP: "127.0.0.1:0"})
+                                DOC_FEED_UDP: "127.0.0.1:0",
+                                DOC_ADMIN_SOCKET: feed_socket(workdir, "admin.sock"),
+                                DOC_ADMIN_TOKEN: str(Path(workdir) / "admin-token")})
     argv = shlex.split(command.strip())
     if argv[0] != "mxlimitd":
         raise E2EError(f"docs/deploy-nginx.md block {doc_block!r} does not start with `mxlimitd`: {command!r}")
@@ -359,15 +364,18 @@ def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command"
             break
         time.sleep(0.02)
     out = proc.stdout()
-    m = re.fullmatch(r"((?:feed \S+\n)*)listening 127\.0\.0\.1:(\d+)\n", out)
+    m = re.fullmatch(r"((?:feed \S+\n)*)(admin \S+\n)?listening 127\.0\.0\.1:(\d+)\n", out)
     if not m:
         status = proc.poll()
         if status is None:
             proc.stop()
-        raise E2EError(f"mxlimitd did not print `feed ADDRESS` per feed, then one line `listening 127.0.0.1:PORT` "
+        raise E2EError(f"mxlimitd did not print `feed ADDRESS` per feed, `admin ADDRESS` with --admin-listen, then "
+                       f"one line `listening 127.0.0.1:PORT` "
                        f"(exit status {status}); stdout: {out!r}\n" + proc.logs())
-    daemon = Mxlimitd(proc, int(m.group(2)), config)
+    daemon = Mxlimitd(proc, int(m.group(3)), config)
     daemon.feeds = [line.split(" ", 1)[1] for line in m.group(1).splitlines()]
+    if m.group(2):
+        daemon.admin = m.group(2).split(" ", 1)[1].strip()
     return daemon
 
 
