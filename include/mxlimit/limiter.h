@@ -43,6 +43,7 @@
 #ifndef MXLIMIT_LIMITER_H_
 #define MXLIMIT_LIMITER_H_
 
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
@@ -57,6 +58,7 @@
 #include "mxlimit/request.h"
 #include "mxlimit/route.h"
 #include "mxlimit/stats.h"
+#include "mxlimit/snapshot.h"
 #include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
 
@@ -191,6 +193,33 @@ class Limiter {
   // InvalidArgument for a subject `SetTier` would refuse. Walks the table:
   // O(capacity), an operator's call, not for the request path.
   absl::StatusOr<size_t> ResetBuckets(std::string_view subject);
+
+  // Limiter::Snapshot()
+  //
+  // Writes every bucket of the rate tables to `out` with its lead over
+  // `now`, stamped with `wall` (mxlimit/snapshot.h has the rules). Walks the
+  // tables: O(size), an operator's call. An error only when `out` fails.
+  absl::Status Snapshot(std::ostream& out, MonotonicTime now,
+                        WallTime wall) const;
+  absl::Status Snapshot(std::ostream& out) const {
+    return Snapshot(out, MonotonicTime::FromSteadyClock(),
+                    std::chrono::system_clock::now());
+  }
+
+  // Limiter::Restore()
+  //
+  // Puts back the buckets of a snapshot that still mean something at `now`
+  // (`wall` on the wall clock): see mxlimit/snapshot.h. Reads the whole
+  // stream before changing anything: DataLoss for a truncated or corrupt
+  // one, FailedPrecondition for another format version, and then nothing is
+  // changed. Memory while it runs: the staged buckets, at most the tables'
+  // total capacity.
+  absl::StatusOr<RestoreStats> Restore(std::istream& in, MonotonicTime now,
+                                       WallTime wall);
+  absl::StatusOr<RestoreStats> Restore(std::istream& in) {
+    return Restore(in, MonotonicTime::FromSteadyClock(),
+                   std::chrono::system_clock::now());
+  }
 
   // Limiter::Stats()
   //

@@ -54,6 +54,7 @@
 #define MXLIMIT_SHARDED_LIMITER_H_
 
 #include <cstddef>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -67,6 +68,7 @@
 #include "mxlimit/options.h"
 #include "mxlimit/request.h"
 #include "mxlimit/stats.h"
+#include "mxlimit/snapshot.h"
 #include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
 
@@ -174,6 +176,20 @@ class ShardedLimiter {
   std::vector<TierAssignment> ListTiers(MonotonicTime now) const;
   std::optional<TierAssignment> TierFor(const Request& request,
                                         MonotonicTime now) const;
+  // `Limiter::Snapshot` and `Limiter::Restore`, over every shard (each
+  // under its own lock, one at a time: checks go on meanwhile).
+  absl::Status Snapshot(std::ostream& out, MonotonicTime now,
+                        WallTime wall) const;
+  absl::Status Snapshot(std::ostream& out) const {
+    return Snapshot(out, MonotonicTime::FromSteadyClock(),
+                    std::chrono::system_clock::now());
+  }
+  absl::StatusOr<RestoreStats> Restore(std::istream& in, MonotonicTime now,
+                                       WallTime wall);
+  absl::StatusOr<RestoreStats> Restore(std::istream& in) {
+    return Restore(in, MonotonicTime::FromSteadyClock(),
+                   std::chrono::system_clock::now());
+  }
   // `Limiter::ResetBuckets`, over every shard (each under its own lock).
   absl::StatusOr<size_t> ResetBuckets(std::string_view subject);
 

@@ -185,6 +185,16 @@ class SharedLimiter {
                                         MonotonicTime now) const {
     return mirror_->TierFor(request, now);
   }
+  // `Limiter::Snapshot` and `Limiter::Restore` of this process's buckets
+  // (buckets kept in the store stay there).
+  absl::Status Snapshot(std::ostream& out, MonotonicTime now,
+                        WallTime wall) const {
+    return mirror_->Snapshot(out, now, wall);
+  }
+  absl::StatusOr<RestoreStats> Restore(std::istream& in, MonotonicTime now,
+                                       WallTime wall) {
+    return mirror_->Restore(in, now, wall);
+  }
   // `Limiter::ResetBuckets` on this process's buckets. Buckets kept in the
   // store (policies shared `exact` or `approximate`) are not reset there:
   // they refill by their rate.

@@ -35,6 +35,7 @@
 #include "src/engine/bucket_table.h"
 #include "src/engine/prepared_request.h"
 #include "src/engine/scope_tables.h"
+#include "src/engine/snapshot_format.h"
 #include "src/engine/tier_directory.h"
 #include "src/engine/tier_set.h"
 #include "src/util/siphash.h"
@@ -383,6 +384,21 @@ class Engine {
 
   // --- Tiers (Limiter::SetTier and friends; cold paths). -------------------
   TierDirectory& tier_directory() const { return *tier_directory_; }
+  // --- Snapshots (mxlimit/snapshot.h; engine_snapshot.cc) -----------------
+  // This engine's bucket tokens and their policies' fingerprints.
+  std::vector<PolicyFingerprint> PolicyFingerprints() const;
+  // Of the route table, whose ids per-route bucket keys carry.
+  uint64_t RouteFingerprint() const;
+  // The ip and user tables, and with `scope_tables` the origin, room and
+  // target ones (under their lock), leads taken at `now`.
+  void WriteBuckets(SnapshotWriter& w, MonotonicTime now,
+                    bool scope_tables) const;
+  // Puts one staged bucket back under `token` with `tat_ns`, keeping the
+  // later TAT where its key is in the table already.
+  void RestoreBucket(const SnapshotEntry& e, uint16_t token, int64_t tat_ns);
+  // The capacity of every table WriteBuckets writes.
+  size_t SnapshotCapacity(bool scope_tables) const;
+
   // Limiter::ResetBuckets: drops the user-scope buckets of `subject`'s
   // user, or the ip-scope buckets that hold any address of its network.
   // Returns how many. O(table size).

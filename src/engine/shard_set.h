@@ -110,6 +110,12 @@ class ShardSet {
   // so users cannot aim at one shard.
   size_t IpShard(const IpAddress& client) const;
   size_t UserShard(std::string_view user_id) const;
+  // The shard that owns a user-keyed bucket (a snapshot's), whatever its
+  // policy and route.
+  size_t ShardOfUserKey(UserBucketKey key) const {
+    key.Rekey(0, 0);
+    return UserShardOf(key);
+  }
   Owners OwnersOf(const Request& request) const {
     const size_t ip = IpShard(request.client);
     return {ip, request.user_id.empty() ? ip : UserShard(request.user_id)};

@@ -3,12 +3,15 @@
 // `mxlimit check-config --reload-against` reports BucketResetReason, so the
 // two cannot disagree.
 
+#include <cstring>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/policy.h"
+#include "src/policy/bucket_fingerprint.h"
+#include "src/util/siphash.h"
 
 namespace mxlimit {
 namespace {
@@ -81,3 +84,35 @@ std::string BucketResetReason(const Policy& before, const Policy& after) {
 }
 
 }  // namespace mxlimit
+
+namespace mxlimit::internal {
+
+uint64_t BucketFingerprint(const Policy& p) {
+  // Length-prefixed fields, so no two policies serialize alike.
+  std::string bytes;
+  auto add = [&bytes](std::string_view field) {
+    const uint32_t n = static_cast<uint32_t>(field.size());
+    bytes.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    bytes.append(field);
+  };
+  add(p.name);
+  add(ScopeText(p.scope));
+  add(absl::StrCat(p.rate.unlimited() ? "u" : p.rate.blocked() ? "b" : "r",
+                   p.rate.interval_ns(), "/", p.rate.burst()));
+  add(p.concurrency.has_value() ? "c" : "");
+  add(p.share_threshold ? "s" : "");
+  add(p.layer);
+  add(p.client_prefix.has_value()
+          ? absl::StrCat(p.client_prefix->ipv4, "/", p.client_prefix->ipv6)
+          : "");
+  add(absl::StrCat(static_cast<int>(p.sharing)));
+  add(ByteCost(p) ? "bytes" : "");
+  // A fixed key: the fingerprint names policies, it guards no secret.
+  const SipDigest d = SipHash128(SipKey{0x6d786c696d6974ULL, 0x736e617073686f74ULL},
+                                 bytes);
+  uint64_t out = 0;
+  std::memcpy(&out, d.data(), sizeof(out));
+  return out;
+}
+
+}  // namespace mxlimit::internal

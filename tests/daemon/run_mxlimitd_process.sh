@@ -19,7 +19,8 @@ for flag in --listen --config --secret-file --store --store-secret-file \
             token-hash whoami= --token-cache --token-ttl --whoami-timeout \
             --appservice-registration --threads --max-connections --version \
             /_mxlimit/auth_request /_mxlimit/forward_auth /_mxlimit/metrics \
-            /_mxlimit/health SIGHUP SIGTERM; do
+            /_mxlimit/health SIGHUP SIGTERM --admin-listen --admin-token-file \
+            /_mxlimit/admin/v1/tiers /_mxlimit/admin/v1/reset; do
   grep -q -- "$flag" "$tmp/help" || fail "--help does not mention $flag"
 done
 "$bin" --version | grep -q '^mxlimitd [0-9]' || fail "--version"
@@ -36,6 +37,14 @@ expect_exit 2 --config x --listen localhost:80
 expect_exit 2 --config x --threads 0
 expect_exit 2 --config x --user-key whoami=ftp://x
 expect_exit 2 --config x --bogus
+# The admin API: both flags or neither; loopback or a unix socket only.
+expect_exit 2 --config x --admin-listen unix:/tmp/x.sock
+grep -q -- "--admin-listen and --admin-token-file go together" "$tmp/err" ||
+  fail "no message for --admin-listen without a token file"
+expect_exit 2 --config x --admin-token-file /tmp/x
+expect_exit 2 --config x --admin-listen 0.0.0.0:8090 --admin-token-file /tmp/x
+grep -q "never served on a routable address" "$tmp/err" ||
+  fail "no message for a routable --admin-listen"
 
 printf 'policies:\n  - name: p\n    match: "/x"\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n' >"$tmp/bad.yaml"
 expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/bad.yaml"
@@ -44,6 +53,10 @@ grep -q "bad.yaml:4:" "$tmp/err" || fail "no FILE:LINE for a bad policy file"
 echo "not hex" >"$tmp/secret"
 expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" --secret-file "$tmp/secret"
 grep -q "$tmp/secret" "$tmp/err" || fail "the bad secret file is not named"
+echo "short" >"$tmp/admin-token"
+expect_exit 1 --listen 127.0.0.1:0 --config "$tmp/ok.yaml" \
+  --admin-listen 127.0.0.1:0 --admin-token-file "$tmp/admin-token"
+grep -q "admin-token.*at least 16" "$tmp/err" || fail "a short admin token starts"
 
 # The store flags: a malformed URL is a usage error; a store without a key
 # secret, a short secret file, or a secret file without a store stop the
