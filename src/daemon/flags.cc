@@ -75,6 +75,15 @@ Caddy/Traefik/Envoy forward-auth subrequests with the limiter's decision.
   --admin-token-file FILE   the admin API's bearer token (at least 16
                             printable bytes; one trailing newline dropped);
                             required with --admin-listen
+  --state-dir DIR           keep state across restarts (created 0700 when
+                            missing): the runtime tier assignments, written
+                            on every change, and the buckets, written at
+                            SIGTERM and read back at start (docs/mxlimitd.md,
+                            "State across restarts")
+  --snapshot-interval SECONDS
+                            with --state-dir, also write the buckets this
+                            often, so a crash loses at most that much
+                            (default 0: at SIGTERM only)
   --version                 print the version and exit
   --help                    print this and exit
 
@@ -85,7 +94,8 @@ X-Mxlimit-Body, X-Mxlimit-Policy), /_mxlimit/forward_auth (Caddy, Traefik:
 /_mxlimit/metrics, /_mxlimit/health; on --admin-listen alone,
 /_mxlimit/admin/v1/tiers[/users/ID|/networks/CIDR] and
 /_mxlimit/admin/v1/reset.
-SIGTERM drains requests under way and exits 0. See docs/deploy-nginx.md and
+SIGTERM drains requests under way (and, with --state-dir, saves the
+buckets) and exits 0. See docs/deploy-nginx.md and
 docs/deploy-caddy.md.
 )";
 
@@ -234,6 +244,12 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   });
   AddRepeatable(app, "--admin-token-file",
                 [&](const std::string& v) { o.admin_token_file = v; });
+  AddRepeatable(app, "--state-dir",
+                [&](const std::string& v) { o.state_dir = v; });
+  AddRepeatable(app, "--snapshot-interval", [&](const std::string& v) {
+    o.snapshot_interval =
+        std::chrono::seconds(number("--snapshot-interval", 0, 86'400, v));
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -245,6 +261,9 @@ std::string ParseFlags(int argc, char** argv, Flags& o) {
   // a token nothing serves, is a mistake either way.
   if (o.admin_listen.empty() != o.admin_token_file.empty()) {
     return "--admin-listen and --admin-token-file go together";
+  }
+  if (o.snapshot_interval.count() > 0 && o.state_dir.empty()) {
+    return "--snapshot-interval needs --state-dir";
   }
   if (o.max_connections < static_cast<size_t>(o.threads)) {
     return "--max-connections must be at least --threads";

@@ -48,6 +48,10 @@ struct Flags {
   // ParseAdminListen) and --admin-token-file: both or neither.
   std::string admin_listen;
   std::string admin_token_file;
+  // --state-dir (empty: nothing kept across restarts) and
+  // --snapshot-interval (0: snapshots at SIGTERM only).
+  std::string state_dir;
+  std::chrono::seconds snapshot_interval{0};
   bool help = false;
   bool version = false;
 };

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "src/daemon/log.h"
 #include "src/daemon/pending_table.h"
 #include "src/daemon/sidecar.h"
+#include "src/daemon/state_dir.h"
 #include "src/daemon/store_flags.h"
 #include "src/daemon/store_watch.h"
 #include "src/daemon/token_key.h"
@@ -176,6 +178,19 @@ int main(int argc, char** argv) {
     }
   }
 
+  // What the last run kept comes back before anything is decided.
+  std::unique_ptr<mxlimit::daemon::StateDir> state;
+  if (!flags.state_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> opened =
+        mxlimit::daemon::StateDir::Open(flags.state_dir);
+    if (!opened.ok()) {
+      return Fail("cannot use the state dir",
+                  mxlimit::internal::FromAbsl(opened.status().message()));
+    }
+    state = std::move(*opened);
+    state->Load(**limiter);
+  }
+
   // The admin API is bound before anything is served, like the feed: a
   // token or an address that fails stops the start.
   std::unique_ptr<mxlimit::daemon::AdminApi> admin_api;
@@ -187,8 +202,12 @@ int main(int argc, char** argv) {
       return Fail("cannot load the admin token",
                   mxlimit::internal::FromAbsl(token.status().message()));
     }
+    std::function<void()> on_change;
+    if (state) {
+      on_change = [&state, &limiter] { (void)state->SaveTiers(**limiter); };
+    }
     admin_api = std::make_unique<mxlimit::daemon::AdminApi>(
-        **limiter, *std::move(token));
+        **limiter, *std::move(token), std::move(on_change));
     absl::StatusOr<std::unique_ptr<mxlimit::daemon::AdminServer>> started =
         mxlimit::daemon::AdminServer::Start(
             *mxlimit::daemon::ParseAdminListen(flags.admin_listen),
@@ -257,20 +276,29 @@ int main(int argc, char** argv) {
        {"admin", admin ? admin->bound() : std::string("off")}});
 
   // The store's state is looked at once a second between signals, and
-  // logged when it changes (store_watch.h).
+  // logged when it changes (store_watch.h); the buckets are saved every
+  // --snapshot-interval.
   mxlimit::daemon::StoreWatch store_watch;
   const bool watch_store = (*limiter)->has_store();
-  const timespec kStoreLook = {1, 0};
+  const bool periodic = state && flags.snapshot_interval.count() > 0;
+  auto next_snapshot = std::chrono::steady_clock::now() + flags.snapshot_interval;
+  const timespec kTick = {1, 0};
   while (true) {
-    const int sig = watch_store ? sigtimedwait(&signals, nullptr, &kStoreLook)
-                                : sigwaitinfo(&signals, nullptr);
+    const int sig = watch_store || periodic
+                        ? sigtimedwait(&signals, nullptr, &kTick)
+                        : sigwaitinfo(&signals, nullptr);
     if (sig < 0) {
-      if (errno == EAGAIN && watch_store) {
+      if (errno != EAGAIN) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (watch_store) {
         if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
-                store_watch.Observe((*limiter)->StoreStats(),
-                                    std::chrono::steady_clock::now())) {
+                store_watch.Observe((*limiter)->StoreStats(), now)) {
           mxlimit::daemon::LogFields(line->level, line->message, line->fields);
         }
+      }
+      if (periodic && now >= next_snapshot) {
+        (void)state->SaveBuckets(**limiter);
+        next_snapshot = now + flags.snapshot_interval;
       }
       continue;
     }
@@ -281,6 +309,8 @@ int main(int argc, char** argv) {
     Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});
     if (admin) admin->Stop();
     (*server)->Drain();
+    // After the last answer: the snapshot holds every charge made.
+    if (state) (void)state->SaveBuckets(**limiter);
     Log("info", "stopped");
     return 0;
   }

@@ -57,8 +57,12 @@ RestoreStats Plan(const internal::StagedSnapshot& s, const Engine& engine,
     if (it != token_of_fingerprint.end()) token_now.emplace(p.first, it->second);
   }
   const bool same_routes = s.route_fingerprint == engine.RouteFingerprint();
-  // Leads run on from the snapshot by the wall clock, never backwards.
-  const int64_t elapsed = std::max<int64_t>(0, WallNs(wall) - s.wall_ns);
+  // Leads run on from the snapshot by the wall clock, never backwards. A
+  // file's times are not trusted to keep the arithmetic in range.
+  int64_t since = 0;
+  const bool overflow = __builtin_sub_overflow(WallNs(wall), s.wall_ns, &since);
+  const int64_t elapsed = overflow ? (s.wall_ns < 0 ? INT64_MAX : 0)
+                                   : std::max<int64_t>(0, since);
   RestoreStats stats;
   out.reserve(s.entries.size());
   for (const SnapshotEntry& e : s.entries) {
@@ -93,7 +97,11 @@ RestoreStats Plan(const internal::StagedSnapshot& s, const Engine& engine,
       ++stats.refilled;
       continue;
     }
-    out.push_back({&e, it->second, now.nanoseconds() + (e.lead_ns - elapsed)});
+    // No bucket leads by more than a policy's tau plus its debt, far below
+    // this; a larger lead is a broken file's and is capped.
+    constexpr int64_t kMaxLeadNs = int64_t{1} << 60;
+    const int64_t lead = std::min(e.lead_ns - elapsed, kMaxLeadNs);
+    out.push_back({&e, it->second, now.nanoseconds() + lead});
     ++stats.restored;
   }
   return stats;

@@ -32,12 +32,13 @@ DOC_FEED_SOCKET = "/run/mxlimitd/feed.sock"
 DOC_FEED_UDP = "127.0.0.1:5140"
 DOC_ADMIN_SOCKET = "/run/mxlimitd/admin.sock"
 DOC_ADMIN_TOKEN = "/etc/mxlimit/admin-token"
+DOC_STATE_DIR = "/var/lib/mxlimitd"
 # Addresses a test trusts as the front load balancer, and binds its client sockets to.
 BALANCER = "127.0.0.9"
 # After substitution none of these may be left: a documented address the tests do not know of would otherwise point
 # at whatever listens there on this machine.
 _LEFTOVER = re.compile(r"127\.0\.0\.1:80(89|08)\b|:8090\b|192\.0\.2\.10|\blisten\s+443\b|/var/log/|/etc/mxlimit/"
-                       r"|/run/mxlimitd/|:5140\b")
+                       r"|/run/mxlimitd/|:5140\b|/var/lib/mxlimitd")
 
 
 class E2EError(AssertionError):
@@ -339,17 +340,19 @@ class Mxlimitd:
         return request(self.port, "GET", path, headers=headers)
 
 
-def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command", doc="deploy-nginx.md"):
+def start_mxlimitd(binary, workdir, policy_text, *, doc_block="mxlimitd-command", doc="deploy-nginx.md",
+                   listen="127.0.0.1:0"):
     """Starts mxlimitd with the command line of docs/DOC block `doc_block` (listening on port 0, the policy file in
     `workdir`, the documented balancer replaced by BALANCER, a feed socket in `workdir` or a free UDP port) and
     waits for `listening HOST:PORT` (after a `feed ADDRESS` line per feed)."""
     command = snippet(doc, doc_block,
-                      required={DOC_MXLIMITD: "127.0.0.1:0", DOC_CONFIG: "@CONFIG@"},
+                      required={DOC_MXLIMITD: listen, DOC_CONFIG: "@CONFIG@"},
                       optional={DOC_BALANCER: f"{BALANCER}/32",
                                 DOC_FEED_SOCKET: feed_socket(workdir),
                                 DOC_FEED_UDP: "127.0.0.1:0",
                                 DOC_ADMIN_SOCKET: feed_socket(workdir, "admin.sock"),
-                                DOC_ADMIN_TOKEN: str(Path(workdir) / "admin-token")})
+                                DOC_ADMIN_TOKEN: str(Path(workdir) / "admin-token"),
+                                DOC_STATE_DIR: str(Path(workdir) / "state")})
     argv = shlex.split(command.strip())
     if argv[0] != "mxlimitd":
         raise E2EError(f"docs/deploy-nginx.md block {doc_block!r} does not start with `mxlimitd`: {command!r}")
