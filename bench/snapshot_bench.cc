@@ -45,9 +45,22 @@ std::unique_ptr<Limiter> Filled(size_t clients) {
   r.target = "/_matrix/client/v3/login";
   for (size_t i = 0; i < clients; ++i) {
     // A /48 (login-per-network's key) and a /64 (login-per-ip's) per client.
-    r.client.bytes = {0x20, 0x01, static_cast<uint8_t>(i >> 16),
-                      static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i),
-                      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    r.client.bytes = {0x20,
+                      0x01,
+                      static_cast<uint8_t>(i >> 16),
+                      static_cast<uint8_t>(i >> 8),
+                      static_cast<uint8_t>(i),
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      1};
     limiter->Check(r, MonotonicTime::FromNanoseconds(1'000'000'000));
   }
   return limiter;
@@ -63,7 +76,8 @@ void BM_Snapshot_Write(benchmark::State& state) {
         out, MonotonicTime::FromNanoseconds(1'000'000'000), kBenchWall));
     bytes = out.str().size();
   }
-  state.counters["buckets"] = static_cast<double>(limiter->Stats().ip_table.size);
+  state.counters["buckets"] =
+      static_cast<double>(limiter->Stats().ip_table.size);
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_Snapshot_Write)
@@ -125,7 +139,8 @@ void BM_NaiveText_Write(benchmark::State& state) {
     std::ostringstream out;
     for (size_t i = 0; i < entries; ++i) {
       const char* p = first.data() + i * 28;
-      for (int b = 0; b < 20; ++b) out << std::hex << (static_cast<unsigned>(p[b]) & 0xff);
+      for (int b = 0; b < 20; ++b)
+        out << std::hex << (static_cast<unsigned>(p[b]) & 0xff);
       int64_t lead = 0;
       std::memcpy(&lead, p + 20, 8);
       out << ' ' << std::dec << lead << '\n';

@@ -57,8 +57,8 @@
 #include "mxlimit/policy_set.h"
 #include "mxlimit/request.h"
 #include "mxlimit/route.h"
-#include "mxlimit/stats.h"
 #include "mxlimit/snapshot.h"
+#include "mxlimit/stats.h"
 #include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
 

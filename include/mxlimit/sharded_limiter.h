@@ -67,8 +67,8 @@
 #include "mxlimit/limiter.h"
 #include "mxlimit/options.h"
 #include "mxlimit/request.h"
-#include "mxlimit/stats.h"
 #include "mxlimit/snapshot.h"
+#include "mxlimit/stats.h"
 #include "mxlimit/tiers.h"
 #include "mxlimit/time.h"
 

@@ -115,8 +115,8 @@ int mxlimit_list_tiers(mxlimit_limiter* limiter, char** out_json,
   return Guarded(errmsg, [&] {
     const mxlimit::MonotonicTime now =
         mxlimit::MonotonicTime::FromSteadyClock();
-    const std::string json =
-        mxlimit::internal::TierAssignmentsJson(limiter->limiter->ListTiers(now), now);
+    const std::string json = mxlimit::internal::TierAssignmentsJson(
+        limiter->limiter->ListTiers(now), now);
     // malloc, not new: the caller frees it with mxlimit_free.
     char* copy = static_cast<char*>(std::malloc(json.size() + 1));
     if (copy == nullptr) {

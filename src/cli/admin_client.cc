@@ -120,8 +120,8 @@ absl::StatusOr<AdminAnswer> CallAdmin(std::string_view address,
       close(fd);
       return absl::DeadlineExceededError("mxlimitd did not take the request");
     }
-    const ssize_t n = send(fd, request.data() + sent, request.size() - sent,
-                           MSG_NOSIGNAL);
+    const ssize_t n =
+        send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       close(fd);
@@ -154,8 +154,9 @@ absl::StatusOr<AdminAnswer> CallAdmin(std::string_view address,
   AdminAnswer out;
   if (answer.size() < 12 || answer.compare(0, 5, "HTTP/") != 0 ||
       head_end == std::string::npos) {
-    return absl::DataLossError("the answer is not HTTP; is --address mxlimitd's "
-                               "--admin-listen?");
+    return absl::DataLossError(
+        "the answer is not HTTP; is --address mxlimitd's "
+        "--admin-listen?");
   }
   const size_t space = answer.find(' ');
   auto [end, ec] = std::from_chars(answer.data() + space + 1,

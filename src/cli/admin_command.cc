@@ -44,16 +44,21 @@ std::optional<int64_t> ParseExpiry(std::string_view text) {
     std::string_view suffix;
     int64_t ms;
   };
-  static constexpr Unit kUnits[] = {
-      {"ms", 1}, {"s", 1'000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+  static constexpr Unit kUnits[] = {{"ms", 1},
+                                    {"s", 1'000},
+                                    {"m", 60'000},
+                                    {"h", 3'600'000},
+                                    {"d", 86'400'000}};
   for (const Unit& u : kUnits) {
     if (text.size() <= u.suffix.size() ||
         text.substr(text.size() - u.suffix.size()) != u.suffix) {
       continue;
     }
-    const std::string_view count = text.substr(0, text.size() - u.suffix.size());
+    const std::string_view count =
+        text.substr(0, text.size() - u.suffix.size());
     int64_t n = 0;
-    auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+    auto [end, ec] =
+        std::from_chars(count.data(), count.data() + count.size(), n);
     if (ec != std::errc() || end != count.data() + count.size() || n <= 0 ||
         n > INT64_MAX / u.ms) {
       return std::nullopt;
@@ -106,8 +111,8 @@ std::string AssignmentLine(const internal::FlatJson& a) {
   const internal::JsonValue* runtime = a.Find("runtime");
   const bool is_runtime = runtime != nullptr && runtime->boolean;
   return absl::StrCat(text("kind"), " ", text("subject"), " ", text("tier"),
-                      " ", is_runtime ? "runtime" : "file", " expires_in=",
-                      Expiry(a.Find("expires_in_ms")), "\n");
+                      " ", is_runtime ? "runtime" : "file",
+                      " expires_in=", Expiry(a.Find("expires_in_ms")), "\n");
 }
 
 // The objects of the "assignments" array of a GET tiers answer, one line
@@ -156,8 +161,8 @@ int Fail(std::string_view message) {
   return kExitFinding;
 }
 
-int Run(const AdminOptions& o, std::string_view method, std::string target,
-        std::string body,
+int Run(const AdminOptions& o, std::string_view method,
+        const std::string& target, const std::string& body,
         absl::StatusOr<std::string> (*format)(std::string_view body,
                                               const AdminOptions& o)) {
   absl::StatusOr<std::string> token = internal::ReadSecretFile(o.token_file);
@@ -171,8 +176,10 @@ int Run(const AdminOptions& o, std::string_view method, std::string target,
   if (answer->status != 200) {
     absl::StatusOr<internal::FlatJson> error =
         internal::ParseFlatJson(answer->body);
-    const internal::JsonValue* code = error.ok() ? error->Find("errcode") : nullptr;
-    const internal::JsonValue* text = error.ok() ? error->Find("error") : nullptr;
+    const internal::JsonValue* code =
+        error.ok() ? error->Find("errcode") : nullptr;
+    const internal::JsonValue* text =
+        error.ok() ? error->Find("error") : nullptr;
     return Fail(absl::StrCat(code != nullptr ? code->text : "error", ": ",
                              text != nullptr ? text->text : answer->body,
                              " (HTTP ", answer->status, ")"));
@@ -209,7 +216,8 @@ void RegisterAdmin(CLI::App& app, int& exit_code) {
       "admin\"; the API: docs/mxlimitd.md, section \"Operations\".");
   cmd->require_subcommand(1);
 
-  CLI::App* list = cmd->add_subcommand("list", "Every tier assignment in force");
+  CLI::App* list =
+      cmd->add_subcommand("list", "Every tier assignment in force");
   AddCommon(list, *o);
   list->callback([o, &exit_code] {
     exit_code = Run(*o, "GET", absl::StrCat(kApi, "tiers"), "",
@@ -228,7 +236,8 @@ void RegisterAdmin(CLI::App& app, int& exit_code) {
                   "end it by itself after this long: 90s, 30m, 24h, 7d "
                   "(default: until cleared)");
   set->callback([o, &exit_code] {
-    std::string body = absl::StrCat("{\"tier\":", internal::JsonString(o->tier));
+    std::string body =
+        absl::StrCat("{\"tier\":", internal::JsonString(o->tier));
     if (!o->expires_in.empty()) {
       std::optional<int64_t> ms = ParseExpiry(o->expires_in);
       if (!ms.has_value()) {
@@ -242,8 +251,8 @@ void RegisterAdmin(CLI::App& app, int& exit_code) {
     }
     body += "}";
     exit_code = Run(*o, "PUT", SubjectPath(o->subject), body,
-                    [](std::string_view answer, const AdminOptions&)
-                        -> absl::StatusOr<std::string> {
+                    [](std::string_view answer,
+                       const AdminOptions&) -> absl::StatusOr<std::string> {
                       absl::StatusOr<internal::FlatJson> a =
                           internal::ParseFlatJson(answer);
                       if (!a.ok()) return a.status();
@@ -257,11 +266,12 @@ void RegisterAdmin(CLI::App& app, int& exit_code) {
   clear->add_option("subject", o->subject, "user ID, network or address")
       ->required();
   clear->callback([o, &exit_code] {
-    exit_code = Run(*o, "DELETE", SubjectPath(o->subject), "",
-                    [](std::string_view, const AdminOptions& opts)
-                        -> absl::StatusOr<std::string> {
-                      return absl::StrCat("cleared ", opts.subject, "\n");
-                    });
+    exit_code =
+        Run(*o, "DELETE", SubjectPath(o->subject), "",
+            [](std::string_view,
+               const AdminOptions& opts) -> absl::StatusOr<std::string> {
+              return absl::StrCat("cleared ", opts.subject, "\n");
+            });
   });
 
   CLI::App* reset = cmd->add_subcommand(
@@ -274,17 +284,17 @@ void RegisterAdmin(CLI::App& app, int& exit_code) {
     const std::string body =
         absl::StrCat("{\"", user ? "user_id" : "address",
                      "\":", internal::JsonString(o->subject), "}");
-    exit_code = Run(*o, "POST", absl::StrCat(kApi, "reset"), body,
-                    [](std::string_view answer, const AdminOptions& opts)
-                        -> absl::StatusOr<std::string> {
-                      absl::StatusOr<internal::FlatJson> a =
-                          internal::ParseFlatJson(answer);
-                      if (!a.ok()) return a.status();
-                      const internal::JsonValue* n = a->Find("reset");
-                      return absl::StrCat(
-                          "reset ", opts.subject, ": ",
-                          n != nullptr ? n->integer : 0, " buckets\n");
-                    });
+    exit_code =
+        Run(*o, "POST", absl::StrCat(kApi, "reset"), body,
+            [](std::string_view answer,
+               const AdminOptions& opts) -> absl::StatusOr<std::string> {
+              absl::StatusOr<internal::FlatJson> a =
+                  internal::ParseFlatJson(answer);
+              if (!a.ok()) return a.status();
+              const internal::JsonValue* n = a->Find("reset");
+              return absl::StrCat("reset ", opts.subject, ": ",
+                                  n != nullptr ? n->integer : 0, " buckets\n");
+            });
   });
 }
 

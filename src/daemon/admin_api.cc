@@ -10,9 +10,9 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/tiers.h"
-#include "src/util/flat_json.h"
 #include "src/daemon/log.h"
 #include "src/policy/tiers_json.h"
+#include "src/util/flat_json.h"
 #include "src/util/secret_file.h"
 
 namespace mxlimit::daemon {
@@ -109,8 +109,9 @@ std::string Canonical(const TierSubject& s) {
 
 AdminReply AdminError(int status, std::string_view errcode,
                       std::string_view message) {
-  return Json(status, absl::StrCat("{\"errcode\":", internal::JsonString(errcode),
-                                   ",\"error\":", internal::JsonString(message), "}"));
+  return Json(status,
+              absl::StrCat("{\"errcode\":", internal::JsonString(errcode),
+                           ",\"error\":", internal::JsonString(message), "}"));
 }
 
 absl::StatusOr<AdminToken> AdminToken::Load(const std::string& path) {
@@ -131,8 +132,8 @@ absl::StatusOr<AdminToken> AdminToken::Load(const std::string& path) {
 absl::StatusOr<AdminToken> AdminToken::FromText(std::string_view token) {
   if (token.size() < kMinAdminTokenBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the token is ", token.size(), " bytes; at least ",
-        kMinAdminTokenBytes, " are needed (e.g. openssl rand -hex 32)"));
+        "the token is ", token.size(), " bytes; at least ", kMinAdminTokenBytes,
+        " are needed (e.g. openssl rand -hex 32)"));
   }
   for (const char c : token) {
     if (c <= ' ' || c > '~') {
@@ -152,8 +153,8 @@ bool AdminToken::Matches(std::string_view authorization) const {
   std::string_view presented;
   bool bearer = false;
   if (authorization.size() > kScheme.size()) {
-    bearer = EqualsIgnoringCase(authorization.substr(0, kScheme.size()),
-                                kScheme);
+    bearer =
+        EqualsIgnoringCase(authorization.substr(0, kScheme.size()), kScheme);
     presented = authorization.substr(kScheme.size());
   }
   // The digest is taken and compared whatever came, so a missing or
@@ -166,16 +167,13 @@ bool AdminToken::Matches(std::string_view authorization) const {
 
 AdminApi::AdminApi(SharedLimiter& limiter, AdminToken token,
                    std::function<void()> on_change)
-    : limiter_(limiter),
-      token_(std::move(token)),
-      on_change_(std::move(on_change)) {}
+    : limiter_(limiter), token_(token), on_change_(std::move(on_change)) {}
 
 AdminReply AdminApi::Handle(const AdminRequest& r, MonotonicTime now) {
   if (!token_.Matches(r.authorization)) {
     const bool missing = r.authorization.empty();
     Log("warn", "admin request refused",
-        {{"peer", r.peer},
-         {"reason", missing ? "no token" : "wrong token"}});
+        {{"peer", r.peer}, {"reason", missing ? "no token" : "wrong token"}});
     return missing ? AdminError(401, "M_MISSING_TOKEN",
                                 "an admin token is required: Authorization: "
                                 "Bearer <the --admin-token-file token>")
@@ -264,7 +262,9 @@ AdminReply AdminApi::SetTier(std::string_view kind, std::string_view raw,
   const std::string ms = expires ? std::to_string(expires_in_ms) : "never";
   const std::string canonical = Canonical(*subject);
   Log("info", "tier set",
-      {{"subject", canonical}, {"tier", tier->text}, {"expires_in_ms", ms},
+      {{"subject", canonical},
+       {"tier", tier->text},
+       {"expires_in_ms", ms},
        {"peer", peer}});
   if (on_change_) on_change_();
   TierAssignment a;
@@ -302,7 +302,8 @@ AdminReply AdminApi::Reset(std::string_view body, std::string_view peer) {
   }
   const internal::JsonValue* user = json->Find("user_id");
   const internal::JsonValue* address = json->Find("address");
-  if (json->members().size() != 1 || (user == nullptr) == (address == nullptr)) {
+  if (json->members().size() != 1 ||
+      (user == nullptr) == (address == nullptr)) {
     return AdminError(400, "M_INVALID_PARAM",
                       "expected exactly one of \"user_id\" (a user ID) and "
                       "\"address\" (an address or network)");

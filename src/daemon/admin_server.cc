@@ -25,16 +25,26 @@ using Clock = std::chrono::steady_clock;
 
 std::string_view Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 507: return "Insufficient Storage";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 507:
+      return "Insufficient Storage";
+    default:
+      return "Error";
   }
 }
 
@@ -233,7 +243,8 @@ void AdminServer::ServeConnection(int fd, std::string_view peer) {
   while (want == 0 || buf.size() < want) {
     if (!Await(fd, POLLIN, deadline)) {
       if (want == 0 && buf.empty()) return;  // connected and said nothing
-      Send(fd, AdminError(408, "M_UNKNOWN", "the request did not arrive in time"),
+      Send(fd,
+           AdminError(408, "M_UNKNOWN", "the request did not arrive in time"),
            deadline);
       return;
     }
@@ -260,9 +271,9 @@ void AdminServer::ServeConnection(int fd, std::string_view peer) {
         http::ParseRequestHead(std::string_view(buf).substr(0, head_end), head);
     if (parsed.state != http::HeadParse::kComplete) {
       Send(fd,
-           AdminError(parsed.status != 0 ? parsed.status : 400, "M_UNKNOWN",
-                      parsed.reason.empty() ? "a malformed request"
-                                            : parsed.reason),
+           AdminError(
+               parsed.status != 0 ? parsed.status : 400, "M_UNKNOWN",
+               parsed.reason.empty() ? "a malformed request" : parsed.reason),
            deadline);
       Linger(fd, deadline);
       return;

@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "src/daemon/flags.h"
-#include "src/daemon/log.h"
 #include "src/daemon/local_socket.h"
+#include "src/daemon/log.h"
 
 namespace mxlimit::daemon {
 namespace {

@@ -29,9 +29,9 @@ bool Served(const sockaddr_un& sa, int type) {
 }  // namespace
 
 absl::Status ErrnoStatus(std::string_view what, std::string_view where) {
-  return absl::UnavailableError(absl::StrCat(
-      internal::ToAbsl(what), " ", internal::ToAbsl(where), ": ",
-      std::strerror(errno)));
+  return absl::UnavailableError(absl::StrCat(internal::ToAbsl(what), " ",
+                                             internal::ToAbsl(where), ": ",
+                                             std::strerror(errno)));
 }
 
 absl::StatusOr<int> BindUnixSocket(const std::string& path, int type,
@@ -49,8 +49,8 @@ absl::StatusOr<int> BindUnixSocket(const std::string& path, int type,
     // A socket left by an earlier run is replaced; a live one (another
     // mxlimitd's) and anything else are not ours to remove.
     if (!S_ISSOCK(st.st_mode)) {
-      return absl::AlreadyExistsError(name + " path exists and is not a socket: " +
-                                      path);
+      return absl::AlreadyExistsError(
+          name + " path exists and is not a socket: " + path);
     }
     if (Served(sa, type)) {
       return absl::AlreadyExistsError(

@@ -74,6 +74,99 @@ void Reload(const std::string& path,
   }
 }
 
+// Trusting every address is a typo or a misunderstanding, never what an
+// operator wants: any client could then name any address and escape
+// every ip-scope limit. Not refused (a test rig may mean it), but said
+// before anything is served.
+void WarnIfTrustingEveryAddress(const mxlimit::daemon::Flags& flags) {
+  for (const mxlimit::Cidr& net : flags.trusted_proxies) {
+    if (net.prefix_len != 0) continue;
+    Log("warn",
+        "--trusted-proxy covers every address: any client may name any "
+        "address in X-Forwarded-For, Forwarded or X-Real-IP and is believed, "
+        "so ip-scope limits and exempt.ips do not hold; list only the "
+        "proxies' own addresses",
+        {{"trusted_proxy", mxlimit::FormatCidr(net)}});
+  }
+}
+
+// The state dir (--state-dir) with what it kept loaded into `limiter`;
+// null without the flag.
+absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> OpenStateDir(
+    const mxlimit::daemon::Flags& flags, mxlimit::SharedLimiter& limiter) {
+  if (flags.state_dir.empty()) {
+    return std::unique_ptr<mxlimit::daemon::StateDir>();
+  }
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> state =
+      mxlimit::daemon::StateDir::Open(flags.state_dir);
+  if (state.ok()) (*state)->Load(limiter);
+  return state;
+}
+
+// The admin API and its listener (--admin-listen), when asked for.
+struct Admin {
+  std::unique_ptr<mxlimit::daemon::AdminApi> api;
+  std::unique_ptr<mxlimit::daemon::AdminServer> server;
+};
+
+absl::Status StartAdmin(const mxlimit::daemon::Flags& flags,
+                        mxlimit::SharedLimiter& limiter,
+                        const mxlimit::daemon::StateDir* state, Admin& out) {
+  if (flags.admin_listen.empty()) return absl::OkStatus();
+  absl::StatusOr<mxlimit::daemon::AdminToken> token =
+      mxlimit::daemon::AdminToken::Load(flags.admin_token_file);
+  if (!token.ok()) return token.status();
+  std::function<void()> on_change;
+  if (state != nullptr) {
+    on_change = [state, &limiter] { (void)state->SaveTiers(limiter); };
+  }
+  out.api = std::make_unique<mxlimit::daemon::AdminApi>(limiter, *token,
+                                                        std::move(on_change));
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::AdminServer>> started =
+      mxlimit::daemon::AdminServer::Start(
+          *mxlimit::daemon::ParseAdminListen(flags.admin_listen), *out.api);
+  if (!started.ok()) return started.status();
+  out.server = std::move(*started);
+  std::printf("admin %s\n", out.server->bound().c_str());
+  return absl::OkStatus();
+}
+
+// What the main thread does between signals, once a second when there is
+// anything to do: the store's state is logged when it changes
+// (store_watch.h), and the buckets saved every --snapshot-interval.
+class Housekeeping {
+ public:
+  Housekeeping(bool watch_store, const mxlimit::daemon::StateDir* state,
+               std::chrono::seconds interval)
+      : watch_store_(watch_store),
+        state_(interval.count() > 0 ? state : nullptr),
+        interval_(interval),
+        next_snapshot_(std::chrono::steady_clock::now() + interval) {}
+
+  bool needs_ticks() const { return watch_store_ || state_ != nullptr; }
+
+  void Tick(const mxlimit::SharedLimiter& limiter) {
+    const auto now = std::chrono::steady_clock::now();
+    if (watch_store_) {
+      if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
+              store_watch_.Observe(limiter.StoreStats(), now)) {
+        mxlimit::daemon::LogFields(line->level, line->message, line->fields);
+      }
+    }
+    if (state_ != nullptr && now >= next_snapshot_) {
+      (void)state_->SaveBuckets(limiter);
+      next_snapshot_ = now + interval_;
+    }
+  }
+
+ private:
+  const bool watch_store_;
+  const mxlimit::daemon::StateDir* const state_;
+  const std::chrono::seconds interval_;
+  std::chrono::steady_clock::time_point next_snapshot_;
+  mxlimit::daemon::StoreWatch store_watch_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,45 +272,20 @@ int main(int argc, char** argv) {
   }
 
   // What the last run kept comes back before anything is decided.
-  std::unique_ptr<mxlimit::daemon::StateDir> state;
-  if (!flags.state_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> opened =
-        mxlimit::daemon::StateDir::Open(flags.state_dir);
-    if (!opened.ok()) {
-      return Fail("cannot use the state dir",
-                  mxlimit::internal::FromAbsl(opened.status().message()));
-    }
-    state = std::move(*opened);
-    state->Load(**limiter);
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> state =
+      OpenStateDir(flags, **limiter);
+  if (!state.ok()) {
+    return Fail("cannot use the state dir",
+                mxlimit::internal::FromAbsl(state.status().message()));
   }
 
   // The admin API is bound before anything is served, like the feed: a
   // token or an address that fails stops the start.
-  std::unique_ptr<mxlimit::daemon::AdminApi> admin_api;
-  std::unique_ptr<mxlimit::daemon::AdminServer> admin;
-  if (!flags.admin_listen.empty()) {
-    absl::StatusOr<mxlimit::daemon::AdminToken> token =
-        mxlimit::daemon::AdminToken::Load(flags.admin_token_file);
-    if (!token.ok()) {
-      return Fail("cannot load the admin token",
-                  mxlimit::internal::FromAbsl(token.status().message()));
-    }
-    std::function<void()> on_change;
-    if (state) {
-      on_change = [&state, &limiter] { (void)state->SaveTiers(**limiter); };
-    }
-    admin_api = std::make_unique<mxlimit::daemon::AdminApi>(
-        **limiter, *std::move(token), std::move(on_change));
-    absl::StatusOr<std::unique_ptr<mxlimit::daemon::AdminServer>> started =
-        mxlimit::daemon::AdminServer::Start(
-            *mxlimit::daemon::ParseAdminListen(flags.admin_listen),
-            *admin_api);
-    if (!started.ok()) {
-      return Fail("cannot open the admin listener",
-                  mxlimit::internal::FromAbsl(started.status().message()));
-    }
-    admin = std::move(*started);
-    std::printf("admin %s\n", admin->bound().c_str());
+  Admin admin;
+  if (absl::Status started = StartAdmin(flags, **limiter, state->get(), admin);
+      !started.ok()) {
+    return Fail("cannot start the admin API",
+                mxlimit::internal::FromAbsl(started.message()));
   }
 
   mxlimit::daemon::DaemonMetrics metrics;
@@ -242,19 +310,7 @@ int main(int argc, char** argv) {
     return Fail("cannot serve",
                 mxlimit::internal::FromAbsl(server.status().message()));
   sidecar.set_server(server->get());
-  // Trusting every address is a typo or a misunderstanding, never what an
-  // operator wants: any client could then name any address and escape
-  // every ip-scope limit. Not refused (a test rig may mean it), but said
-  // before anything is served.
-  for (const mxlimit::Cidr& net : flags.trusted_proxies) {
-    if (net.prefix_len != 0) continue;
-    Log("warn",
-        "--trusted-proxy covers every address: any client may name any "
-        "address in X-Forwarded-For, Forwarded or X-Real-IP and is believed, "
-        "so ip-scope limits and exempt.ips do not hold; list only the "
-        "proxies' own addresses",
-        {{"trusted_proxy", mxlimit::FormatCidr(net)}});
-  }
+  WarnIfTrustingEveryAddress(flags);
 
   const bool v6 = flags.listen_host.find(':') != std::string::npos;
   const std::string address =
@@ -273,33 +329,17 @@ int main(int argc, char** argv) {
        {"threads", std::to_string(flags.threads)},
        {"appservices", std::to_string(appservices->size())},
        {"feeds", std::to_string(flags.feeds.size())},
-       {"admin", admin ? admin->bound() : std::string("off")}});
+       {"admin", admin.server ? admin.server->bound() : std::string("off")}});
 
-  // The store's state is looked at once a second between signals, and
-  // logged when it changes (store_watch.h); the buckets are saved every
-  // --snapshot-interval.
-  mxlimit::daemon::StoreWatch store_watch;
-  const bool watch_store = (*limiter)->has_store();
-  const bool periodic = state && flags.snapshot_interval.count() > 0;
-  auto next_snapshot = std::chrono::steady_clock::now() + flags.snapshot_interval;
+  Housekeeping housekeeping((*limiter)->has_store(), state->get(),
+                            flags.snapshot_interval);
   const timespec kTick = {1, 0};
   while (true) {
-    const int sig = watch_store || periodic
+    const int sig = housekeeping.needs_ticks()
                         ? sigtimedwait(&signals, nullptr, &kTick)
                         : sigwaitinfo(&signals, nullptr);
     if (sig < 0) {
-      if (errno != EAGAIN) continue;
-      const auto now = std::chrono::steady_clock::now();
-      if (watch_store) {
-        if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
-                store_watch.Observe((*limiter)->StoreStats(), now)) {
-          mxlimit::daemon::LogFields(line->level, line->message, line->fields);
-        }
-      }
-      if (periodic && now >= next_snapshot) {
-        (void)state->SaveBuckets(**limiter);
-        next_snapshot = now + flags.snapshot_interval;
-      }
+      if (errno == EAGAIN) housekeeping.Tick(**limiter);
       continue;
     }
     if (sig == SIGHUP) {
@@ -307,10 +347,10 @@ int main(int argc, char** argv) {
       continue;
     }
     Log("info", "draining", {{"signal", sig == SIGTERM ? "TERM" : "INT"}});
-    if (admin) admin->Stop();
+    if (admin.server) admin.server->Stop();
     (*server)->Drain();
     // After the last answer: the snapshot holds every charge made.
-    if (state) (void)state->SaveBuckets(**limiter);
+    if (*state) (void)(*state)->SaveBuckets(**limiter);
     Log("info", "stopped");
     return 0;
   }

@@ -62,7 +62,8 @@ absl::Status WriteAtomically(const std::string& dir, std::string_view name,
     if (!out) return Errno("cannot write", tmp);
   }
   if (absl::Status s = Sync(tmp, O_RDONLY); !s.ok()) return s;
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot rename", tmp);
+  if (rename(tmp.c_str(), path.c_str()) != 0)
+    return Errno("cannot rename", tmp);
   return Sync(dir, O_RDONLY | O_DIRECTORY);
 }
 
@@ -92,7 +93,8 @@ void StateDir::Load(SharedLimiter& limiter) const {
 }
 
 void StateDir::LoadTiers(SharedLimiter& limiter) const {
-  const std::string path = absl::StrCat(path_, "/", internal::ToAbsl(kTiersFile));
+  const std::string path =
+      absl::StrCat(path_, "/", internal::ToAbsl(kTiersFile));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (errno != ENOENT) {
@@ -131,7 +133,8 @@ void StateDir::LoadTiers(SharedLimiter& limiter) const {
     if (subject == nullptr || tier == nullptr ||
         subject->kind != internal::JsonValue::kString ||
         tier->kind != internal::JsonValue::kString ||
-        (expires != nullptr && expires->kind != internal::JsonValue::kInteger)) {
+        (expires != nullptr &&
+         expires->kind != internal::JsonValue::kInteger)) {
       skip("expected subject, tier and an optional expires_at_ms");
       continue;
     }
@@ -171,9 +174,8 @@ void StateDir::LoadBuckets(SharedLimiter& limiter) const {
     return;
   }
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<RestoreStats> stats =
-      limiter.Restore(in, MonotonicTime::FromSteadyClock(),
-                      std::chrono::system_clock::now());
+  absl::StatusOr<RestoreStats> stats = limiter.Restore(
+      in, MonotonicTime::FromSteadyClock(), std::chrono::system_clock::now());
   if (!stats.ok()) {
     Log("warn", "bucket snapshot not restored; starting with empty tables",
         {{"file", path}, {"error", FromAbsl(stats.status().message())}});
@@ -197,10 +199,11 @@ absl::Status StateDir::SaveTiers(const SharedLimiter& limiter) const {
   std::string text;
   for (const TierAssignment& a : limiter.ListTiers(now)) {
     if (!a.runtime) continue;
-    absl::StrAppend(&text, "{\"kind\":",
-                    a.kind == TierSubjectKind::kUser ? "\"user\"" : "\"network\"",
-                    ",\"subject\":", internal::JsonString(a.subject),
-                    ",\"tier\":", internal::JsonString(a.tier));
+    absl::StrAppend(
+        &text, "{\"kind\":",
+        a.kind == TierSubjectKind::kUser ? "\"user\"" : "\"network\"",
+        ",\"subject\":", internal::JsonString(a.subject),
+        ",\"tier\":", internal::JsonString(a.tier));
     if (a.expires.has_value()) {
       const int64_t left_ms =
           (a.expires->nanoseconds() - now.nanoseconds() + 999'999) / 1'000'000;

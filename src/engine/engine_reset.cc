@@ -13,10 +13,9 @@ size_t Engine::ResetBuckets(const TierSubject& subject) {
   if (subject.kind == TierSubjectKind::kUser) {
     const UserBucketKey probe =
         UserBucketKey::Make(subject.user_id, 0, 0, user_key_secret_);
-    return user_table_.EraseIf(
-        [&](const UserBucketKey& key, const GcraState&) {
-          return key.SameSubject(probe);
-        });
+    return user_table_.EraseIf([&](const UserBucketKey& key, const GcraState&) {
+      return key.SameSubject(probe);
+    });
   }
   // Keys carry bucket tokens; each ip-scope policy masks addresses to its
   // own prefix, so a bucket's network is known only through its policy.

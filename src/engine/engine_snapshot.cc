@@ -54,9 +54,9 @@ std::vector<PolicyFingerprint> Engine::PolicyFingerprints() const {
   std::vector<PolicyFingerprint> out;
   out.reserve(bucket_token_.size());
   for (size_t id = 0; id < bucket_token_.size(); ++id) {
-    out.emplace_back(bucket_token_[id],
-                     BucketFingerprint(policies_->policy(
-                         static_cast<PolicyId>(id))));
+    out.emplace_back(
+        bucket_token_[id],
+        BucketFingerprint(policies_->policy(static_cast<PolicyId>(id))));
   }
   return out;
 }

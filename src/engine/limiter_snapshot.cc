@@ -54,15 +54,16 @@ RestoreStats Plan(const internal::StagedSnapshot& s, const Engine& engine,
   absl::flat_hash_map<uint16_t, uint16_t> token_now;
   for (const internal::PolicyFingerprint& p : s.policies) {
     auto it = token_of_fingerprint.find(p.second);
-    if (it != token_of_fingerprint.end()) token_now.emplace(p.first, it->second);
+    if (it != token_of_fingerprint.end())
+      token_now.emplace(p.first, it->second);
   }
   const bool same_routes = s.route_fingerprint == engine.RouteFingerprint();
   // Leads run on from the snapshot by the wall clock, never backwards. A
   // file's times are not trusted to keep the arithmetic in range.
   int64_t since = 0;
   const bool overflow = __builtin_sub_overflow(WallNs(wall), s.wall_ns, &since);
-  const int64_t elapsed = overflow ? (s.wall_ns < 0 ? INT64_MAX : 0)
-                                   : std::max<int64_t>(0, since);
+  const int64_t elapsed =
+      overflow ? (s.wall_ns < 0 ? INT64_MAX : 0) : std::max<int64_t>(0, since);
   RestoreStats stats;
   out.reserve(s.entries.size());
   for (const SnapshotEntry& e : s.entries) {

@@ -52,7 +52,8 @@ class Reader {
   bool Skip(uint64_t n, const char* what) {
     char buf[4096];
     while (n > 0) {
-      const size_t step = n < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf);
+      const size_t step =
+          n < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf);
       if (!Get(buf, step, what)) return false;
       n -= step;
     }
@@ -103,8 +104,7 @@ void SnapshotWriter::BeginSection(SnapshotTable table, uint64_t count) {
   PutValue<uint64_t>(count);
 }
 
-void SnapshotWriter::Entry(const void* key, size_t key_bytes,
-                           int64_t lead_ns) {
+void SnapshotWriter::Entry(const void* key, size_t key_bytes, int64_t lead_ns) {
   Put(key, key_bytes);
   PutValue<int64_t>(lead_ns);
 }
@@ -131,13 +131,14 @@ absl::StatusOr<StagedSnapshot> ReadSnapshot(std::istream& in,
   uint32_t version = 0;
   uint32_t reserved = 0;
   uint32_t policies = 0;
-  if (!r.GetValue(version, "the header") || !r.GetValue(reserved, "the header")) {
+  if (!r.GetValue(version, "the header") ||
+      !r.GetValue(reserved, "the header")) {
     return r.error();
   }
   if (version != kSnapshotVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot format version ", version, "; this build reads version ",
-        kSnapshotVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat("snapshot format version ", version,
+                     "; this build reads version ", kSnapshotVersion));
   }
   if (!r.GetValue(s.wall_ns, "the header") ||
       !r.GetValue(s.route_fingerprint, "the header") ||
@@ -161,9 +162,9 @@ absl::StatusOr<StagedSnapshot> ReadSnapshot(std::istream& in,
     if (!r.GetValue(table, "a section")) return r.error();
     if (table == kSnapshotEnd) break;
     if (table > static_cast<uint8_t>(SnapshotTable::kTarget)) {
-      return absl::DataLossError(absl::StrCat(
-          "snapshot is corrupt: unknown table ", int{table}, " at byte ",
-          r.at() - 1));
+      return absl::DataLossError(
+          absl::StrCat("snapshot is corrupt: unknown table ", int{table},
+                       " at byte ", r.at() - 1));
     }
     const auto kind = static_cast<SnapshotTable>(table);
     uint64_t count = 0;
@@ -171,11 +172,11 @@ absl::StatusOr<StagedSnapshot> ReadSnapshot(std::istream& in,
     const size_t entry_bytes = KeyBytes(kind) + sizeof(int64_t);
     // The oldest beyond what the tables can hold are read past, unstaged.
     const uint64_t skipped = count > budget ? count - budget : 0;
-    if (skipped > 0 &&
-        (skipped > (uint64_t{1} << 40) / entry_bytes ||
-         !r.Skip(skipped * entry_bytes, "a bucket"))) {
-      return r.error().ok() ? absl::DataLossError("snapshot is corrupt: "
-                                                  "a section too large")
+    if (skipped > 0 && (skipped > (uint64_t{1} << 40) / entry_bytes ||
+                        !r.Skip(skipped * entry_bytes, "a bucket"))) {
+      return r.error().ok() ? absl::DataLossError(
+                                  "snapshot is corrupt: "
+                                  "a section too large")
                             : r.error();
     }
     for (uint64_t i = skipped; i < count; ++i) {

@@ -97,7 +97,9 @@ uint64_t BucketFingerprint(const Policy& p) {
   };
   add(p.name);
   add(ScopeText(p.scope));
-  add(absl::StrCat(p.rate.unlimited() ? "u" : p.rate.blocked() ? "b" : "r",
+  add(absl::StrCat(p.rate.unlimited() ? "u"
+                   : p.rate.blocked() ? "b"
+                                      : "r",
                    p.rate.interval_ns(), "/", p.rate.burst()));
   add(p.concurrency.has_value() ? "c" : "");
   add(p.share_threshold ? "s" : "");
@@ -108,8 +110,8 @@ uint64_t BucketFingerprint(const Policy& p) {
   add(absl::StrCat(static_cast<int>(p.sharing)));
   add(ByteCost(p) ? "bytes" : "");
   // A fixed key: the fingerprint names policies, it guards no secret.
-  const SipDigest d = SipHash128(SipKey{0x6d786c696d6974ULL, 0x736e617073686f74ULL},
-                                 bytes);
+  const SipDigest d =
+      SipHash128(SipKey{0x6d786c696d6974ULL, 0x736e617073686f74ULL}, bytes);
   uint64_t out = 0;
   std::memcpy(&out, d.data(), sizeof(out));
   return out;

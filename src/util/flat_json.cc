@@ -13,8 +13,7 @@ class Reader {
  public:
   explicit Reader(std::string_view text) : text_(text) {}
 
-  absl::Status Object(
-      std::vector<std::pair<std::string, JsonValue>>& members) {
+  absl::Status Object(std::vector<std::pair<std::string, JsonValue>>& members) {
     SkipSpace();
     if (!Take('{')) return Error("expected a JSON object");
     SkipSpace();
@@ -103,8 +102,9 @@ class Reader {
     const bool leading_zero = magnitude.size() > 1 && magnitude[0] == '0';
     if (digits.empty() || ec != std::errc() ||
         ptr != digits.data() + digits.size() || leading_zero) {
-      return Error("expected a string, an integer within 64 bits, true, "
-                   "false or null");
+      return Error(
+          "expected a string, an integer within 64 bits, true, "
+          "false or null");
     }
     v.kind = JsonValue::kInteger;
     at_ = end;
@@ -161,14 +161,30 @@ class Reader {
       if (at_ >= text_.size()) break;
       const char e = text_[at_++];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           uint32_t cp = 0;
           if (!Hex4(cp)) return Error("a bad \\u escape");

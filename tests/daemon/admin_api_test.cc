@@ -66,7 +66,7 @@ TEST(AdminTokenTest, TakesOnlyItsOwnBearerToken) {
   EXPECT_FALSE(t->Matches("Bearer 0123456789abcdef01234"));
   EXPECT_FALSE(t->Matches("Basic 0123456789abcdef0123"));
   EXPECT_FALSE(t->Matches("0123456789abcdef0123"));
-  EXPECT_FALSE(t->Matches(std::string(64 * 1024, 'B')));
+  EXPECT_FALSE(t->Matches(std::string(size_t{64} * 1024, 'B')));
 }
 
 TEST(AdminTokenTest, RefusesShortOrUnprintableTokens) {
@@ -95,8 +95,9 @@ TEST_F(AdminApiTest, EveryPathNeedsTheTokenFirst) {
 }
 
 TEST_F(AdminApiTest, SetListAndClearAUserAndANetwork) {
-  AdminReply r = Call("PUT", "/_mxlimit/admin/v1/tiers/users/%40bot%3Aexample.org",
-                      R"({"tier":"bridge","expires_in_ms":60000})");
+  AdminReply r =
+      Call("PUT", "/_mxlimit/admin/v1/tiers/users/%40bot%3Aexample.org",
+           R"({"tier":"bridge","expires_in_ms":60000})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body,
             R"({"kind":"user","subject":"@bot:example.org","tier":"bridge",)"
@@ -106,15 +107,18 @@ TEST_F(AdminApiTest, SetListAndClearAUserAndANetwork) {
   ASSERT_EQ(r.status, 200) << r.body;
   r = Call("GET", "/_mxlimit/admin/v1/tiers");
   ASSERT_EQ(r.status, 200);
-  EXPECT_THAT(r.body, HasSubstr(R"("subject":"2001:db8:bad::/48","tier":"suspect")"));
+  EXPECT_THAT(r.body,
+              HasSubstr(R"("subject":"2001:db8:bad::/48","tier":"suspect")"));
   EXPECT_THAT(r.body, HasSubstr(R"("runtime":2,"max_runtime":100000)"));
   // The limiter judges the network's clients by it now.
-  const Request suspect = MakeRequest("POST", "/_matrix/client/v3/login",
-                                      "2001:db8:bad::1");
+  const Request suspect =
+      MakeRequest("POST", "/_matrix/client/v3/login", "2001:db8:bad::1");
   EXPECT_EQ(limiter_->Check(suspect, At(100)).tier, "suspect");
-  EXPECT_EQ(Call("DELETE", "/_mxlimit/admin/v1/tiers/networks/2001%3Adb8%3Abad%3A%3A%2F48")
-                .status,
-            200);
+  EXPECT_EQ(
+      Call("DELETE",
+           "/_mxlimit/admin/v1/tiers/networks/2001%3Adb8%3Abad%3A%3A%2F48")
+          .status,
+      200);
   EXPECT_EQ(limiter_->Check(suspect, At(100)).tier, "");
   r = Call("DELETE", "/_mxlimit/admin/v1/tiers/networks/2001:db8:bad::/48");
   EXPECT_EQ(r.status, 404);
@@ -125,7 +129,8 @@ TEST_F(AdminApiTest, SetListAndClearAUserAndANetwork) {
 TEST_F(AdminApiTest, ResetUnblocksAnAddress) {
   const Request login =
       MakeRequest("POST", "/_matrix/client/v3/login", "192.0.2.7");
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(limiter_->Check(login, At(100)).allowed);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(limiter_->Check(login, At(100)).allowed);
   ASSERT_FALSE(limiter_->Check(login, At(100)).allowed);
   AdminReply r =
       Call("POST", "/_mxlimit/admin/v1/reset", R"({"address":"192.0.2.7"})");
@@ -150,8 +155,7 @@ TEST_F(AdminApiTest, BadInputIsAClearErrorAndTheNextCallWorks) {
       {"PUT", "/_mxlimit/admin/v1/tiers/users/%40a%3Ab",
        R"({"tier":"bridge","expires_in_ms":-1})", 400, "M_INVALID_PARAM"},
       {"PUT", "/_mxlimit/admin/v1/tiers/users/%40a%3Ab",
-       R"({"tier":"bridge","expires_in_ms":"60000"})", 400,
-       "M_INVALID_PARAM"},
+       R"({"tier":"bridge","expires_in_ms":"60000"})", 400, "M_INVALID_PARAM"},
       {"PUT", "/_mxlimit/admin/v1/tiers/users/%40a%3Ab", "not json", 400,
        "M_NOT_JSON"},
       {"PUT", "/_mxlimit/admin/v1/tiers/networks/%40a%3Ab",
@@ -167,11 +171,13 @@ TEST_F(AdminApiTest, BadInputIsAClearErrorAndTheNextCallWorks) {
   };
   for (const Case& c : cases) {
     AdminReply r = Call(c.method, c.target, c.body);
-    EXPECT_EQ(r.status, c.status) << c.target << " " << c.body << ": " << r.body;
+    EXPECT_EQ(r.status, c.status)
+        << c.target << " " << c.body << ": " << r.body;
     EXPECT_THAT(r.body, HasSubstr(c.errcode)) << c.target << " " << c.body;
   }
   const std::string huge = "/_mxlimit/admin/v1/tiers/users/%40" +
-                           std::string(64 * 1024, 'a') + "%3Aexample.org";
+                           std::string(size_t{64} * 1024, 'a') +
+                           "%3Aexample.org";
   EXPECT_EQ(Call("PUT", huge, R"({"tier":"bridge"})").status, 400);
   EXPECT_EQ(changes_, 0);
   EXPECT_EQ(Call("PUT", "/_mxlimit/admin/v1/tiers/users/%40a%3Ab",

@@ -96,7 +96,7 @@ TEST(ResetBucketsTest, ABadSubjectIsAnErrorAndChangesNothing) {
   EXPECT_EQ(Allowed(*limiter, r, At(1)), 5);
   for (const std::string& bad :
        {std::string(), std::string("alice"), std::string("10.0.0.0/33"),
-        std::string(64 * 1024, '@')}) {
+        std::string(size_t{64} * 1024, '@')}) {
     absl::StatusOr<size_t> dropped = limiter->ResetBuckets(bad);
     EXPECT_EQ(dropped.status().code(), absl::StatusCode::kInvalidArgument)
         << bad.substr(0, 20);

@@ -62,18 +62,18 @@ TEST(SnapshotTest, ADrainedAttackerIsStillDeniedAfterARestart) {
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GE(stats->restored, 3u);  // login-per-ip, its /24, message-send
   EXPECT_EQ(stats->unknown_policy, 0u);
-  EXPECT_EQ(AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
-                       At(3)),
-            0);
+  EXPECT_EQ(
+      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
+      0);
   EXPECT_EQ(AllowedNow(*after,
                        MakeRequest("PUT", kSnapSend, "203.0.113.1",
                                    "@alice:example.org"),
                        At(3)),
             0);
   // Everyone else starts as before.
-  EXPECT_EQ(AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.99"),
-                       At(3)),
-            5);
+  EXPECT_EQ(
+      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.99"), At(3)),
+      5);
 }
 
 TEST(SnapshotTest, ShardedAndLoneLimitersReadEachOthers) {
@@ -127,9 +127,9 @@ TEST(SnapshotTest, AClockThatWentBackKeepsBucketsDrained) {
 
 TEST(SnapshotTest, OnlyBucketsOfUnchangedPoliciesComeBack) {
   LimiterConfig config;
-  config.policies.push_back(::mxlimit::testing::MakePolicy(
-      "kept", "/_matrix/client/v3/publicRooms", Scope::kIp, 6,
-      TimeUnit::kMinute, 3));
+  config.policies.push_back(
+      ::mxlimit::testing::MakePolicy("kept", "/_matrix/client/v3/publicRooms",
+                                     Scope::kIp, 6, TimeUnit::kMinute, 3));
   config.policies.push_back(::mxlimit::testing::MakePolicy(
       "changed", "/_matrix/client/v3/user_directory/search", Scope::kIp, 6,
       TimeUnit::kMinute, 3));
@@ -156,9 +156,10 @@ TEST(SnapshotTest, OnlyBucketsOfUnchangedPoliciesComeBack) {
 TEST(SnapshotTest, LongUserIdsKeyedByAnotherProcessesDigestAreDropped) {
   auto before = *Limiter::Create(LimiterConfig{});
   const std::string user = "@" + std::string(60, 'a') + ":example.org";
-  EXPECT_EQ(AllowedNow(*before, MakeRequest("PUT", kSnapSend, "203.0.113.1", user),
-                       At(100)),
-            10);
+  EXPECT_EQ(
+      AllowedNow(*before, MakeRequest("PUT", kSnapSend, "203.0.113.1", user),
+                 At(100)),
+      10);
   std::ostringstream out;
   ASSERT_TRUE(before->Snapshot(out, At(100), kWall).ok());
   auto after = *Limiter::Create(LimiterConfig{});
@@ -195,9 +196,9 @@ TEST(SnapshotTest, ABrokenSnapshotChangesNothing) {
   }
   // Nothing was applied: the attacker's buckets never arrived, and the
   // target's own state is as it was.
-  EXPECT_EQ(AllowedNow(*target, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
-                       At(3)),
-            5);
+  EXPECT_EQ(
+      AllowedNow(*target, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
+      5);
   EXPECT_EQ(AllowedNow(*target, mine, At(3)), 0);
 }
 
@@ -219,9 +220,9 @@ TEST(SnapshotTest, RestoringNeverGrowsATablePastItsCapacity) {
   ASSERT_TRUE(after->Restore(in, At(3), kWall).ok());
   EXPECT_LE(after->Stats().ip_table.size, after->Stats().ip_table.capacity);
   // The most recent clients are the ones kept.
-  EXPECT_EQ(AllowedNow(*after, MakeRequest("POST", kSnapLogin, "10.11.249.1"),
-                       At(3)),
-            4);
+  EXPECT_EQ(
+      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "10.11.249.1"), At(3)),
+      4);
 }
 
 }  // namespace

@@ -47,10 +47,10 @@ Request FuzzRequest(FuzzInput& in) {
   Request r;
   r.method = "POST";
   r.target = kTargets[in.Byte() % 4];
-  r.client.bytes = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0,
-                    in.Byte(), in.Byte()};
-  static const char* const kUsers[] = {"", "@a:x", "@b:x",
-                                       "@aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:x"};
+  r.client.bytes = {0, 0, 0,    0,    0,  0, 0,         0,
+                    0, 0, 0xff, 0xff, 10, 0, in.Byte(), in.Byte()};
+  static const char* const kUsers[] = {
+      "", "@a:x", "@b:x", "@aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:x"};
   r.user_id = kUsers[in.Byte() % 4];
   return r;
 }
@@ -114,10 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     auto again = *Limiter::Create(SmallConfig());
     std::istringstream clean(bytes);
-    MXLIMIT_FUZZ_CHECK(again
-                           ->Restore(clean, MonotonicTime::FromNanoseconds(5),
-                                     kFuzzWall)
-                           .ok());
+    MXLIMIT_FUZZ_CHECK(
+        again->Restore(clean, MonotonicTime::FromNanoseconds(5), kFuzzWall)
+            .ok());
     CheckBounded(*again);
     std::ostringstream second;
     MXLIMIT_FUZZ_CHECK(
@@ -125,10 +124,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             .ok());
     auto third = *Limiter::Create(SmallConfig());
     std::istringstream second_in(second.str());
-    MXLIMIT_FUZZ_CHECK(third
-                           ->Restore(second_in, MonotonicTime::FromNanoseconds(9),
-                                     kFuzzWall)
-                           .ok());
+    MXLIMIT_FUZZ_CHECK(
+        third->Restore(second_in, MonotonicTime::FromNanoseconds(9), kFuzzWall)
+            .ok());
   }
   while (in.remaining() >= 3 && !bytes.empty()) {
     const size_t at = in.Int<uint16_t>() % bytes.size();

@@ -26,19 +26,35 @@ TEST(FlatJsonTest, ReadsStringsIntegersBooleansAndNull) {
 }
 
 TEST(FlatJsonTest, DecodesEscapesIntoUtf8) {
-  absl::StatusOr<FlatJson> j = ParseFlatJson(
-      R"({"s": "a\"b\\c\/d\n\u00e9\ud83d\ude00"})");
+  absl::StatusOr<FlatJson> j =
+      ParseFlatJson(R"({"s": "a\"b\\c\/d\n\u00e9\ud83d\ude00"})");
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ(j->Find("s")->text, "a\"b\\c/d\n\xC3\xA9\xF0\x9F\x98\x80");
 }
 
 TEST(FlatJsonTest, RefusesWhatTheApiNeverTakes) {
   for (const std::string bad : {
-           "", "[]", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x",
-           "{\"a\":{\"b\":1}}", "{\"a\":[1]}", "{\"a\":1.5}", "{\"a\":1e3}",
-           "{\"a\":01}", "{\"a\":99999999999999999999}", "{\"a\":\"\\x\"}",
-           "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}", "{\"a\":\"x\ny\"}",
-           "{\"a\":\"open", "{\"a\":tru}", "{\"a\":1,\"a\":2}", "{a:1}",
+           "",
+           "[]",
+           "{",
+           "{\"a\"}",
+           "{\"a\":}",
+           "{\"a\":1,}",
+           "{\"a\":1} x",
+           "{\"a\":{\"b\":1}}",
+           "{\"a\":[1]}",
+           "{\"a\":1.5}",
+           "{\"a\":1e3}",
+           "{\"a\":01}",
+           "{\"a\":99999999999999999999}",
+           "{\"a\":\"\\x\"}",
+           "{\"a\":\"\\ud800\"}",
+           "{\"a\":\"\\udc00\"}",
+           "{\"a\":\"x\ny\"}",
+           "{\"a\":\"open",
+           "{\"a\":tru}",
+           "{\"a\":1,\"a\":2}",
+           "{a:1}",
        }) {
     EXPECT_EQ(ParseFlatJson(bad).status().code(),
               absl::StatusCode::kInvalidArgument)
