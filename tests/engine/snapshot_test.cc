@@ -5,10 +5,13 @@
 
 #include "mxlimit/snapshot.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
@@ -223,6 +226,38 @@ TEST(SnapshotTest, RestoringNeverGrowsATablePastItsCapacity) {
   EXPECT_EQ(
       AllowedNow(*after, MakeRequest("POST", kSnapLogin, "10.11.249.1"), At(3)),
       4);
+}
+
+// Checks, resets and tier changes go on while a ShardedLimiter is written
+// and restored, shard by shard (run under ThreadSanitizer by the tsan
+// preset).
+TEST(SnapshotShardedTest, ChecksGoOnDuringSnapshotAndRestore) {
+  LimiterConfig config;
+  config.tiers.tiers = {{.name = "bridge", .scale = 10}};
+  auto limiter = *ShardedLimiter::Create(config, 4);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string ip =
+            "10." + std::to_string(t) + "." + std::to_string(i % 200) + ".1";
+        limiter->Check(MakeRequest("POST", kSnapLogin, ip), At(100));
+        if (i % 50 == 0) (void)limiter->ResetBuckets(ip);
+        if (i % 70 == 0)
+          (void)limiter->SetTier(ip, "bridge", std::nullopt, At(100));
+      }
+    });
+  }
+  for (int round = 0; round < 20; ++round) {
+    std::ostringstream out;
+    ASSERT_TRUE(limiter->Snapshot(out, At(100), kWall).ok());
+    std::istringstream in(out.str());
+    ASSERT_TRUE(limiter->Restore(in, At(100), kWall).ok());
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(limiter->Stats().ip_table.size, limiter->Stats().ip_table.capacity);
 }
 
 }  // namespace
