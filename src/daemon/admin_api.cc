@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "mxlimit/internal/mutex.h"
 #include "mxlimit/ip.h"
 #include "mxlimit/tiers.h"
 #include "src/daemon/log.h"
@@ -105,6 +106,40 @@ std::string Canonical(const TierSubject& s) {
   return s.kind == TierSubjectKind::kUser ? s.user_id : FormatCidr(s.network);
 }
 
+// `subject`'s runtime assignment at `now`, to put back if a change cannot
+// be shared.
+std::optional<TierAssignment> RuntimeOf(const SharedLimiter& limiter,
+                                        std::string_view subject,
+                                        MonotonicTime now) {
+  for (TierAssignment& a : limiter.ListTiers(now)) {
+    if (a.runtime && a.subject == subject) return std::move(a);
+  }
+  return std::nullopt;
+}
+
+void PutBack(SharedLimiter& limiter, std::string_view subject,
+             const std::optional<TierAssignment>& before, MonotonicTime now) {
+  if (before.has_value()) {
+    (void)limiter.SetTier(subject, before->tier, before->expires, now);
+  } else {
+    (void)limiter.ClearTier(subject);
+  }
+}
+
+int64_t WallMsIn(MonotonicTime now, MonotonicTime at) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() +
+         internal::MillisecondsLeft(now, at);
+}
+
+AdminReply Unshared(const absl::Status& s) {
+  return AdminError(503, "M_UNAVAILABLE",
+                    absl::StrCat("the store did not take the change, so "
+                                 "nothing changed: ",
+                                 s.message()));
+}
+
 }  // namespace
 
 AdminReply AdminError(int status, std::string_view errcode,
@@ -166,8 +201,11 @@ bool AdminToken::Matches(std::string_view authorization) const {
 }
 
 AdminApi::AdminApi(SharedLimiter& limiter, AdminToken token,
-                   std::function<void()> on_change)
-    : limiter_(limiter), token_(token), on_change_(std::move(on_change)) {}
+                   std::function<void()> on_change, TierSync* shared)
+    : limiter_(limiter),
+      token_(token),
+      on_change_(std::move(on_change)),
+      shared_(shared) {}
 
 AdminReply AdminApi::Handle(const AdminRequest& r, MonotonicTime now) {
   if (!token_.Matches(r.authorization)) {
@@ -255,12 +293,26 @@ AdminReply AdminApi::SetTier(std::string_view kind, std::string_view raw,
     expires_in_ms = e->integer;
     expires = now + std::chrono::milliseconds(expires_in_ms);
   }
+  const std::string canonical = Canonical(*subject);
+  internal::MutexLock change(shared_ != nullptr ? shared_->change_mu()
+                                                : unshared_mu_);
+  const std::optional<TierAssignment> before =
+      shared_ != nullptr ? RuntimeOf(limiter_, canonical, now) : std::nullopt;
   if (absl::Status s = limiter_.SetTier(decoded, tier->text, expires, now);
       !s.ok()) {
     return FromStatus(s);
   }
+  if (shared_ != nullptr) {
+    absl::Status s = shared_->Publish(
+        canonical, tier->text,
+        expires ? std::optional<int64_t>(WallMsIn(now, *expires))
+                : std::nullopt);
+    if (!s.ok()) {
+      PutBack(limiter_, canonical, before, now);
+      return Unshared(s);
+    }
+  }
   const std::string ms = expires ? std::to_string(expires_in_ms) : "never";
-  const std::string canonical = Canonical(*subject);
   Log("info", "tier set",
       {{"subject", canonical},
        {"tier", tier->text},
@@ -283,14 +335,25 @@ AdminReply AdminApi::ClearTier(std::string_view kind, std::string_view raw,
   std::string decoded;
   absl::StatusOr<TierSubject> subject = PathSubject(kind, raw, decoded);
   if (!subject.ok()) return FromStatus(subject.status());
+  const std::string canonical = Canonical(*subject);
+  const MonotonicTime now = MonotonicTime::FromSteadyClock();
+  internal::MutexLock change(shared_ != nullptr ? shared_->change_mu()
+                                                : unshared_mu_);
+  const std::optional<TierAssignment> before =
+      shared_ != nullptr ? RuntimeOf(limiter_, canonical, now) : std::nullopt;
   if (absl::Status s = limiter_.ClearTier(decoded); !s.ok()) {
     if (s.code() == absl::StatusCode::kNotFound) {
       return AdminError(404, "M_NOT_FOUND", FromAbsl(s.message()));
     }
     return FromStatus(s);
   }
-  Log("info", "tier cleared",
-      {{"subject", Canonical(*subject)}, {"peer", peer}});
+  if (shared_ != nullptr) {
+    if (absl::Status s = shared_->Unpublish(canonical); !s.ok()) {
+      PutBack(limiter_, canonical, before, now);
+      return Unshared(s);
+    }
+  }
+  Log("info", "tier cleared", {{"subject", canonical}, {"peer", peer}});
   if (on_change_) on_change_();
   return Json(200, "{}");
 }

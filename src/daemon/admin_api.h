@@ -34,8 +34,10 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "mxlimit/internal/mutex.h"
 #include "mxlimit/shared_limiter.h"
 #include "mxlimit/time.h"
+#include "src/daemon/tier_sync.h"
 #include "src/util/siphash.h"
 
 namespace mxlimit::daemon {
@@ -84,9 +86,13 @@ struct AdminReply {
 class AdminApi {
  public:
   // `limiter` is borrowed. `on_change`, when set, runs after every change
-  // of an assignment (the state dir writes them down).
+  // of an assignment (the state dir writes them down). `shared`, when set
+  // (mxlimitd with a store), publishes every change to the other processes
+  // on the store; a change the store does not take is undone and answered
+  // 503 M_UNAVAILABLE.
   AdminApi(SharedLimiter& limiter, AdminToken token,
-           std::function<void()> on_change = nullptr);
+           std::function<void()> on_change = nullptr,
+           TierSync* shared = nullptr);
 
   AdminReply Handle(const AdminRequest& request, MonotonicTime now);
 
@@ -102,6 +108,10 @@ class AdminApi {
   SharedLimiter& limiter_;
   const AdminToken token_;
   std::function<void()> on_change_;
+  TierSync* const shared_;
+  // Serializes changes when there is no store (the admin server has one
+  // thread; this keeps the API safe for any caller).
+  internal::Mutex unshared_mu_;
 };
 
 // A Matrix-style error body: {"errcode": errcode, "error": message}.

@@ -31,6 +31,7 @@
 #include "src/daemon/state_dir.h"
 #include "src/daemon/store_flags.h"
 #include "src/daemon/store_watch.h"
+#include "src/daemon/tier_sync.h"
 #include "src/daemon/token_key.h"
 #include "src/daemon/whoami_cache.h"
 #include "src/http/server.h"
@@ -90,6 +91,22 @@ void WarnIfTrustingEveryAddress(const mxlimit::daemon::Flags& flags) {
   }
 }
 
+// The whoami cache (--user-key whoami=URL), started; null for token-hash
+// user keys.
+std::unique_ptr<mxlimit::daemon::WhoamiCache> StartWhoami(
+    const mxlimit::daemon::Flags& flags,
+    const mxlimit::internal::SipKey& secret) {
+  if (flags.whoami_url.empty()) return nullptr;
+  mxlimit::daemon::WhoamiCache::Options options;
+  options.homeserver = flags.whoami_url;
+  options.capacity = flags.token_cache;
+  options.ttl = flags.token_ttl;
+  options.deadline = flags.whoami_timeout;
+  auto whoami = std::make_unique<mxlimit::daemon::WhoamiCache>(options, secret);
+  whoami->Start();
+  return whoami;
+}
+
 // The state dir (--state-dir) with what it kept loaded into `limiter`;
 // null without the flag.
 absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> OpenStateDir(
@@ -103,6 +120,20 @@ absl::StatusOr<std::unique_ptr<mxlimit::daemon::StateDir>> OpenStateDir(
   return state;
 }
 
+// With a store, the runtime tier assignments shared through it, read once
+// before anything is served; null without one.
+absl::StatusOr<std::unique_ptr<mxlimit::daemon::TierSync>> MakeTierSync(
+    const mxlimit::LimiterConfig& config, mxlimit::SharedLimiter& limiter) {
+  if (config.store.url.empty()) {
+    return std::unique_ptr<mxlimit::daemon::TierSync>();
+  }
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::TierSync>> sync =
+      mxlimit::daemon::TierSync::Create(config.store,
+                                        std::chrono::milliseconds(1000));
+  if (sync.ok()) (*sync)->Reconcile(limiter, /*force=*/true);
+  return sync;
+}
+
 // The admin API and its listener (--admin-listen), when asked for.
 struct Admin {
   std::unique_ptr<mxlimit::daemon::AdminApi> api;
@@ -111,7 +142,8 @@ struct Admin {
 
 absl::Status StartAdmin(const mxlimit::daemon::Flags& flags,
                         mxlimit::SharedLimiter& limiter,
-                        const mxlimit::daemon::StateDir* state, Admin& out) {
+                        const mxlimit::daemon::StateDir* state,
+                        mxlimit::daemon::TierSync* shared, Admin& out) {
   if (flags.admin_listen.empty()) return absl::OkStatus();
   absl::StatusOr<mxlimit::daemon::AdminToken> token =
       mxlimit::daemon::AdminToken::Load(flags.admin_token_file);
@@ -120,8 +152,8 @@ absl::Status StartAdmin(const mxlimit::daemon::Flags& flags,
   if (state != nullptr) {
     on_change = [state, &limiter] { (void)state->SaveTiers(limiter); };
   }
-  out.api = std::make_unique<mxlimit::daemon::AdminApi>(limiter, *token,
-                                                        std::move(on_change));
+  out.api = std::make_unique<mxlimit::daemon::AdminApi>(
+      limiter, *token, std::move(on_change), shared);
   absl::StatusOr<std::unique_ptr<mxlimit::daemon::AdminServer>> started =
       mxlimit::daemon::AdminServer::Start(
           *mxlimit::daemon::ParseAdminListen(flags.admin_listen), *out.api);
@@ -132,21 +164,26 @@ absl::Status StartAdmin(const mxlimit::daemon::Flags& flags,
 }
 
 // What the main thread does between signals, once a second when there is
-// anything to do: the store's state is logged when it changes
-// (store_watch.h), and the buckets saved every --snapshot-interval.
+// anything to do: the shared tier assignments reconciled (tier_sync.h), the
+// store's state logged when it changes (store_watch.h), and the buckets
+// saved every --snapshot-interval.
 class Housekeeping {
  public:
   Housekeeping(bool watch_store, const mxlimit::daemon::StateDir* state,
-               std::chrono::seconds interval)
+               std::chrono::seconds interval, mxlimit::daemon::TierSync* tiers)
       : watch_store_(watch_store),
+        tiers_(tiers),
         state_(interval.count() > 0 ? state : nullptr),
         interval_(interval),
         next_snapshot_(std::chrono::steady_clock::now() + interval) {}
 
-  bool needs_ticks() const { return watch_store_ || state_ != nullptr; }
+  bool needs_ticks() const {
+    return watch_store_ || state_ != nullptr || tiers_ != nullptr;
+  }
 
-  void Tick(const mxlimit::SharedLimiter& limiter) {
+  void Tick(mxlimit::SharedLimiter& limiter) {
     const auto now = std::chrono::steady_clock::now();
+    if (tiers_ != nullptr) tiers_->Reconcile(limiter);
     if (watch_store_) {
       if (std::optional<mxlimit::daemon::StoreWatch::Line> line =
               store_watch_.Observe(limiter.StoreStats(), now)) {
@@ -161,6 +198,7 @@ class Housekeeping {
 
  private:
   const bool watch_store_;
+  mxlimit::daemon::TierSync* const tiers_;
   const mxlimit::daemon::StateDir* const state_;
   const std::chrono::seconds interval_;
   std::chrono::steady_clock::time_point next_snapshot_;
@@ -234,16 +272,8 @@ int main(int argc, char** argv) {
     return Fail("cannot load an appservice registration",
                 mxlimit::internal::FromAbsl(appservices.status().message()));
   }
-  std::unique_ptr<mxlimit::daemon::WhoamiCache> whoami;
-  if (!flags.whoami_url.empty()) {
-    mxlimit::daemon::WhoamiCache::Options options;
-    options.homeserver = flags.whoami_url;
-    options.capacity = flags.token_cache;
-    options.ttl = flags.token_ttl;
-    options.deadline = flags.whoami_timeout;
-    whoami = std::make_unique<mxlimit::daemon::WhoamiCache>(options, *secret);
-    whoami->Start();
-  }
+  std::unique_ptr<mxlimit::daemon::WhoamiCache> whoami =
+      StartWhoami(flags, *secret);
 
   // The completion feed is bound before anything is served, so that no
   // decision is kept for a feed that then fails to start.
@@ -279,10 +309,20 @@ int main(int argc, char** argv) {
                 mxlimit::internal::FromAbsl(state.status().message()));
   }
 
+  // With a store, runtime tiers are the store's, shared by every process
+  // on it (tier_sync.h).
+  absl::StatusOr<std::unique_ptr<mxlimit::daemon::TierSync>> tier_sync =
+      MakeTierSync(*config, **limiter);
+  if (!tier_sync.ok()) {
+    return Fail("cannot share tiers through the store",
+                mxlimit::internal::FromAbsl(tier_sync.status().message()));
+  }
+
   // The admin API is bound before anything is served, like the feed: a
   // token or an address that fails stops the start.
   Admin admin;
-  if (absl::Status started = StartAdmin(flags, **limiter, state->get(), admin);
+  if (absl::Status started =
+          StartAdmin(flags, **limiter, state->get(), tier_sync->get(), admin);
       !started.ok()) {
     return Fail("cannot start the admin API",
                 mxlimit::internal::FromAbsl(started.message()));
@@ -332,7 +372,7 @@ int main(int argc, char** argv) {
        {"admin", admin.server ? admin.server->bound() : std::string("off")}});
 
   Housekeeping housekeeping((*limiter)->has_store(), state->get(),
-                            flags.snapshot_interval);
+                            flags.snapshot_interval, tier_sync->get());
   const timespec kTick = {1, 0};
   while (true) {
     const int sig = housekeeping.needs_ticks()

@@ -101,4 +101,11 @@ StoreKey StoreKeyer::Make(char scope, const Policy& p, std::string_view route,
   return k;
 }
 
+std::string StoreKeyer::TiersKey() const {
+  const SipDigest d = SipHash128(key_, "mxl:1 runtime tiers");
+  char buf[32];
+  char* end = AppendBase64Url(d, buf);
+  return "mxl:1:tiers:" + std::string(buf, end);
+}
+
 }  // namespace mxlimit::internal

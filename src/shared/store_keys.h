@@ -22,6 +22,7 @@
 #ifndef MXLIMIT_SHARED_STORE_KEYS_H_
 #define MXLIMIT_SHARED_STORE_KEYS_H_
 
+#include <string>
 #include <string_view>
 
 #include "mxlimit/ip.h"
@@ -50,6 +51,11 @@ class StoreKeyer {
   // target ('t'; the account's user ID) bucket.
   StoreKey SubjectKey(char scope, const Policy& policy, std::string_view route,
                       std::string_view subject, bool overflow) const;
+
+  // The hash of the runtime tier assignments mxlimitd shares
+  // (src/daemon/tier_sync.h): "mxl:1:tiers:<22 base64url digits>", one per
+  // key secret.
+  std::string TiersKey() const;
 
  private:
   StoreKey Make(char scope, const Policy& policy, std::string_view route,

@@ -186,5 +186,30 @@ TEST_F(AdminApiTest, BadInputIsAClearErrorAndTheNextCallWorks) {
             200);
 }
 
+TEST(AdminApiSharedTest, AChangeTheStoreDoesNotTakeIsUndone) {
+  std::unique_ptr<SharedLimiter> limiter = TieredLimiter();
+  StoreOptions store;
+  store.url = "redis://127.0.0.1:1";  // nothing listens there
+  store.key_secret = "admin-api-test-secret-0123456789";
+  absl::StatusOr<std::unique_ptr<TierSync>> sync =
+      TierSync::Create(store, std::chrono::milliseconds(200));
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  EXPECT_THAT((*sync)->key(), ::testing::StartsWith("mxl:1:tiers:"));
+  AdminApi api(*limiter, *AdminToken::FromText(kAdminToken), nullptr,
+               sync->get());
+  AdminRequest r;
+  r.method = "PUT";
+  r.target = "/_mxlimit/admin/v1/tiers/users/%40bot%3Aexample.org";
+  r.body = R"({"tier":"bridge"})";
+  r.authorization = "Bearer 0123456789abcdef0123";
+  AdminReply reply = api.Handle(r, At(100));
+  EXPECT_EQ(reply.status, 503) << reply.body;
+  EXPECT_THAT(reply.body, HasSubstr("M_UNAVAILABLE"));
+  EXPECT_TRUE(limiter->ListTiers(At(100)).empty());
+  // A tier the file lacks is refused before the store is asked.
+  r.body = R"({"tier":"gold"})";
+  EXPECT_EQ(api.Handle(r, At(100)).status, 400);
+}
+
 }  // namespace
 }  // namespace mxlimit::daemon
