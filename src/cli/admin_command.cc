@@ -170,6 +170,15 @@ int Run(const AdminOptions& o, std::string_view method,
     return Fail(absl::StrCat("--token-file ", o.token_file, ": ",
                              token.status().message()));
   }
+  // Sent in a header: a file that is not a token (several lines, spaces)
+  // would break the request, so it is refused here, as mxlimitd refuses it.
+  for (const char c : *token) {
+    if (c <= ' ' || c > '~') {
+      return Fail(absl::StrCat("--token-file ", o.token_file,
+                               ": not a token (it holds a space, a line break "
+                               "or a byte outside printable ASCII)"));
+    }
+  }
   absl::StatusOr<AdminAnswer> answer =
       CallAdmin(o.address, *token, method, target, body);
   if (!answer.ok()) return Fail(FromAbsl(answer.status().message()));

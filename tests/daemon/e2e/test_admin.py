@@ -160,6 +160,24 @@ def test_a_runtime_tier_scales_a_network_and_clearing_keeps_its_state(admin_daem
     assert 'msg="tier cleared" subject=127.0.0.6/32 peer=unix' in log
 
 
+def test_the_cli_sets_an_assignment_that_expires(admin_daemon, workdir):
+    result = cli(admin_daemon, workdir, "set", "@bot:example.org", "bridge", "--expires-in", "400ms")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "user @bot:example.org bridge runtime expires_in=400ms\n", result.stdout
+    listed = cli(admin_daemon, workdir, "list", "--json")
+    assert json.loads(listed.stdout)["assignments"][0]["subject"] == "@bot:example.org", listed.stdout
+    time.sleep(0.5)
+    assert cli(admin_daemon, workdir, "list").stdout == ""
+    bad = cli(admin_daemon, workdir, "set", "@bot:example.org", "bridge", "--expires-in", "soon")
+    assert bad.returncode == 2 and "--expires-in soon" in bad.stderr, bad
+    (workdir / "wrong-token").write_text("0123456789abcdef-not-the-token\n")
+    for token_file, message in [("wrong-token", "M_UNKNOWN_TOKEN: the admin token is not recognised (HTTP 401)"),
+                                ("mxlimit.yaml", "not a token")]:
+        wrong = subprocess.run([os.environ["MXLIMIT_BIN"], "admin", "list", "--address", admin_daemon.admin,
+                                "--token-file", str(workdir / token_file)], capture_output=True, text=True)
+        assert wrong.returncode == 1 and message in wrong.stderr, wrong
+
+
 def test_assignments_expire_and_bad_input_leaves_the_api_working(admin_daemon, workdir):
     status, body = admin(admin_daemon, "PUT", f"{API}/tiers/users/%40bridge%3Aexample.org",
                          {"tier": "bridge", "expires_in_ms": 300})
