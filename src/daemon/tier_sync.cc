@@ -82,10 +82,9 @@ redisContext* TierSync::Connection() {
   if (context_ != nullptr && context_->err == 0) return context_;
   Drop();
   const timeval tv = ToTimeval(timeout_);
-  redisContext* c =
-      unix_path_.empty()
-          ? redisConnectWithTimeout(host_.c_str(), port_, tv)
-          : redisConnectUnixWithTimeout(unix_path_.c_str(), tv);
+  redisContext* c = unix_path_.empty()
+                        ? redisConnectWithTimeout(host_.c_str(), port_, tv)
+                        : redisConnectUnixWithTimeout(unix_path_.c_str(), tv);
   if (c == nullptr) return nullptr;
   if (c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
     redisFree(c);
@@ -98,17 +97,18 @@ redisContext* TierSync::Connection() {
     return good;
   };
   if (!password_.empty()) {
-    void* r = user_.empty()
-                  ? redisCommand(c, "AUTH %b", password_.data(), password_.size())
-                  : redisCommand(c, "AUTH %b %b", user_.data(), user_.size(),
-                                 password_.data(), password_.size());
+    void* r =
+        user_.empty()
+            ? redisCommand(c, "AUTH %b", password_.data(), password_.size())
+            : redisCommand(c, "AUTH %b %b", user_.data(), user_.size(),
+                           password_.data(), password_.size());
     if (!ok(static_cast<redisReply*>(r))) {
       Drop();
       return nullptr;
     }
   }
-  if (db_ != 0 && !ok(static_cast<redisReply*>(
-                      redisCommand(c, "SELECT %d", db_)))) {
+  if (db_ != 0 &&
+      !ok(static_cast<redisReply*>(redisCommand(c, "SELECT %d", db_)))) {
     Drop();
     return nullptr;
   }
@@ -170,16 +170,19 @@ absl::Status TierSync::Unpublish(std::string_view subject) {
   return absl::OkStatus();
 }
 
+bool TierSync::Warn(std::string_view why) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_warning_ < std::chrono::minutes(1)) return false;
+  last_warning_ = now;
+  Log("warn", "cannot read the shared tier assignments; keeping ours",
+      {{"key", key_}, {"error", why}});
+  return false;
+}
+
 bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
   internal::MutexLock lock(mu_);
-  auto warn = [this](std::string_view why) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_warning_ < std::chrono::minutes(1)) return false;
-    last_warning_ = now;
-    Log("warn", "cannot read the shared tier assignments; keeping ours",
-        {{"key", key_}, {"error", why}});
-    return false;
-  };
+  auto warn = [this](std::string_view why)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Warn(why); };
   redisContext* c = Connection();
   if (c == nullptr) return warn("the store cannot be reached");
   Reply v(static_cast<redisReply*>(
@@ -199,8 +202,8 @@ bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
     if (all == nullptr) Drop();
     return warn("HGETALL failed");
   }
-  for (size_t i = 0;
-       i + 1 < all->elements && wanted.size() < kMaxTierOverrides; i += 2) {
+  for (size_t i = 0; i + 1 < all->elements && wanted.size() < kMaxTierOverrides;
+       i += 2) {
     const redisReply* f = all->element[i];
     const redisReply* val = all->element[i + 1];
     if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING) {
@@ -235,8 +238,9 @@ void TierSync::Reconcile(SharedLimiter& limiter, bool force) {
                                   1'000'000
                   : 0;
     const int64_t diff = ends - it->second.expires_at_ms;
-    if (it->second.tier == a.tier && (ends == 0) == (it->second.expires_at_ms == 0) &&
-        diff > -1000 && diff < 1000) {
+    if (it->second.tier == a.tier &&
+        (ends == 0) == (it->second.expires_at_ms == 0) && diff > -1000 &&
+        diff < 1000) {
       wanted.erase(it);
     }
   }

@@ -85,6 +85,8 @@ class TierSync {
   // A connected context, or null (the error logged by the caller).
   redisContext* Connection() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Drop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs that the store cannot be read, at most once a minute; false.
+  bool Warn(std::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::string key_;
   std::string version_key_;
