@@ -17,36 +17,12 @@
 #include "src/daemon/local_socket.h"
 #include "src/daemon/log.h"
 #include "src/http/request_head.h"
+#include "src/http/response.h"
 
 namespace mxlimit::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string_view Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Content Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 507:
-      return "Insufficient Storage";
-    default:
-      return "Error";
-  }
-}
 
 // Waits for `events` on `fd` until `deadline`; false on timeout or error.
 bool Await(int fd, short events, Clock::time_point deadline) {
@@ -63,7 +39,8 @@ bool Await(int fd, short events, Clock::time_point deadline) {
 
 void Send(int fd, const AdminReply& reply, Clock::time_point deadline) {
   const std::string out = absl::StrCat(
-      "HTTP/1.1 ", reply.status, " ", internal::ToAbsl(Reason(reply.status)),
+      "HTTP/1.1 ", reply.status, " ",
+      internal::ToAbsl(http::ReasonPhrase(reply.status)),
       "\r\nContent-Type: application/json\r\nContent-Length: ",
       reply.body.size(), "\r\nCache-Control: no-store\r\nConnection: close",
       reply.status == 401 ? "\r\nWWW-Authenticate: Bearer" : "", "\r\n\r\n",

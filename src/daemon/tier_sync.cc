@@ -119,6 +119,15 @@ absl::Status TierSync::Publish(std::string_view subject, std::string_view tier,
                                std::optional<int64_t> expires_at_ms) {
   const std::string value =
       absl::StrCat(ToAbsl(tier), " ", expires_at_ms.value_or(0));
+  return Change(subject, &value);
+}
+
+absl::Status TierSync::Unpublish(std::string_view subject) {
+  return Change(subject, nullptr);
+}
+
+absl::Status TierSync::Change(std::string_view subject,
+                              const std::string* value) {
   internal::MutexLock lock(mu_);
   redisContext* c = Connection();
   if (c == nullptr) {
@@ -126,34 +135,14 @@ absl::Status TierSync::Publish(std::string_view subject, std::string_view tier,
   }
   // MULTI/EXEC: the hash and its version change together.
   redisAppendCommand(c, "MULTI");
-  redisAppendCommand(c, "HSET %b %b %b", key_.data(), key_.size(),
-                     subject.data(), subject.size(), value.data(),
-                     value.size());
-  redisAppendCommand(c, "INCR %b", version_key_.data(), version_key_.size());
-  redisAppendCommand(c, "EXEC");
-  bool good = true;
-  for (int i = 0; i < 4; ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(c, &raw) != REDIS_OK) {
-      Drop();
-      return absl::UnavailableError("the store did not answer in time");
-    }
-    Reply r(static_cast<redisReply*>(raw));
-    if (r->type == REDIS_REPLY_ERROR) good = false;
+  if (value != nullptr) {
+    redisAppendCommand(c, "HSET %b %b %b", key_.data(), key_.size(),
+                       subject.data(), subject.size(), value->data(),
+                       value->size());
+  } else {
+    redisAppendCommand(c, "HDEL %b %b", key_.data(), key_.size(),
+                       subject.data(), subject.size());
   }
-  if (!good) return absl::UnavailableError("the store refused the change");
-  return absl::OkStatus();
-}
-
-absl::Status TierSync::Unpublish(std::string_view subject) {
-  internal::MutexLock lock(mu_);
-  redisContext* c = Connection();
-  if (c == nullptr) {
-    return absl::UnavailableError("the store cannot be reached");
-  }
-  redisAppendCommand(c, "MULTI");
-  redisAppendCommand(c, "HDEL %b %b", key_.data(), key_.size(), subject.data(),
-                     subject.size());
   redisAppendCommand(c, "INCR %b", version_key_.data(), version_key_.size());
   redisAppendCommand(c, "EXEC");
   bool good = true;

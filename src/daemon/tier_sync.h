@@ -85,6 +85,9 @@ class TierSync {
   // A connected context, or null (the error logged by the caller).
   redisContext* Connection() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Drop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // HSET `value` (or HDEL, when null) and INCR the version, atomically.
+  absl::Status Change(std::string_view subject, const std::string* value)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Logs that the store cannot be read, at most once a minute; false.
   bool Warn(std::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

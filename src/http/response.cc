@@ -5,7 +5,6 @@
 #include <cstring>
 
 namespace mxlimit::http {
-namespace {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
@@ -39,10 +38,16 @@ std::string_view ReasonPhrase(int status) {
       return "Service Unavailable";
     case 505:
       return "HTTP Version Not Supported";
+    case 401:
+      return "Unauthorized";
+    case 507:
+      return "Insufficient Storage";
     default:
       return "Unknown";
   }
 }
+
+namespace {
 
 void AppendNumber(std::string& out, uint64_t n) {
   char digits[24];

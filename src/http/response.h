@@ -24,6 +24,10 @@
 
 namespace mxlimit::http {
 
+// The reason phrase of `status` for a status line ("Not Found"), "Unknown"
+// for a code mxlimitd never sends.
+std::string_view ReasonPhrase(int status);
+
 // The answer to one request. The handler fills it; header values and the
 // body must point into `scratch`, into `owned`, or into storage that
 // outlives the call (string literals).

@@ -21,6 +21,7 @@
 namespace mxlimit {
 namespace {
 
+using ::mxlimit::testing::AllowedAtOnce;
 using ::mxlimit::testing::At;
 using ::mxlimit::testing::MakeRequest;
 using std::chrono::hours;
@@ -32,14 +33,6 @@ constexpr std::string_view kSnapLogin = "/_matrix/client/v3/login";
 constexpr std::string_view kSnapSend =
     "/_matrix/client/v3/rooms/!r%3Aexample.org/send/m.room.message/t1";
 
-template <typename L>
-int AllowedNow(L& limiter, const Request& r, MonotonicTime now) {
-  for (int n = 0; n < 10'000; ++n) {
-    if (!limiter.Check(r, now).allowed) return n;
-  }
-  return -1;
-}
-
 // A limiter (built-ins on) with 192.0.2.7's logins and alice's messages
 // drained at At(100); its snapshot.
 template <typename L>
@@ -47,8 +40,8 @@ std::string DrainedSnapshot(L& limiter) {
   const Request login = MakeRequest("POST", kSnapLogin, "192.0.2.7");
   const Request send =
       MakeRequest("PUT", kSnapSend, "203.0.113.1", "@alice:example.org");
-  EXPECT_EQ(AllowedNow(limiter, login, At(100)), 5);
-  EXPECT_EQ(AllowedNow(limiter, send, At(100)), 10);
+  EXPECT_EQ(AllowedAtOnce(limiter, login, At(100)), 5);
+  EXPECT_EQ(AllowedAtOnce(limiter, send, At(100)), 10);
   std::ostringstream out;
   EXPECT_TRUE(limiter.Snapshot(out, At(100), kWall).ok());
   return out.str();
@@ -65,18 +58,18 @@ TEST(SnapshotTest, ADrainedAttackerIsStillDeniedAfterARestart) {
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GE(stats->restored, 3u);  // login-per-ip, its /24, message-send
   EXPECT_EQ(stats->unknown_policy, 0u);
-  EXPECT_EQ(
-      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
-      0);
-  EXPECT_EQ(AllowedNow(*after,
-                       MakeRequest("PUT", kSnapSend, "203.0.113.1",
-                                   "@alice:example.org"),
-                       At(3)),
+  EXPECT_EQ(AllowedAtOnce(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
+                          At(3)),
+            0);
+  EXPECT_EQ(AllowedAtOnce(*after,
+                          MakeRequest("PUT", kSnapSend, "203.0.113.1",
+                                      "@alice:example.org"),
+                          At(3)),
             0);
   // Everyone else starts as before.
-  EXPECT_EQ(
-      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.99"), At(3)),
-      5);
+  EXPECT_EQ(AllowedAtOnce(*after, MakeRequest("POST", kSnapLogin, "192.0.2.99"),
+                          At(3)),
+            5);
 }
 
 TEST(SnapshotTest, ShardedAndLoneLimitersReadEachOthers) {
@@ -86,17 +79,17 @@ TEST(SnapshotTest, ShardedAndLoneLimitersReadEachOthers) {
   std::istringstream in(snapshot);
   ASSERT_TRUE(lone->Restore(in, At(3), kWall).ok());
   EXPECT_EQ(
-      AllowedNow(*lone, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
+      AllowedAtOnce(*lone, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
       0);
   std::ostringstream again;
   ASSERT_TRUE(lone->Snapshot(again, At(3), kWall).ok());
   auto sharded2 = *ShardedLimiter::Create(LimiterConfig{}, 4);
   std::istringstream in2(again.str());
   ASSERT_TRUE(sharded2->Restore(in2, At(7), kWall).ok());
-  EXPECT_EQ(AllowedNow(*sharded2,
-                       MakeRequest("PUT", kSnapSend, "203.0.113.1",
-                                   "@alice:example.org"),
-                       At(7)),
+  EXPECT_EQ(AllowedAtOnce(*sharded2,
+                          MakeRequest("PUT", kSnapSend, "203.0.113.1",
+                                      "@alice:example.org"),
+                          At(7)),
             0);
 }
 
@@ -112,9 +105,9 @@ TEST(SnapshotTest, BucketsFullAgainByNowAreDropped) {
   EXPECT_EQ(stats->restored, 0u);
   EXPECT_GE(stats->refilled, 3u);
   EXPECT_EQ(after->Stats().ip_table.size, 0u);
-  EXPECT_EQ(
-      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
-      5);
+  EXPECT_EQ(AllowedAtOnce(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
+                          At(3)),
+            5);
 }
 
 TEST(SnapshotTest, AClockThatWentBackKeepsBucketsDrained) {
@@ -123,9 +116,9 @@ TEST(SnapshotTest, AClockThatWentBackKeepsBucketsDrained) {
   auto after = *Limiter::Create(LimiterConfig{});
   std::istringstream in(snapshot);
   ASSERT_TRUE(after->Restore(in, At(3), kWall - hours(1)).ok());
-  EXPECT_EQ(
-      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
-      0);
+  EXPECT_EQ(AllowedAtOnce(*after, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
+                          At(3)),
+            0);
 }
 
 TEST(SnapshotTest, OnlyBucketsOfUnchangedPoliciesComeBack) {
@@ -141,8 +134,8 @@ TEST(SnapshotTest, OnlyBucketsOfUnchangedPoliciesComeBack) {
       MakeRequest("GET", "/_matrix/client/v3/publicRooms", "192.0.2.1");
   const Request search = MakeRequest(
       "POST", "/_matrix/client/v3/user_directory/search", "192.0.2.1");
-  EXPECT_EQ(AllowedNow(*before, rooms, At(100)), 3);
-  EXPECT_EQ(AllowedNow(*before, search, At(100)), 3);
+  EXPECT_EQ(AllowedAtOnce(*before, rooms, At(100)), 3);
+  EXPECT_EQ(AllowedAtOnce(*before, search, At(100)), 3);
   std::ostringstream out;
   ASSERT_TRUE(before->Snapshot(out, At(100), kWall).ok());
 
@@ -152,16 +145,16 @@ TEST(SnapshotTest, OnlyBucketsOfUnchangedPoliciesComeBack) {
   absl::StatusOr<RestoreStats> stats = after->Restore(in, At(3), kWall);
   ASSERT_TRUE(stats.ok());
   EXPECT_GE(stats->unknown_policy, 1u);
-  EXPECT_EQ(AllowedNow(*after, rooms, At(3)), 0);   // kept: still drained
-  EXPECT_EQ(AllowedNow(*after, search, At(3)), 3);  // changed: fresh
+  EXPECT_EQ(AllowedAtOnce(*after, rooms, At(3)), 0);   // kept: still drained
+  EXPECT_EQ(AllowedAtOnce(*after, search, At(3)), 3);  // changed: fresh
 }
 
 TEST(SnapshotTest, LongUserIdsKeyedByAnotherProcessesDigestAreDropped) {
   auto before = *Limiter::Create(LimiterConfig{});
   const std::string user = "@" + std::string(60, 'a') + ":example.org";
   EXPECT_EQ(
-      AllowedNow(*before, MakeRequest("PUT", kSnapSend, "203.0.113.1", user),
-                 At(100)),
+      AllowedAtOnce(*before, MakeRequest("PUT", kSnapSend, "203.0.113.1", user),
+                    At(100)),
       10);
   std::ostringstream out;
   ASSERT_TRUE(before->Snapshot(out, At(100), kWall).ok());
@@ -177,7 +170,7 @@ TEST(SnapshotTest, ABrokenSnapshotChangesNothing) {
   const std::string good = DrainedSnapshot(*before);
   auto target = *Limiter::Create(LimiterConfig{});
   const Request mine = MakeRequest("POST", kSnapLogin, "198.51.100.1");
-  EXPECT_EQ(AllowedNow(*target, mine, At(3)), 5);
+  EXPECT_EQ(AllowedAtOnce(*target, mine, At(3)), 5);
   std::vector<std::string> broken;
   for (size_t cut = 0; cut < good.size(); cut += 7) {
     broken.push_back(good.substr(0, cut));  // truncated
@@ -199,10 +192,10 @@ TEST(SnapshotTest, ABrokenSnapshotChangesNothing) {
   }
   // Nothing was applied: the attacker's buckets never arrived, and the
   // target's own state is as it was.
-  EXPECT_EQ(
-      AllowedNow(*target, MakeRequest("POST", kSnapLogin, "192.0.2.7"), At(3)),
-      5);
-  EXPECT_EQ(AllowedNow(*target, mine, At(3)), 0);
+  EXPECT_EQ(AllowedAtOnce(*target, MakeRequest("POST", kSnapLogin, "192.0.2.7"),
+                          At(3)),
+            5);
+  EXPECT_EQ(AllowedAtOnce(*target, mine, At(3)), 0);
 }
 
 TEST(SnapshotTest, RestoringNeverGrowsATablePastItsCapacity) {
@@ -223,9 +216,9 @@ TEST(SnapshotTest, RestoringNeverGrowsATablePastItsCapacity) {
   ASSERT_TRUE(after->Restore(in, At(3), kWall).ok());
   EXPECT_LE(after->Stats().ip_table.size, after->Stats().ip_table.capacity);
   // The most recent clients are the ones kept.
-  EXPECT_EQ(
-      AllowedNow(*after, MakeRequest("POST", kSnapLogin, "10.11.249.1"), At(3)),
-      4);
+  EXPECT_EQ(AllowedAtOnce(
+                *after, MakeRequest("POST", kSnapLogin, "10.11.249.1"), At(3)),
+            4);
 }
 
 // Checks, resets and tier changes go on while a ShardedLimiter is written

@@ -50,6 +50,16 @@ inline Request MakeRequest(std::string_view method, std::string_view target,
 
 // The room directory search: no built-in policy limits it tighter than the
 // delaying policy below.
+// Requests like `r` a limiter allows at one instant before its first
+// denial (-1 past 10,000: no limit in sight).
+template <typename L>
+int AllowedAtOnce(L& limiter, const Request& r, MonotonicTime now) {
+  for (int n = 0; n < 10'000; ++n) {
+    if (!limiter.Check(r, now).allowed) return n;
+  }
+  return -1;
+}
+
 inline constexpr char kPublicRooms[] = "/_matrix/client/v3/publicRooms";
 
 // Per IP on kPublicRooms, 10 a second, burst 2; waits of up to 500 ms are

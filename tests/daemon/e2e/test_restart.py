@@ -10,7 +10,7 @@ import time
 import pytest
 
 import e2e_harness as h
-from test_admin import API, TOKEN, admin, logins_allowed, tiered_policy
+from test_admin import API, TOKEN, admin, logins_allowed, nginx, tiered_policy  # noqa: F401 (nginx: a fixture)
 
 DOC = "mxlimitd.md"
 BLOCK = "mxlimitd-state-command"
@@ -27,16 +27,6 @@ def start(mxlimitd_bin, workdir, procs):
         return daemon
 
     return run
-
-
-@pytest.fixture
-def nginx(nginx_bin, workdir, procs, stub):
-    def start(daemon):
-        proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-fail-closed", daemon.address, stub.port)
-        procs.append(proxy)
-        return proxy
-
-    return start
 
 
 def restart(start, daemon, sig):
