@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
+#include "src/util/await_fd.h"
 
 namespace mxlimit::cli {
 namespace {
@@ -80,18 +81,6 @@ int Connect(std::string_view address, std::string& error) {
   return fd;
 }
 
-bool Wait(int fd, short events, Clock::time_point deadline) {
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int n = poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return true;
-    if (n < 0 && errno != EINTR) return false;
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<AdminAnswer> CallAdmin(std::string_view address,
@@ -116,7 +105,7 @@ absl::StatusOr<AdminAnswer> CallAdmin(std::string_view address,
       "\r\nConnection: close\r\n\r\n", ToAbsl(body));
   size_t sent = 0;
   while (sent < request.size()) {
-    if (!Wait(fd, POLLOUT, until)) {
+    if (!internal::AwaitFd(fd, POLLOUT, until)) {
       close(fd);
       return absl::DeadlineExceededError("mxlimitd did not take the request");
     }
@@ -133,7 +122,7 @@ absl::StatusOr<AdminAnswer> CallAdmin(std::string_view address,
   std::string answer;
   char chunk[4096];
   while (true) {
-    if (!Wait(fd, POLLIN, until)) {
+    if (!internal::AwaitFd(fd, POLLIN, until)) {
       close(fd);
       return absl::DeadlineExceededError("mxlimitd did not answer in time");
     }

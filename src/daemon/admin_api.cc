@@ -12,6 +12,7 @@
 #include "mxlimit/ip.h"
 #include "mxlimit/tiers.h"
 #include "src/daemon/log.h"
+#include "src/daemon/wall_clock.h"
 #include "src/policy/tiers_json.h"
 #include "src/util/flat_json.h"
 #include "src/util/secret_file.h"
@@ -124,13 +125,6 @@ void PutBack(SharedLimiter& limiter, std::string_view subject,
   } else {
     (void)limiter.ClearTier(subject);
   }
-}
-
-int64_t WallMsIn(MonotonicTime now, MonotonicTime at) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-             .count() +
-         internal::MillisecondsLeft(now, at);
 }
 
 AdminReply Unshared(const absl::Status& s) {
@@ -305,7 +299,7 @@ AdminReply AdminApi::SetTier(std::string_view kind, std::string_view raw,
   if (shared_ != nullptr) {
     absl::Status s = shared_->Publish(
         canonical, tier->text,
-        expires ? std::optional<int64_t>(WallMsIn(now, *expires))
+        expires ? std::optional<int64_t>(Clocks::At(now).WallMs(*expires))
                 : std::nullopt);
     if (!s.ok()) {
       PutBack(limiter_, canonical, before, now);

@@ -18,24 +18,12 @@
 #include "src/daemon/log.h"
 #include "src/http/request_head.h"
 #include "src/http/response.h"
+#include "src/util/await_fd.h"
 
 namespace mxlimit::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Waits for `events` on `fd` until `deadline`; false on timeout or error.
-bool Await(int fd, short events, Clock::time_point deadline) {
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int n = poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return true;
-    if (n < 0 && errno != EINTR) return false;
-  }
-}
 
 void Send(int fd, const AdminReply& reply, Clock::time_point deadline) {
   const std::string out = absl::StrCat(
@@ -54,7 +42,7 @@ void Send(int fd, const AdminReply& reply, Clock::time_point deadline) {
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!Await(fd, POLLOUT, deadline)) return;
+      if (!internal::AwaitFd(fd, POLLOUT, deadline)) return;
     } else {
       return;
     }
@@ -70,7 +58,8 @@ void Linger(int fd, Clock::time_point deadline) {
       std::min(deadline, Clock::now() + std::chrono::milliseconds(1'000));
   char sink[4096];
   size_t dropped = 0;
-  while (dropped < (size_t{256} << 10) && Await(fd, POLLIN, until)) {
+  while (dropped < (size_t{256} << 10) &&
+         internal::AwaitFd(fd, POLLIN, until)) {
     const ssize_t n = recv(fd, sink, sizeof(sink), 0);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
     if (n > 0) dropped += static_cast<size_t>(n);
@@ -218,7 +207,7 @@ void AdminServer::ServeConnection(int fd, std::string_view peer) {
   size_t want = 0;  // head plus body, once the head is parsed
   char chunk[4096];
   while (want == 0 || buf.size() < want) {
-    if (!Await(fd, POLLIN, deadline)) {
+    if (!internal::AwaitFd(fd, POLLIN, deadline)) {
       if (want == 0 && buf.empty()) return;  // connected and said nothing
       Send(fd,
            AdminError(408, "M_UNKNOWN", "the request did not arrive in time"),

@@ -15,6 +15,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/ip.h"
 #include "src/daemon/log.h"
+#include "src/daemon/wall_clock.h"
 #include "src/util/flat_json.h"
 
 namespace mxlimit::daemon {
@@ -27,12 +28,6 @@ constexpr std::string_view kTiersFile = "tiers.jsonl";
 constexpr std::string_view kBucketsFile = "buckets.snapshot";
 // Longer lines are not ours: a subject is at most 255 bytes.
 constexpr size_t kMaxTierLine = 4096;
-
-int64_t WallMs(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             t.time_since_epoch())
-      .count();
-}
 
 absl::Status Errno(std::string_view what, const std::string& path) {
   return absl::UnavailableError(absl::StrCat(internal::ToAbsl(what), " ", path,
@@ -103,8 +98,7 @@ void StateDir::LoadTiers(SharedLimiter& limiter) const {
     }
     return;
   }
-  const MonotonicTime now = MonotonicTime::FromSteadyClock();
-  const int64_t wall_ms = WallMs(std::chrono::system_clock::now());
+  const Clocks clocks = Clocks::Now();
   size_t restored = 0;
   size_t expired = 0;
   size_t line_number = 0;
@@ -140,13 +134,14 @@ void StateDir::LoadTiers(SharedLimiter& limiter) const {
     }
     std::optional<MonotonicTime> until;
     if (expires != nullptr) {
-      if (expires->integer <= wall_ms) {
+      until = clocks.Monotonic(expires->integer);
+      if (!until.has_value()) {
         ++expired;
         continue;
       }
-      until = now + std::chrono::milliseconds(expires->integer - wall_ms);
     }
-    if (absl::Status s = limiter.SetTier(subject->text, tier->text, until, now);
+    if (absl::Status s =
+            limiter.SetTier(subject->text, tier->text, until, clocks.now);
         !s.ok()) {
       skip(FromAbsl(s.message()));
       continue;
@@ -194,10 +189,9 @@ void StateDir::LoadBuckets(SharedLimiter& limiter) const {
 
 absl::Status StateDir::SaveTiers(const SharedLimiter& limiter) const {
   internal::MutexLock lock(tiers_mu_);
-  const MonotonicTime now = MonotonicTime::FromSteadyClock();
-  const int64_t wall_ms = WallMs(std::chrono::system_clock::now());
+  const Clocks clocks = Clocks::Now();
   std::string text;
-  for (const TierAssignment& a : limiter.ListTiers(now)) {
+  for (const TierAssignment& a : limiter.ListTiers(clocks.now)) {
     if (!a.runtime) continue;
     absl::StrAppend(
         &text, "{\"kind\":",
@@ -205,9 +199,7 @@ absl::Status StateDir::SaveTiers(const SharedLimiter& limiter) const {
         ",\"subject\":", internal::JsonString(a.subject),
         ",\"tier\":", internal::JsonString(a.tier));
     if (a.expires.has_value()) {
-      const int64_t left_ms =
-          (a.expires->nanoseconds() - now.nanoseconds() + 999'999) / 1'000'000;
-      absl::StrAppend(&text, ",\"expires_at_ms\":", wall_ms + left_ms);
+      absl::StrAppend(&text, ",\"expires_at_ms\":", clocks.WallMs(*a.expires));
     }
     text += "}\n";
   }

@@ -11,6 +11,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/tiers.h"
 #include "src/daemon/log.h"
+#include "src/daemon/wall_clock.h"
 #include "src/options/store_url.h"
 #include "src/shared/store_keys.h"
 
@@ -24,12 +25,6 @@ struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 timeval ToTimeval(std::chrono::milliseconds ms) {
   timeval tv{};
@@ -210,11 +205,10 @@ void TierSync::Reconcile(SharedLimiter& limiter, bool force) {
   internal::MutexLock change(change_mu_);
   WantedMap wanted;
   if (!ReadWanted(force, wanted)) return;
-  const MonotonicTime now = MonotonicTime::FromSteadyClock();
-  const int64_t wall_ms = WallMs();
+  const Clocks clocks = Clocks::Now();
   size_t set = 0;
   size_t cleared = 0;
-  for (const TierAssignment& a : limiter.ListTiers(now)) {
+  for (const TierAssignment& a : limiter.ListTiers(clocks.now)) {
     if (!a.runtime) continue;
     auto it = wanted.find(a.subject);
     if (it == wanted.end()) {
@@ -222,10 +216,7 @@ void TierSync::Reconcile(SharedLimiter& limiter, bool force) {
       continue;
     }
     // The same tier and (to the second) the same end: nothing to do.
-    const int64_t ends =
-        a.expires ? wall_ms + (a.expires->nanoseconds() - now.nanoseconds()) /
-                                  1'000'000
-                  : 0;
+    const int64_t ends = a.expires ? clocks.WallMs(*a.expires) : 0;
     const int64_t diff = ends - it->second.expires_at_ms;
     if (it->second.tier == a.tier &&
         (ends == 0) == (it->second.expires_at_ms == 0) && diff > -1000 &&
@@ -236,10 +227,10 @@ void TierSync::Reconcile(SharedLimiter& limiter, bool force) {
   for (const auto& [subject, w] : wanted) {
     std::optional<MonotonicTime> until;
     if (w.expires_at_ms != 0) {
-      if (w.expires_at_ms <= wall_ms) continue;
-      until = now + std::chrono::milliseconds(w.expires_at_ms - wall_ms);
+      until = clocks.Monotonic(w.expires_at_ms);
+      if (!until.has_value()) continue;  // ended already
     }
-    absl::Status s = limiter.SetTier(subject, w.tier, until, now);
+    absl::Status s = limiter.SetTier(subject, w.tier, until, clocks.now);
     if (s.ok()) {
       ++set;
     } else {
