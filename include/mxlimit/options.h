@@ -74,9 +74,24 @@ struct StoreOptions {
     kCaller,
   };
 
-  // `redis://HOST:PORT[/DB]` (with optional `user:password@` before HOST)
-  // or `unix:///PATH[?db=DB]`. Empty: no store; every policy is local.
+  // `redis://HOST:PORT[/DB]` (with optional `user:password@` before HOST),
+  // the same with `rediss://` for TLS, or `unix:///PATH[?db=DB]`. Empty: no
+  // store; every policy is local.
   std::string url;
+  // TLS for a `rediss://` URL (the `store.tls` section). The server's
+  // certificate is always verified, against `ca_file` or, when that is
+  // empty, the system's trust store, and must name the URL's host.
+  struct Tls {
+    // PEM certificates to trust instead of the system's.
+    std::string ca_file;
+    // A client certificate (PEM chain) and its key, for a Redis that sets
+    // `tls-auth-clients yes`: both or neither.
+    std::string cert_file;
+    std::string key_file;
+
+    bool operator==(const Tls&) const = default;
+  };
+  Tls tls;
   // Keys the hash that names each bucket in the store; every process that
   // shares buckets must have the same one. At least 16 bytes.
   std::string key_secret;
@@ -106,10 +121,11 @@ struct StoreOptions {
 absl::Status ValidateStoreOptions(const StoreOptions& store);
 
 // What is wrong with the shape of a `store.url`, or "" when it has one of
-// the two accepted shapes: `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` (HOST a
+// the accepted shapes: `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` (HOST a
 // DNS name, an IPv4 address or a bracketed IPv6 one; PORT 1-65535, required;
-// DB a decimal number; USER and PASSWORD may be percent-encoded) or
-// `unix:///PATH[?db=DB]`. The YAML loader, mxlimitd's
+// DB a decimal number; USER and PASSWORD may be percent-encoded), the same
+// with `rediss://` (TLS), or `unix:///PATH[?db=DB]`. The YAML loader,
+// mxlimitd's
 // `--store` and `mxlimit replay --store` apply it, so a typo is reported
 // where it was written rather than when the store first connects; the
 // store applies the same grammar (one parser for both), so a URL accepted

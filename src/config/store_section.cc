@@ -7,10 +7,15 @@
 // ranges are those of ValidateStoreOptions, worded per key; the store parses
 // the URL with the same grammar when it connects.
 
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,10 +36,18 @@ namespace {
 using internal::QuoteForError;
 using internal::ToAbsl;
 
-constexpr std::string_view kStoreKeys[] = {
-    "url",           "key_secret",     "key_secret_file", "timeout",
-    "sync_interval", "fallback_share", "connections",     "clock",
-    "max_in_flight", "local_denial"};
+constexpr std::string_view kStoreKeys[] = {"url",
+                                           "key_secret",
+                                           "key_secret_file",
+                                           "timeout",
+                                           "sync_interval",
+                                           "fallback_share",
+                                           "connections",
+                                           "clock",
+                                           "max_in_flight",
+                                           "local_denial",
+                                           "tls"};
+constexpr std::string_view kTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 constexpr std::string_view kClocks[] = {"store", "caller"};
 
 // `fallback_share`: a plain number in (0, 1].
@@ -42,6 +55,14 @@ std::optional<double> ReadShare(const Field& field, ConfigErrors& errors) {
   return ReadDecimal(
       field, 0.0, 1.0, /*min_open=*/true,
       "a number above 0 and at most 1, e.g. 0.25 for 4 processes", errors);
+}
+
+// A relative `path` from the config file's directory.
+std::string FromConfigDir(std::string path, std::string_view config_file) {
+  if (path.empty() || path.front() == '/') return path;
+  const size_t slash = config_file.rfind('/');
+  if (slash == std::string_view::npos) return path;
+  return absl::StrCat(ToAbsl(config_file.substr(0, slash + 1)), path);
 }
 
 // `key_secret_file`, relative to the config file's directory. The contents
@@ -53,13 +74,7 @@ std::optional<std::string> ReadSecretFile(const Field& field,
   std::optional<std::string> path =
       ReadString(field, "the path of a file holding the secret", errors);
   if (!path.has_value()) return std::nullopt;
-  std::string full = *path;
-  if (!full.empty() && full.front() != '/') {
-    const size_t slash = config_file.rfind('/');
-    if (slash != std::string_view::npos) {
-      full = absl::StrCat(ToAbsl(config_file.substr(0, slash + 1)), full);
-    }
-  }
+  const std::string full = FromConfigDir(*path, config_file);
   auto fail = [&](std::string_view why) {
     errors.Add(field.mark(), absl::StrCat(field.path, ": ", QuoteForError(full),
                                           ": ", ToAbsl(why)));
@@ -150,6 +165,65 @@ void ReadClock(const Field& f, StoreOptions& store, ConfigErrors& errors,
   }
 }
 
+// A `store.tls` file: relative to the config file's directory, and a
+// readable regular file now (its PEM is read when the store starts).
+std::optional<std::string> ReadTlsFile(const Field& f,
+                                       std::string_view config_file,
+                                       ConfigErrors& errors) {
+  std::optional<std::string> path =
+      ReadString(f, "the path of a PEM file", errors);
+  if (!path.has_value()) return std::nullopt;
+  std::string full = FromConfigDir(*path, config_file);
+  struct stat st {};
+  std::string_view why;
+  if (full.empty()) {
+    why = "the path is empty";
+  } else if (stat(full.c_str(), &st) != 0) {
+    why = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (access(full.c_str(), R_OK) != 0) {
+    why = "not readable by this user";
+  }
+  if (!why.empty()) {
+    errors.Add(f.mark(), absl::StrCat(f.path, ": ", QuoteForError(full), ": ",
+                                      ToAbsl(why)));
+    return std::nullopt;
+  }
+  return full;
+}
+
+void ReadTls(const Field& field, std::string_view config_file,
+             StoreOptions& store, ConfigErrors& errors) {
+  MapFields map(field, kTlsKeys, /*null_is_empty=*/false, errors);
+  if (!field.value.IsMap()) return;
+  std::string* const targets[] = {&store.tls.ca_file, &store.tls.cert_file,
+                                  &store.tls.key_file};
+  for (size_t i = 0; i < std::size(kTlsKeys); ++i) {
+    if (const Field* f = map.Find(kTlsKeys[i])) {
+      if (std::optional<std::string> p = ReadTlsFile(*f, config_file, errors)) {
+        *targets[i] = *std::move(p);
+      }
+    }
+  }
+  // The same rules as ValidateStoreOptions, reported at the line.
+  const Field* cert = map.Find("cert_file");
+  const Field* key = map.Find("key_file");
+  if ((cert == nullptr) != (key == nullptr)) {
+    const Field& given = cert != nullptr ? *cert : *key;
+    errors.Add(given.key.Mark(),
+               absl::StrCat(given.path, ": given without store.tls.",
+                            cert != nullptr ? "key_file" : "cert_file",
+                            "; a client certificate and its key go together"));
+  }
+  if (!store.url.empty() && store.url.substr(0, 9) != "rediss://") {
+    errors.Add(field.key.Mark(),
+               absl::StrCat(field.path,
+                            ": given for a store URL without TLS; use "
+                            "rediss://HOST:PORT or remove store.tls"));
+  }
+}
+
 }  // namespace
 
 void ReadStore(const Field& field, std::string_view file_name,
@@ -206,6 +280,7 @@ void ReadStore(const Field& field, std::string_view file_name,
   if (const Field* f = map.Find("local_denial")) {
     if (std::optional<bool> v = ReadBool(*f, errors)) store.local_denial = *v;
   }
+  if (const Field* f = map.Find("tls")) ReadTls(*f, file_name, store, errors);
 }
 
 }  // namespace mxlimit::config_internal

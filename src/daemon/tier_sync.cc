@@ -1,7 +1,6 @@
 #include "src/daemon/tier_sync.h"
 
 #include <hiredis/hiredis.h>
-#include <sys/time.h>
 
 #include <charconv>
 #include <vector>
@@ -21,18 +20,6 @@ namespace {
 using internal::FromAbsl;
 using internal::ToAbsl;
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-timeval ToTimeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
 // "TIER EXPIRES_AT_MS" back into its parts; false when malformed.
 bool ParseValue(std::string_view value, std::string& tier, int64_t& expires) {
   const size_t space = value.find(' ');
@@ -51,63 +38,34 @@ absl::StatusOr<std::unique_ptr<TierSync>> TierSync::Create(
       internal::ParseStoreUrl(store.url);
   if (!endpoint.ok()) return endpoint.status();
   std::unique_ptr<TierSync> s(new TierSync());
+  if (endpoint->tls) {
+    absl::StatusOr<std::shared_ptr<const internal::TlsContext>> tls =
+        internal::TlsContext::Create(store.tls);
+    if (!tls.ok()) return tls.status();
+    s->tls_ = *std::move(tls);
+  }
   s->key_ = internal::StoreKeyer(store.key_secret).TiersKey();
   s->version_key_ = s->key_ + ":v";
-  s->host_ = endpoint->host;
-  s->port_ = endpoint->port;
-  s->unix_path_ = endpoint->unix_path;
-  s->user_ = endpoint->user;
-  s->password_ = endpoint->password;
-  s->db_ = endpoint->db;
+  s->endpoint_ = *std::move(endpoint);
   s->timeout_ = timeout;
   return s;
 }
 
-TierSync::~TierSync() {
-  internal::MutexLock lock(mu_);
-  Drop();
-}
+TierSync::~TierSync() = default;
 
-void TierSync::Drop() {
-  if (context_ != nullptr) redisFree(context_);
-  context_ = nullptr;
-}
-
-redisContext* TierSync::Connection() {
-  if (context_ != nullptr && context_->err == 0) return context_;
-  Drop();
-  const timeval tv = ToTimeval(timeout_);
-  redisContext* c = unix_path_.empty()
-                        ? redisConnectWithTimeout(host_.c_str(), port_, tv)
-                        : redisConnectUnixWithTimeout(unix_path_.c_str(), tv);
-  if (c == nullptr) return nullptr;
-  if (c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
-    redisFree(c);
+internal::RedisConnection* TierSync::Connection(std::string& why) {
+  if (connection_ != nullptr && !connection_->broken()) {
+    return connection_.get();
+  }
+  connection_.reset();
+  absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
+      internal::RedisConnection::Connect(endpoint_, tls_.get(), timeout_);
+  if (!c.ok()) {
+    why = FromAbsl(c.status().message());
     return nullptr;
   }
-  context_ = c;
-  auto ok = [](redisReply* r) {
-    const bool good = r != nullptr && r->type != REDIS_REPLY_ERROR;
-    if (r != nullptr) freeReplyObject(r);
-    return good;
-  };
-  if (!password_.empty()) {
-    void* r =
-        user_.empty()
-            ? redisCommand(c, "AUTH %b", password_.data(), password_.size())
-            : redisCommand(c, "AUTH %b %b", user_.data(), user_.size(),
-                           password_.data(), password_.size());
-    if (!ok(static_cast<redisReply*>(r))) {
-      Drop();
-      return nullptr;
-    }
-  }
-  if (db_ != 0 &&
-      !ok(static_cast<redisReply*>(redisCommand(c, "SELECT %d", db_)))) {
-    Drop();
-    return nullptr;
-  }
-  return context_;
+  connection_ = *std::move(c);
+  return connection_.get();
 }
 
 absl::Status TierSync::Publish(std::string_view subject, std::string_view tier,
@@ -124,33 +82,30 @@ absl::Status TierSync::Unpublish(std::string_view subject) {
 absl::Status TierSync::Change(std::string_view subject,
                               const std::string* value) {
   internal::MutexLock lock(mu_);
-  redisContext* c = Connection();
+  std::string why;
+  internal::RedisConnection* c = Connection(why);
   if (c == nullptr) {
-    return absl::UnavailableError("the store cannot be reached");
+    return absl::UnavailableError("the store cannot be reached: " + why);
   }
   // MULTI/EXEC: the hash and its version change together.
-  redisAppendCommand(c, "MULTI");
+  std::vector<std::vector<std::string_view>> commands = {{"MULTI"}};
   if (value != nullptr) {
-    redisAppendCommand(c, "HSET %b %b %b", key_.data(), key_.size(),
-                       subject.data(), subject.size(), value->data(),
-                       value->size());
+    commands.push_back({"HSET", key_, subject, *value});
   } else {
-    redisAppendCommand(c, "HDEL %b %b", key_.data(), key_.size(),
-                       subject.data(), subject.size());
+    commands.push_back({"HDEL", key_, subject});
   }
-  redisAppendCommand(c, "INCR %b", version_key_.data(), version_key_.size());
-  redisAppendCommand(c, "EXEC");
-  bool good = true;
-  for (int i = 0; i < 4; ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(c, &raw) != REDIS_OK) {
-      Drop();
-      return absl::UnavailableError("the store did not answer in time");
+  commands.push_back({"INCR", version_key_});
+  commands.push_back({"EXEC"});
+  absl::StatusOr<std::vector<internal::RedisReplyPtr>> replies =
+      c->Run(commands);
+  if (!replies.ok()) {
+    return absl::UnavailableError("the store did not answer in time");
+  }
+  for (const internal::RedisReplyPtr& r : *replies) {
+    if (r->type == REDIS_REPLY_ERROR) {
+      return absl::UnavailableError("the store refused the change");
     }
-    Reply r(static_cast<redisReply*>(raw));
-    if (r->type == REDIS_REPLY_ERROR) good = false;
   }
-  if (!good) return absl::UnavailableError("the store refused the change");
   return absl::OkStatus();
 }
 
@@ -167,29 +122,28 @@ bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
   internal::MutexLock lock(mu_);
   auto warn = [this](std::string_view why)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Warn(why); };
-  redisContext* c = Connection();
-  if (c == nullptr) return warn("the store cannot be reached");
-  Reply v(static_cast<redisReply*>(
-      redisCommand(c, "GET %b", version_key_.data(), version_key_.size())));
-  if (v == nullptr) {
-    Drop();
-    return warn("the store did not answer in time");
-  }
+  std::string why;
+  internal::RedisConnection* c = Connection(why);
+  if (c == nullptr) return warn("the store cannot be reached: " + why);
+  absl::StatusOr<std::vector<internal::RedisReplyPtr>> v =
+      c->Run({{"GET", version_key_}});
+  if (!v.ok()) return warn(FromAbsl(v.status().message()));
+  const redisReply& version_reply = *(*v)[0];
   int64_t version = 0;
-  if (v->type == REDIS_REPLY_STRING) {
-    std::from_chars(v->str, v->str + v->len, version);
+  if (version_reply.type == REDIS_REPLY_STRING) {
+    std::from_chars(version_reply.str, version_reply.str + version_reply.len,
+                    version);
   }
   if (!force && version == seen_version_) return false;
-  Reply all(static_cast<redisReply*>(
-      redisCommand(c, "HGETALL %b", key_.data(), key_.size())));
-  if (all == nullptr || all->type != REDIS_REPLY_ARRAY) {
-    if (all == nullptr) Drop();
-    return warn("HGETALL failed");
-  }
-  for (size_t i = 0; i + 1 < all->elements && wanted.size() < kMaxTierOverrides;
+  absl::StatusOr<std::vector<internal::RedisReplyPtr>> got =
+      c->Run({{"HGETALL", key_}});
+  if (!got.ok()) return warn(FromAbsl(got.status().message()));
+  const redisReply& all = *(*got)[0];
+  if (all.type != REDIS_REPLY_ARRAY) return warn("HGETALL failed");
+  for (size_t i = 0; i + 1 < all.elements && wanted.size() < kMaxTierOverrides;
        i += 2) {
-    const redisReply* f = all->element[i];
-    const redisReply* val = all->element[i + 1];
+    const redisReply* f = all.element[i];
+    const redisReply* val = all.element[i + 1];
     if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING) {
       continue;
     }

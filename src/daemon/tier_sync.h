@@ -17,8 +17,9 @@
 // The subjects are in clear: they are the operator's, not clients' traffic.
 // Expired entries are skipped by readers and removed by the next change.
 //
-// Its own synchronous connection (hiredis), never the request path's: a
-// store that is down costs each call at most `timeout`, the admin API
+// Its own blocking connection (RedisConnection, over TLS for rediss://),
+// never the request path's: a store that is down costs each call at most
+// `timeout`, the admin API
 // answers 503 and nothing changes, and reconciling waits for the store.
 //
 // Example:
@@ -41,8 +42,9 @@
 #include "mxlimit/internal/mutex.h"
 #include "mxlimit/options.h"
 #include "mxlimit/shared_limiter.h"
-
-struct redisContext;
+#include "src/options/store_url.h"
+#include "src/shared/redis/redis_connection.h"
+#include "src/shared/redis/tls_client.h"
 
 namespace mxlimit::daemon {
 
@@ -82,9 +84,9 @@ class TierSync {
   // `force`); false (logged at most once a minute when it is an error)
   // otherwise.
   bool ReadWanted(bool force, WantedMap& wanted) ABSL_LOCKS_EXCLUDED(mu_);
-  // A connected context, or null (the error logged by the caller).
-  redisContext* Connection() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Drop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A connection, or null with `why` set.
+  internal::RedisConnection* Connection(std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // HSET `value` (or HDEL, when null) and INCR the version, atomically.
   absl::Status Change(std::string_view subject, const std::string* value)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -93,17 +95,14 @@ class TierSync {
 
   std::string key_;
   std::string version_key_;
-  std::string host_;
-  int port_ = 0;
-  std::string unix_path_;
-  std::string user_;
-  std::string password_;
-  int db_ = 0;
+  internal::StoreEndpoint endpoint_;
+  // For rediss://, else null.
+  std::shared_ptr<const internal::TlsContext> tls_;
   std::chrono::milliseconds timeout_{1000};
 
   internal::Mutex change_mu_;
   internal::Mutex mu_;
-  redisContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::unique_ptr<internal::RedisConnection> connection_ ABSL_GUARDED_BY(mu_);
   // The version last reconciled; -1: never.
   int64_t seen_version_ ABSL_GUARDED_BY(mu_) = -1;
   std::chrono::steady_clock::time_point last_warning_ ABSL_GUARDED_BY(mu_){};

@@ -36,6 +36,32 @@ absl::Status ValidateTableOptions(const TableOptions& t) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// store.tls: only with a rediss:// URL, and a client key only beside its
+// certificate. Whether the files hold what they should is the store's to
+// find when it loads them.
+absl::Status ValidateStoreTls(const StoreOptions& s) {
+  const StoreOptions::Tls& tls = s.tls;
+  if (tls == StoreOptions::Tls{}) return absl::OkStatus();
+  if (!s.url.empty() && s.url.substr(0, 9) != "rediss://") {
+    return absl::InvalidArgumentError(
+        "store.tls: given for a store URL without TLS; use rediss://HOST:PORT "
+        "or remove store.tls");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        tls.cert_file.empty()
+            ? "store.tls.key_file: given without store.tls.cert_file; a "
+              "client key needs its certificate"
+            : "store.tls.cert_file: given without store.tls.key_file; a "
+              "client certificate needs its key");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateStoreOptions(const StoreOptions& s) {
   if (!s.url.empty() &&
       s.key_secret.size() < StoreOptions::kMinKeySecretBytes) {
@@ -72,7 +98,7 @@ absl::Status ValidateStoreOptions(const StoreOptions& s) {
                                                    s.max_in_flight,
                                                    ", expected 1 to 1000000"));
   }
-  return absl::OkStatus();
+  return ValidateStoreTls(s);
 }
 
 }  // namespace mxlimit

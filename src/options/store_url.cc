@@ -24,10 +24,11 @@ namespace internal {
 namespace {
 
 constexpr std::string_view kRedis = "redis://";
+constexpr std::string_view kRedisTls = "rediss://";
 constexpr std::string_view kUnix = "unix://";
 constexpr std::string_view kShapes =
-    "redis://HOST:PORT[/DB], redis://[USER]:PASSWORD@HOST:PORT[/DB] or "
-    "unix:///PATH[?db=DB]";
+    "redis://HOST:PORT[/DB], redis://[USER]:PASSWORD@HOST:PORT[/DB] (or "
+    "rediss:// for TLS) or unix:///PATH[?db=DB]";
 constexpr int kMaxDb = 2147483647;
 
 // Plain decimal in [min, max], the whole of `text`.
@@ -173,11 +174,11 @@ std::string Read(std::string_view url, StoreEndpoint& e) {
   if (url.substr(0, kUnix.size()) == kUnix) {
     return ReadUnix(url.substr(kUnix.size()), e);
   }
-  if (url.substr(0, 9) == "rediss://") {
-    return "TLS (rediss://) is not supported; use a local Redis or a TLS "
-           "tunnel";
+  if (url.substr(0, kRedisTls.size()) == kRedisTls) {
+    e.tls = true;
+    return ReadRedis(url.substr(kRedisTls.size()), e);
   }
-  return "the scheme must be redis:// or unix://";
+  return "the scheme must be redis://, rediss:// or unix://";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 //   redis://HOST:PORT[/DB]
 //   redis://[USER]:PASSWORD@HOST:PORT[/DB]   HOST a DNS name, an IPv4 address
 //                                            or a bracketed IPv6 address
+//   rediss://...                             the same over TLS
 //   unix:///PATH[?db=DB]
 // The port is required. USER and PASSWORD may be percent-encoded (`%25` for
 // `%`); everything before the last '@' is user information.
@@ -22,8 +23,7 @@
 
 namespace mxlimit::internal {
 
-// Where a store connects, and how it authenticates. No TLS: `rediss://` is
-// refused.
+// Where a store connects, and how it authenticates.
 struct StoreEndpoint {
   // TCP when `unix_path` is empty: `host` without brackets, `port` 1-65535.
   std::string host;
@@ -35,6 +35,8 @@ struct StoreEndpoint {
   std::string password;
   // SELECT, when not 0.
   int db = 0;
+  // `rediss://`: TLS over the TCP connection (StoreOptions::tls).
+  bool tls = false;
 };
 
 // The endpoint `url` names, or InvalidArgument whose message is what

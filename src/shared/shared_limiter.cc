@@ -184,6 +184,16 @@ absl::Status SharedLimiter::CheckStoreReload(const StoreOptions* running,
     changed("store.url", RedactStoreUrl(was.url),
             next.url.empty() ? "none" : RedactStoreUrl(next.url));
   }
+  auto path = [&](std::string_view field, const std::string& in_force,
+                  const std::string& wanted) {
+    if (in_force != wanted) {
+      changed(field, in_force.empty() ? "none" : in_force,
+              wanted.empty() ? "none" : wanted);
+    }
+  };
+  path("store.tls.ca_file", was.tls.ca_file, next.tls.ca_file);
+  path("store.tls.cert_file", was.tls.cert_file, next.tls.cert_file);
+  path("store.tls.key_file", was.tls.key_file, next.tls.key_file);
   if (was.key_secret != next.key_secret) {
     // Never the secret, nor its length.
     absl::StrAppend(&changes, changes.empty() ? "" : "; ",

@@ -141,7 +141,7 @@ TEST(ConfigStoreTest, BadUrlsAreErrorsAtTheValueAndHideThePassword) {
       HasSubstr("test.yaml:2:8: store.url: got \"http://127.0.0.1:6379\""
                 ", expected redis://HOST:PORT[/DB]"));
   EXPECT_THAT(error("http://127.0.0.1:6379"),
-              HasSubstr("the scheme must be redis:// or unix://"));
+              HasSubstr("the scheme must be redis://, rediss:// or unix://"));
   EXPECT_THAT(error("redis://127.0.0.1"), HasSubstr("the port is missing"));
   EXPECT_THAT(error("redis://127.0.0.1:0/0"),
               HasSubstr("the port must be a number from 1 to 65535"));
@@ -150,7 +150,7 @@ TEST(ConfigStoreTest, BadUrlsAreErrorsAtTheValueAndHideThePassword) {
   EXPECT_THAT(error("redis://::1:6379"), HasSubstr("must be a DNS name"));
   EXPECT_THAT(error("unix://run/redis.sock"),
               HasSubstr("the socket path must be absolute"));
-  EXPECT_THAT(error("rediss://h:1"), HasSubstr("TLS (rediss://)"));
+  EXPECT_THAT(error("rediss://h"), HasSubstr("the port is missing"));
   const std::string secret = error("redis://u:hunter2@h:99999/0");
   EXPECT_THAT(secret, HasSubstr("redis://u:***@h:99999/0"));
   EXPECT_THAT(secret, Not(HasSubstr("hunter2")));
@@ -231,6 +231,71 @@ TEST(StoreUrlTest, ParsesTcpForms) {
   EXPECT_EQ(e->db, 2147483647);
 }
 
+TEST(StoreUrlTest, RedissIsTheSameGrammarOverTls) {
+  absl::StatusOr<internal::StoreEndpoint> e =
+      internal::ParseStoreUrl("rediss://alice:pw@redis.example.org:6380/2");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->tls);
+  EXPECT_EQ(e->host, "redis.example.org");
+  EXPECT_EQ(e->port, 6380);
+  EXPECT_EQ(e->user, "alice");
+  EXPECT_EQ(e->db, 2);
+  e = internal::ParseStoreUrl("redis://redis.example.org:6380");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->tls);
+}
+
+TEST(ConfigStoreTest, TlsFilesAreReadRelativeToTheConfig) {
+  TempDir dir;
+  dir.Write("ca.pem", "x");
+  dir.Write("client.pem", "x");
+  dir.Write("client.key", "x");
+  const std::string file = dir.Write(
+      "mxlimit.yaml", absl::StrCat("store:\n  url: rediss://h:6380\n  "
+                                   "key_secret: ",
+                                   kSecret,
+                                   "\n  tls:\n    ca_file: ca.pem\n    "
+                                   "cert_file: client.pem\n    key_file: "
+                                   "client.key\n"));
+  absl::StatusOr<LimiterConfig> config = LoadConfigFile(file);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->store.tls.ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config->store.tls.cert_file, dir.path() + "/client.pem");
+  EXPECT_EQ(config->store.tls.key_file, dir.path() + "/client.key");
+}
+
+TEST(ConfigStoreTest, TlsMistakesAreErrorsAtTheirLines) {
+  const std::string tls_store = absl::StrCat(
+      "store:\n  url: rediss://h:6380\n  key_secret: ", kSecret, "\n");
+  EXPECT_THAT(Errors(Store("  tls:\n    ca_file: /etc/hostname\n")),
+              ElementsAre(HasSubstr("test.yaml:4:3: store.tls: given for a "
+                                    "store URL without TLS; use rediss://")));
+  EXPECT_THAT(
+      Errors(tls_store + "  tls:\n    ca_file: /nonexistent/ca.pem\n"),
+      ElementsAre(HasSubstr("store.tls.ca_file: \"/nonexistent/ca.pem\": "
+                            "No such file or directory")));
+  EXPECT_THAT(Errors(tls_store + "  tls:\n    cert_file: /etc/hostname\n"),
+              ElementsAre(HasSubstr("store.tls.cert_file: given without "
+                                    "store.tls.key_file")));
+  EXPECT_THAT(Errors(tls_store + "  tls:\n    cafile: /etc/hostname\n"),
+              ElementsAre(HasSubstr("unknown key \"cafile\" in store.tls (did "
+                                    "you mean \"ca_file\"?)")));
+  EXPECT_THAT(Errors(tls_store + "  tls:\n    ca_file: /etc\n"),
+              ElementsAre(HasSubstr("not a regular file")));
+  // The checks of an embedder's own options say the same.
+  StoreOptions o;
+  o.url = "redis://h:1";
+  o.key_secret = kSecret;
+  o.tls.ca_file = "/etc/ssl/ca.pem";
+  EXPECT_THAT(std::string(ValidateStoreOptions(o).message()),
+              HasSubstr("store.tls: given for a store URL without TLS"));
+  o.url = "rediss://h:1";
+  EXPECT_TRUE(ValidateStoreOptions(o).ok());
+  o.tls.key_file = "/etc/ssl/k.pem";
+  EXPECT_THAT(std::string(ValidateStoreOptions(o).message()),
+              HasSubstr("store.tls.key_file: given without"));
+}
+
 TEST(StoreUrlTest, ParsesUnixForm) {
   absl::StatusOr<internal::StoreEndpoint> e =
       internal::ParseStoreUrl("unix:///run/redis.sock");
@@ -252,7 +317,8 @@ TEST(StoreUrlTest, ValidationAndStoreRefuseTheSameUrls) {
   for (const char* bad : {"",
                           "localhost:6379",
                           "http://h:1",
-                          "rediss://h:1",
+                          "rediss://h",
+                          "rediss://[::1]",
                           "redis://",
                           "redis://h",
                           "redis://10.0.0.5",

@@ -300,6 +300,15 @@ TEST(SharedLimiterTest, CheckStoreReloadNamesEveryChangedField) {
       std::string(SharedLimiter::CheckStoreReload(&running, next).message()),
       ::testing::HasSubstr("store.url redis://127.0.0.1:6379/0 in "
                            "force, none in the new config"));
+  // TLS files are read at start: a new CA takes a restart too.
+  running.url = "rediss://127.0.0.1:6380/0";
+  running.tls.ca_file = "/etc/mxlimit/ca.pem";
+  next = running;
+  next.tls.ca_file = "/etc/mxlimit/new-ca.pem";
+  EXPECT_THAT(
+      std::string(SharedLimiter::CheckStoreReload(&running, next).message()),
+      ::testing::HasSubstr("store.tls.ca_file /etc/mxlimit/ca.pem in force, "
+                           "/etc/mxlimit/new-ca.pem in the new config"));
 }
 
 // A process that started without a store: a reload may not add one, and

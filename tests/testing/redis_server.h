@@ -47,6 +47,13 @@ class RedisServer {
   struct Options {
     // Appended to the command line, e.g. {"--requirepass", "secret"}.
     std::vector<std::string> extra_args;
+    // A TLS port too, with the files test_certificates.h made in this
+    // directory: `tls_cert`.crt/.key as the server's certificate, clients
+    // verified against ca.crt as `tls_auth_clients` says (no, optional,
+    // yes). The plain port stays, for Command().
+    std::string tls_dir = {};
+    std::string tls_cert = "server";
+    std::string tls_auth_clients = "no";
   };
 
   // Starts a server and waits until it answers PING. Null, with `why` set,
@@ -67,6 +74,7 @@ class RedisServer {
     s->dir_ = dir;
     s->options_ = std::move(options);
     s->port_ = FreePort();
+    if (!s->options_.tls_dir.empty()) s->tls_port_ = FreePort();
     if (!s->Launch()) {
       *why = "redis-server did not start; see " + s->dir_ + "/redis.log";
       return nullptr;
@@ -82,6 +90,11 @@ class RedisServer {
   }
 
   int port() const { return port_; }
+  // With Options::tls_dir: rediss://127.0.0.1:TLS_PORT.
+  int tls_port() const { return tls_port_; }
+  std::string tls_url() const {
+    return "rediss://127.0.0.1:" + std::to_string(tls_port_);
+  }
   std::string unix_path() const { return dir_ + "/redis.sock"; }
   std::string url() const {
     return "redis://127.0.0.1:" + std::to_string(port_);
@@ -249,6 +262,18 @@ class RedisServer {
       args.push_back(flag);
       args.push_back(value);
     }
+    if (tls_port_ != 0) {
+      const std::string& d = options_.tls_dir;
+      for (const std::string& a :
+           {std::string("--tls-port"), std::to_string(tls_port_),
+            std::string("--tls-cert-file"),
+            d + "/" + options_.tls_cert + ".crt", std::string("--tls-key-file"),
+            d + "/" + options_.tls_cert + ".key",
+            std::string("--tls-ca-cert-file"), d + "/ca.crt",
+            std::string("--tls-auth-clients"), options_.tls_auth_clients}) {
+        args.push_back(a);
+      }
+    }
     for (const std::string& a : options_.extra_args) args.push_back(a);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -282,6 +307,7 @@ class RedisServer {
   Options options_;
   std::string password_;
   int port_ = 0;
+  int tls_port_ = 0;
   pid_t pid_ = -1;
   redisContext* context_ = nullptr;
   int context_db_ = 0;

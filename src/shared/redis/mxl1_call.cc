@@ -123,12 +123,17 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out) {
   return w.size();
 }
 
-std::string FormatRespCommand(std::initializer_list<std::string_view> args) {
-  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+std::string FormatRespCommand(std::span<const std::string_view> args) {
+  std::string out;
+  out.push_back('*');
+  out.append(std::to_string(args.size()));
+  out.append("\r\n");
   for (std::string_view a : args) {
-    out += "$" + std::to_string(a.size()) + "\r\n";
+    out.push_back('$');
+    out.append(std::to_string(a.size()));
+    out.append("\r\n");
     out.append(a);
-    out += "\r\n";
+    out.append("\r\n");
   }
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -50,7 +51,11 @@ size_t FormatMxl1Call(const StoreOp& op, std::string_view sha1, char* out);
 
 // Any command as RESP, for the ones a connection sends once (AUTH, SELECT,
 // SCRIPT LOAD, INFO): these may allocate.
-std::string FormatRespCommand(std::initializer_list<std::string_view> args);
+std::string FormatRespCommand(std::span<const std::string_view> args);
+inline std::string FormatRespCommand(
+    std::initializer_list<std::string_view> args) {
+  return FormatRespCommand(std::span<const std::string_view>(args));
+}
 
 }  // namespace mxlimit::internal
 

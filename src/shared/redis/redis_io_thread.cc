@@ -56,7 +56,9 @@ void RedisStoreShared::set_last_error(std::string error) {
 }
 
 struct RedisIoThread::Connection {
-  enum class Phase : uint8_t { kDown, kConnecting, kHandshake, kReady };
+  // kTls: the TLS handshake of a rediss:// connection; kHandshake: the
+  // Redis setup commands.
+  enum class Phase : uint8_t { kDown, kConnecting, kTls, kHandshake, kReady };
 
   explicit Connection(size_t index, size_t fifo_capacity)
       : index(index), fifo(fifo_capacity) {}
@@ -82,13 +84,24 @@ struct RedisIoThread::Connection {
   Clock::duration backoff = kMinBackoff;
   size_t attempts = 0;
   bool ever_ready = false;
+  // rediss:// only. A write the session could not finish must be offered
+  // again with the same first `tls_retry` bytes: requests up to
+  // `tls_staged` may be on the wire already.
+  TlsSession tls;
+  std::vector<char> tls_out;
+  size_t tls_retry = 0;
+  uint64_t tls_staged = 0;
+  // The session needs the socket writable to go on reading.
+  bool tls_read_wants_write = false;
 
   uint32_t at(uint64_t i) const { return fifo[i % fifo.size()]; }
 };
 
 RedisIoThread::RedisIoThread(StoreEndpoint endpoint, int connections,
-                             SlotQueue& slots, RedisStoreShared& shared)
+                             SlotQueue& slots, RedisStoreShared& shared,
+                             std::shared_ptr<const TlsContext> tls)
     : endpoint_(std::move(endpoint)),
+      tls_(std::move(tls)),
       slots_(slots),
       shared_(shared),
       random_state_(
@@ -96,6 +109,8 @@ RedisIoThread::RedisIoThread(StoreEndpoint endpoint, int connections,
   for (int i = 0; i < connections; ++i) {
     connections_.push_back(std::make_unique<Connection>(
         static_cast<size_t>(i), slots.capacity() + kMaxControlsInFlight));
+    // One TLS record's worth: a batch is written a record at a time.
+    if (tls_ != nullptr) connections_.back()->tls_out.resize(16384);
   }
   if (!endpoint_.password.empty()) {
     auth_command_ =
@@ -173,14 +188,26 @@ void RedisIoThread::HandleEvent(const epoll_event& event,
     if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
       if (const int err = FinishConnect(c.fd); err != 0) {
         Drop(c, std::string("connect: ") + std::strerror(err), now);
+      } else if (tls_ != nullptr) {
+        StartTls(c, now);
       } else {
         StartHandshake(c, now);
       }
     }
     return;
   }
-  if (e & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(c, now);
-  if (c.fd >= 0 && (e & EPOLLOUT)) Flush(c, now);
+  if (c.phase == Connection::Phase::kTls) {
+    ContinueTls(c, now);
+    return;
+  }
+  if ((e & (EPOLLIN | EPOLLERR | EPOLLHUP)) ||
+      (c.tls_read_wants_write && (e & EPOLLOUT))) {
+    OnReadable(c, now);
+  }
+  // A TLS write that wanted to read goes on once the socket is readable.
+  if (c.fd >= 0 && ((e & EPOLLOUT) || (c.tls_retry != 0 && (e & EPOLLIN)))) {
+    Flush(c, now);
+  }
 }
 
 void RedisIoThread::Run() {
@@ -275,7 +302,41 @@ void RedisIoThread::Connect(Connection& c, Clock::time_point now) {
     Drop(c, std::string("epoll_ctl: ") + std::strerror(errno), now);
     return;
   }
-  if (!a.in_progress) StartHandshake(c, now);
+  if (a.in_progress) return;
+  if (tls_ != nullptr) {
+    StartTls(c, now);
+  } else {
+    StartHandshake(c, now);
+  }
+}
+
+void RedisIoThread::StartTls(Connection& c, Clock::time_point now) {
+  if (absl::Status s = c.tls.Start(*tls_, c.fd, endpoint_.host); !s.ok()) {
+    Drop(c, std::string(s.message()), now);
+    return;
+  }
+  c.phase = Connection::Phase::kTls;
+  ContinueTls(c, now);
+}
+
+void RedisIoThread::ContinueTls(Connection& c, Clock::time_point now) {
+  switch (c.tls.Handshake()) {
+    case TlsSession::Io::kDone:
+      StartHandshake(c, now);
+      return;
+    case TlsSession::Io::kWantRead:
+      WatchWritable(c, false);
+      return;
+    case TlsSession::Io::kWantWrite:
+      WatchWritable(c, true);
+      return;
+    case TlsSession::Io::kClosed:
+      Drop(c, "TLS handshake: connection closed by Redis", now);
+      return;
+    case TlsSession::Io::kError:
+      Drop(c, c.tls.error(), now);
+      return;
+  }
 }
 
 void RedisIoThread::StartHandshake(Connection& c, Clock::time_point now) {
@@ -293,6 +354,7 @@ void RedisIoThread::StartHandshake(Connection& c, Clock::time_point now) {
 
 void RedisIoThread::Drop(Connection& c, std::string_view why,
                          Clock::time_point now) {
+  c.tls.Reset();
   if (c.fd >= 0) close(c.fd);  // Also leaves the epoll set.
   c.fd = -1;
   c.watching_writable = false;
@@ -301,13 +363,17 @@ void RedisIoThread::Drop(Connection& c, std::string_view why,
   for (uint64_t i = c.head; i < c.tail; ++i) {
     const uint32_t entry = c.at(i);
     if (entry >= kFirstControl) continue;
-    const bool written = i < c.sent || (i == c.sent && c.partial > 0);
+    const bool written =
+        i < c.sent || (i == c.sent && c.partial > 0) || i < c.tls_staged;
     slots_.body(entry).result.status =
         written ? StoreStatus::kError : StoreStatus::kUnavailable;
     Finish(entry);
   }
   c.head = c.sent = c.tail = 0;
   c.partial = 0;
+  c.tls_retry = 0;
+  c.tls_staged = 0;
+  c.tls_read_wants_write = false;
   c.reload_queued = false;
   c.retry_at = now + Jitter(c.backoff);
   c.backoff = std::min<Clock::duration>(c.backoff * 2, kMaxBackoff);
@@ -315,7 +381,60 @@ void RedisIoThread::Drop(Connection& c, std::string_view why,
   UpdateConnected();
 }
 
+bool RedisIoThread::Consume(Connection& c, const char* data, size_t size,
+                            Clock::time_point now) {
+  if (!c.reader.Feed(data, size)) {
+    Drop(c, "RESP protocol error", now);
+    return false;
+  }
+  for (;;) {
+    const RespReader::Next next = c.reader.Read();
+    if (next == RespReader::Next::kNeedMore) return true;
+    if (next == RespReader::Next::kProtocolError) {
+      Drop(c, "RESP protocol error", now);
+      return false;
+    }
+    if (!OnReply(c, now)) return false;
+  }
+}
+
+void RedisIoThread::ReadTls(Connection& c, Clock::time_point now) {
+  char buf[16384];
+  const bool was_waiting = c.tls_read_wants_write;
+  c.tls_read_wants_write = false;
+  // Until the session has nothing left: it may hold bytes that the socket
+  // no longer signals.
+  for (;;) {
+    size_t n = 0;
+    switch (c.tls.Read(buf, sizeof buf, &n)) {
+      case TlsSession::Io::kDone:
+        if (!Consume(c, buf, n, now)) return;
+        if (c.tls.pending()) continue;
+        break;  // The epoll is level-triggered: more bytes wake us.
+      case TlsSession::Io::kWantRead:
+        break;
+      case TlsSession::Io::kWantWrite:
+        c.tls_read_wants_write = true;
+        break;
+      case TlsSession::Io::kClosed:
+        Drop(c, "connection closed by Redis", now);
+        return;
+      case TlsSession::Io::kError:
+        Drop(c, c.tls.error(), now);
+        return;
+    }
+    break;
+  }
+  if (was_waiting != c.tls_read_wants_write) {
+    WatchWritable(c, c.tls_retry != 0 || c.sent != c.tail);
+  }
+}
+
 void RedisIoThread::OnReadable(Connection& c, Clock::time_point now) {
+  if (c.tls.active()) {
+    ReadTls(c, now);
+    return;
+  }
   char buf[16384];
   for (;;) {
     const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
@@ -329,19 +448,7 @@ void RedisIoThread::OnReadable(Connection& c, Clock::time_point now) {
       Drop(c, std::string("recv: ") + std::strerror(errno), now);
       return;
     }
-    if (!c.reader.Feed(buf, static_cast<size_t>(n))) {
-      Drop(c, "RESP protocol error", now);
-      return;
-    }
-    for (;;) {
-      const RespReader::Next next = c.reader.Read();
-      if (next == RespReader::Next::kNeedMore) break;
-      if (next == RespReader::Next::kProtocolError) {
-        Drop(c, "RESP protocol error", now);
-        return;
-      }
-      if (!OnReply(c, now)) return;
-    }
+    if (!Consume(c, buf, static_cast<size_t>(n), now)) return;
     if (static_cast<size_t>(n) < sizeof buf) return;  // Drained.
   }
 }
@@ -492,7 +599,67 @@ size_t RedisIoThread::GatherUnsent(const Connection& c, iovec* iov,
   return count;
 }
 
+void RedisIoThread::Advance(Connection& c, const iovec* iov, size_t count,
+                            size_t n) {
+  // Whole requests, then a part.
+  for (size_t k = 0; k < count && n > 0; ++k) {
+    const size_t left = iov[k].iov_len;
+    if (n >= left) {
+      n -= left;
+      ++c.sent;
+      c.partial = 0;
+    } else {
+      c.partial += n;
+      n = 0;
+    }
+  }
+}
+
+void RedisIoThread::FlushTls(Connection& c, Clock::time_point now) {
+  while (c.sent != c.tail) {
+    constexpr size_t kMaxIov = 64;
+    iovec iov[kMaxIov];
+    const size_t count = GatherUnsent(c, iov, kMaxIov);
+    // Copied into one buffer, so that a batch of small requests goes out
+    // as one record; a retry copies the same bytes again.
+    const size_t limit = c.tls_retry != 0 ? c.tls_retry : c.tls_out.size();
+    size_t staged = 0;
+    size_t touched = 0;
+    for (; touched < count && staged < limit; ++touched) {
+      const size_t take = std::min(iov[touched].iov_len, limit - staged);
+      std::memcpy(c.tls_out.data() + staged, iov[touched].iov_base, take);
+      staged += take;
+    }
+    size_t n = 0;
+    switch (c.tls.Write(c.tls_out.data(), staged, &n)) {
+      case TlsSession::Io::kDone:
+        c.tls_retry = 0;
+        c.tls_staged = 0;
+        Advance(c, iov, count, n);
+        continue;
+      case TlsSession::Io::kWantWrite:
+      case TlsSession::Io::kWantRead:
+        // kWantRead: the next readable event flushes again.
+        c.tls_retry = staged;
+        c.tls_staged = c.sent + touched;
+        WatchWritable(c, true);
+        return;
+      case TlsSession::Io::kClosed:
+        Drop(c, "connection closed by Redis", now);
+        return;
+      case TlsSession::Io::kError:
+        Drop(c, c.tls.error(), now);
+        return;
+    }
+  }
+  WatchWritable(c, false);
+}
+
 void RedisIoThread::Flush(Connection& c, Clock::time_point now) {
+  if (c.tls.active()) {
+    FlushTls(c, now);
+    return;
+  }
   while (c.sent != c.tail) {
     constexpr size_t kMaxIov = 64;
     iovec iov[kMaxIov];
@@ -511,23 +678,13 @@ void RedisIoThread::Flush(Connection& c, Clock::time_point now) {
       Drop(c, std::string("send: ") + std::strerror(errno), now);
       return;
     }
-    // Advance over what was written, whole requests and then a part.
-    for (size_t k = 0; k < count && n > 0; ++k) {
-      const size_t left = iov[k].iov_len;
-      if (static_cast<size_t>(n) >= left) {
-        n -= static_cast<ssize_t>(left);
-        ++c.sent;
-        c.partial = 0;
-      } else {
-        c.partial += static_cast<size_t>(n);
-        n = 0;
-      }
-    }
+    Advance(c, iov, count, static_cast<size_t>(n));
   }
   WatchWritable(c, false);
 }
 
 void RedisIoThread::WatchWritable(Connection& c, bool writable) {
+  writable = writable || c.tls_read_wants_write;
   if (c.watching_writable == writable || c.fd < 0) return;
   epoll_event ev{};
   ev.events = EPOLLIN | (writable ? EPOLLOUT : 0u);
@@ -544,8 +701,12 @@ void RedisIoThread::RunTimers(Clock::time_point now) {
         if (now >= c.retry_at) Connect(c, now);
         break;
       case Connection::Phase::kConnecting:
+      case Connection::Phase::kTls:
         if (now - c.connect_started > kStallLimit) {
-          Drop(c, "connect timed out", now);
+          Drop(c,
+               c.phase == Connection::Phase::kTls ? "TLS handshake timed out"
+                                                  : "connect timed out",
+               now);
         }
         break;
       case Connection::Phase::kHandshake:
@@ -567,6 +728,7 @@ int RedisIoThread::NextTimeoutMs(Clock::time_point now) const {
         next = std::min(next, c.retry_at);
         break;
       case Connection::Phase::kConnecting:
+      case Connection::Phase::kTls:
         next = std::min(next, c.connect_started + kStallLimit);
         break;
       default:

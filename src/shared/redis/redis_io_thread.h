@@ -6,6 +6,9 @@
 // takes everything callers submitted, then writes each connection's pending
 // commands in one writev; replies match requests FIFO per connection.
 //
+// A `rediss://` connection runs its TLS handshake first (tls_client.h), then
+// reads and writes through the session, with the same batching.
+//
 // Every connection, on connect: AUTH and SELECT when configured, SCRIPT LOAD
 // of the mxl:1 script, INFO server for the run_id (a new run_id means Redis
 // lost its state: the store's generation goes up). A NOSCRIPT reply loads
@@ -38,6 +41,7 @@
 #include "mxlimit/internal/mutex.h"
 #include "src/options/store_url.h"
 #include "src/shared/redis/slot_queue.h"
+#include "src/shared/redis/tls_client.h"
 #include "src/shared/store.h"
 
 namespace mxlimit::internal {
@@ -62,9 +66,11 @@ struct RedisStoreShared {
 
 class RedisIoThread {
  public:
-  // REQUIRES: `slots` and `shared` outlive this object; 1 <= connections.
+  // REQUIRES: `slots` and `shared` outlive this object; 1 <= connections;
+  // `tls` set exactly when `endpoint.tls`.
   RedisIoThread(StoreEndpoint endpoint, int connections, SlotQueue& slots,
-                RedisStoreShared& shared);
+                RedisStoreShared& shared,
+                std::shared_ptr<const TlsContext> tls = nullptr);
   // Stops the thread and joins it; ops still queued or in flight fail.
   ~RedisIoThread();
   RedisIoThread(const RedisIoThread&) = delete;
@@ -87,6 +93,18 @@ class RedisIoThread {
 
   void Connect(Connection& c, std::chrono::steady_clock::time_point now);
   void StartHandshake(Connection& c, std::chrono::steady_clock::time_point now);
+  // TLS: the session's handshake, one step per socket event.
+  void StartTls(Connection& c, std::chrono::steady_clock::time_point now);
+  void ContinueTls(Connection& c, std::chrono::steady_clock::time_point now);
+  void ReadTls(Connection& c, std::chrono::steady_clock::time_point now);
+  void FlushTls(Connection& c, std::chrono::steady_clock::time_point now);
+  // Feeds received bytes to the reader and handles every whole reply; false
+  // when the connection had to be dropped.
+  bool Consume(Connection& c, const char* data, size_t size,
+               std::chrono::steady_clock::time_point now);
+  // Advances `c`'s send position over `n` bytes of the `count` gathered
+  // requests in `iov`.
+  static void Advance(Connection& c, const iovec* iov, size_t count, size_t n);
   void Drop(Connection& c, std::string_view why,
             std::chrono::steady_clock::time_point now);
   void OnReadable(Connection& c, std::chrono::steady_clock::time_point now);
@@ -114,6 +132,7 @@ class RedisIoThread {
   std::chrono::nanoseconds Jitter(std::chrono::nanoseconds backoff);
 
   const StoreEndpoint endpoint_;
+  const std::shared_ptr<const TlsContext> tls_;
   SlotQueue& slots_;
   RedisStoreShared& shared_;
   std::vector<std::unique_ptr<Connection>> connections_;

@@ -28,15 +28,24 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
         "store.max_in_flight: " + std::to_string(options.max_in_flight) +
         "; expected 1 to " + std::to_string(kMaxInFlightLimit));
   }
+  std::shared_ptr<const TlsContext> tls;
+  if (endpoint->tls) {
+    absl::StatusOr<std::shared_ptr<const TlsContext>> made =
+        TlsContext::Create(options.tls);
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+  }
   std::unique_ptr<RedisStore> store(
-      new RedisStore(*std::move(endpoint), options));
+      new RedisStore(*std::move(endpoint), options, std::move(tls)));
   if (absl::Status s = store->io_.Start(); !s.ok()) return s;
   return store;
 }
 
-RedisStore::RedisStore(StoreEndpoint endpoint, const StoreOptions& options)
+RedisStore::RedisStore(StoreEndpoint endpoint, const StoreOptions& options,
+                       std::shared_ptr<const TlsContext> tls)
     : slots_(options.max_in_flight),
-      io_(std::move(endpoint), options.connections, slots_, shared_) {}
+      io_(std::move(endpoint), options.connections, slots_, shared_,
+          std::move(tls)) {}
 
 std::string_view RedisStore::Script() { return kMxl1Script; }
 std::string_view RedisStore::ScriptSha1() { return kMxl1ScriptSha1; }

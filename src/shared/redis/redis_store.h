@@ -9,6 +9,9 @@
 // after its caller gave up goes to the LateReplyHandler. Nothing allocates
 // per op, on either side, once the store is warm.
 //
+// A `rediss://` URL runs every connection over TLS (tls_client.h), with the
+// CA and client certificate of `store.tls` loaded once at Create.
+//
 // Redis may be down when the store is created, and may go away and come
 // back at any time: the store keeps reconnecting, and meanwhile every op
 // returns kUnavailable at once so that the caller falls back.
@@ -16,7 +19,7 @@
 // Example:
 //   absl::StatusOr<std::unique_ptr<RedisStore>> store =
 //       RedisStore::Create(config.store);
-//   if (!store.ok()) return store.status();  // A bad store.url.
+//   if (!store.ok()) return store.status();  // A bad store.url or TLS file.
 //   StoreResult r = (*store)->Execute(op, steady_clock::now() + 5ms);
 //
 // Thread safety: Execute, Post, generation and counters from any number of
@@ -80,7 +83,8 @@ class RedisStore final : public Store {
   static constexpr size_t kMaxInFlightLimit = size_t{1} << 20;
 
  private:
-  RedisStore(StoreEndpoint endpoint, const StoreOptions& options);
+  RedisStore(StoreEndpoint endpoint, const StoreOptions& options,
+             std::shared_ptr<const TlsContext> tls);
 
   // Fills a slot and hands it to the I/O thread; kNone when not connected
   // or the queue is full (counted as unavailable).

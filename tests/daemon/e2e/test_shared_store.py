@@ -4,6 +4,7 @@ costs no error. Skipped, with a message, where redis-server is not installed."""
 
 import shutil
 import signal
+import subprocess
 import time
 
 import pytest
@@ -31,7 +32,25 @@ def redis(workdir, procs):
     return start
 
 
-def policy(url):
+def make_certificates(directory):
+    """A CA and a server certificate it signed for localhost and 127.0.0.1, with the openssl command line."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        pytest.fail("openssl is not installed (scripts/bootstrap installs it): the TLS test makes its CA with it")
+
+    def run(*args):
+        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+        "-subj", "/CN=e2e-ca", "-keyout", "ca.key", "-out", "ca.crt")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
+        "-keyout", "server.key", "-out", "server.csr")
+    (directory / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    run("x509", "-req", "-days", "2", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-extfile", "server.ext", "-out", "server.crt")
+
+
+def policy(url, store_extra=""):
     # The same secret on every process names the same buckets in Redis. A
     # generous timeout: these tests count what the store decides, and on a
     # loaded 2-core CI machine a check can miss the default 5 ms and fall back
@@ -41,16 +60,17 @@ store:
   url: {url}
   key_secret: e2e-shared-store-secret-0123456789
   timeout: 500ms
-"""
+""" + store_extra
 
 
-def start_daemons(mxlimitd_bin, workdir, procs, url, n=3, with_store=True, extra_policy="", admin=False):
+def start_daemons(mxlimitd_bin, workdir, procs, url, n=3, with_store=True, extra_policy="", admin=False,
+                  store_extra="", wait_connected=True):
     daemons = []
     if admin:
         (workdir / "admin-token").write_text(ADMIN_TOKEN + "\n")
     for i in range(n):
         config = workdir / f"mxlimit-{i}.yaml"
-        config.write_text((policy(url) if with_store else h.policy_yaml()) + extra_policy)
+        config.write_text((policy(url, store_extra) if with_store else h.policy_yaml()) + extra_policy)
         argv = [mxlimitd_bin, "--listen", "127.0.0.1:0", "--config", config, "--trusted-proxy", "127.0.0.1/32",
                 # One token-hash secret for all: a user is the same user on every node.
                 "--secret-file", workdir / "token.secret"]
@@ -72,7 +92,7 @@ def start_daemons(mxlimitd_bin, workdir, procs, url, n=3, with_store=True, extra
             daemon.admin = lines[0].split(" ", 1)[1]
         procs.append(daemon)
         daemons.append(daemon)
-    if with_store:
+    if with_store and wait_connected:
         # Until a daemon's connection is up its checks fall back to its own tables.
         for daemon in daemons:
             h.wait_until(lambda: "mxlimit_store_connected 1" in daemon.get("/_mxlimit/metrics").body.decode(), 10,
@@ -179,3 +199,59 @@ def test_a_tier_set_on_one_daemon_holds_on_all_three(mxlimitd_bin, workdir, proc
     for d in daemons:
         h.wait_until(lambda: listed(d) == [], 5, f"{d.address} dropped the tier")
     assert 'msg="shared tier assignments applied"' in daemons[1].proc.stderr()
+
+
+def test_over_tls_the_daemons_share_budgets_and_tiers(mxlimitd_bin, workdir, procs):
+    """rediss:// (issue #35, item 1): a Redis that only speaks TLS, the daemons verifying it against the CA of
+    store.tls.ca_file; checks and runtime tiers (on their own connection) both go through it."""
+    from test_admin import admin
+    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    if not server:
+        pytest.skip("redis-server is not installed (scripts/bootstrap installs it): the shared-store tests need it")
+    make_certificates(workdir)
+    port = h.free_port()
+    proc = h.Process("redis-tls", [server, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
+                                   "--tls-cert-file", workdir / "server.crt", "--tls-key-file",
+                                   workdir / "server.key", "--tls-ca-cert-file", workdir / "ca.crt",
+                                   "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
+                                   "--dir", workdir], workdir)
+    procs.append(proc)
+    h.wait_for_port(port, proc)
+    url = f"rediss://localhost:{port}/0"
+    tiers = "\ntiers:\n  bridge: { scale: 10 }\n"
+    daemons = start_daemons(mxlimitd_bin, workdir, procs, url, extra_policy=tiers, admin=True,
+                            store_extra=f"  tls:\n    ca_file: {workdir / 'ca.crt'}\n")
+    assert allowed_round_robin(daemons, lambda d, i: public_rooms(d, "198.51.100.40"), 12) == 3
+    status, body = admin(daemons[0], "PUT", "/_mxlimit/admin/v1/tiers/networks/198.51.100.41",
+                         {"tier": "bridge"}, token=ADMIN_TOKEN)
+    assert status == 200, body
+    for d in daemons:
+        h.wait_until(lambda: [(a["subject"], a["tier"]) for a in
+                              admin(d, "GET", "/_mxlimit/admin/v1/tiers", token=ADMIN_TOKEN)[1]["assignments"]]
+                     == [("198.51.100.41/32", "bridge")], 5, f"{d.address} has the tier")
+    assert 30 <= allowed_round_robin(daemons, lambda d, i: public_rooms(d, "198.51.100.41"), 45) <= 32
+
+
+def test_a_store_the_ca_did_not_sign_is_refused_and_checks_fall_back(mxlimitd_bin, workdir, procs):
+    """The server is always verified: with another CA the daemon never connects, says why, and decides alone."""
+    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    if not server:
+        pytest.skip("redis-server is not installed (scripts/bootstrap installs it): the shared-store tests need it")
+    make_certificates(workdir)
+    other = workdir / "other"
+    other.mkdir()
+    make_certificates(other)
+    port = h.free_port()
+    proc = h.Process("redis-tls", [server, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
+                                   "--tls-cert-file", workdir / "server.crt", "--tls-key-file",
+                                   workdir / "server.key", "--tls-ca-cert-file", workdir / "ca.crt",
+                                   "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
+                                   "--dir", workdir], workdir)
+    procs.append(proc)
+    h.wait_for_port(port, proc)
+    [daemon] = start_daemons(mxlimitd_bin, workdir, procs, f"rediss://127.0.0.1:{port}", n=1,
+                             store_extra=f"  tls:\n    ca_file: {other / 'ca.crt'}\n", wait_connected=False)
+    h.wait_until(lambda: "certificate" in daemon.proc.stderr(), 5, "the refused certificate is logged")
+    assert "mxlimit_store_connected 0" in daemon.get("/_mxlimit/metrics").body.decode()
+    statuses = [public_rooms(daemon, "198.51.100.42").status for _ in range(5)]
+    assert statuses == [204, 204, 204, 403, 403], statuses
