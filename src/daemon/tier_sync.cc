@@ -12,6 +12,7 @@
 #include "src/daemon/log.h"
 #include "src/daemon/wall_clock.h"
 #include "src/options/store_url.h"
+#include "src/shared/redis/sentinel_resolver.h"
 #include "src/shared/store_keys.h"
 
 namespace mxlimit::daemon {
@@ -53,13 +54,27 @@ absl::StatusOr<std::unique_ptr<TierSync>> TierSync::Create(
 
 TierSync::~TierSync() = default;
 
-internal::RedisConnection* TierSync::Connection(std::string& why) {
+internal::RedisConnection* TierSync::Connection(
+    std::string& why, std::chrono::steady_clock::time_point deadline) {
   if (connection_ != nullptr && !connection_->broken()) {
     return connection_.get();
   }
   connection_.reset();
+  internal::StoreEndpoint endpoint = endpoint_;
+  if (!endpoint.sentinels.empty()) {
+    // Asked at each new connection: one that fails, or meets a demoted
+    // primary, is dropped and the next one finds the new primary.
+    absl::StatusOr<internal::StoreEndpoint::HostPort> primary =
+        internal::SentinelResolver::AskOnce(endpoint_, deadline);
+    if (!primary.ok()) {
+      why = FromAbsl(primary.status().message());
+      return nullptr;
+    }
+    endpoint.host = primary->host;
+    endpoint.port = primary->port;
+  }
   absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
-      internal::RedisConnection::Connect(endpoint_, tls_.get(), timeout_);
+      internal::RedisConnection::Connect(endpoint, tls_.get(), deadline);
   if (!c.ok()) {
     why = FromAbsl(c.status().message());
     return nullptr;
@@ -82,8 +97,10 @@ absl::Status TierSync::Unpublish(std::string_view subject) {
 absl::Status TierSync::Change(std::string_view subject,
                               const std::string* value) {
   internal::MutexLock lock(mu_);
+  // One deadline for the whole call, connecting included.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::string why;
-  internal::RedisConnection* c = Connection(why);
+  internal::RedisConnection* c = Connection(why, deadline);
   if (c == nullptr) {
     return absl::UnavailableError("the store cannot be reached: " + why);
   }
@@ -97,12 +114,15 @@ absl::Status TierSync::Change(std::string_view subject,
   commands.push_back({"INCR", version_key_});
   commands.push_back({"EXEC"});
   absl::StatusOr<std::vector<internal::RedisReplyPtr>> replies =
-      c->Run(commands);
+      c->Run(commands, deadline);
   if (!replies.ok()) {
     return absl::UnavailableError("the store did not answer in time");
   }
   for (const internal::RedisReplyPtr& r : *replies) {
     if (r->type == REDIS_REPLY_ERROR) {
+      // READONLY (a demoted primary) or EXECABORT: the next call connects
+      // afresh.
+      connection_.reset();
       return absl::UnavailableError("the store refused the change");
     }
   }
@@ -122,11 +142,12 @@ bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
   internal::MutexLock lock(mu_);
   auto warn = [this](std::string_view why)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Warn(why); };
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::string why;
-  internal::RedisConnection* c = Connection(why);
+  internal::RedisConnection* c = Connection(why, deadline);
   if (c == nullptr) return warn("the store cannot be reached: " + why);
   absl::StatusOr<std::vector<internal::RedisReplyPtr>> v =
-      c->Run({{"GET", version_key_}});
+      c->Run({{"GET", version_key_}}, deadline);
   if (!v.ok()) return warn(FromAbsl(v.status().message()));
   const redisReply& version_reply = *(*v)[0];
   int64_t version = 0;
@@ -136,7 +157,7 @@ bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
   }
   if (!force && version == seen_version_) return false;
   absl::StatusOr<std::vector<internal::RedisReplyPtr>> got =
-      c->Run({{"HGETALL", key_}});
+      c->Run({{"HGETALL", key_}}, deadline);
   if (!got.ok()) return warn(FromAbsl(got.status().message()));
   const redisReply& all = *(*got)[0];
   if (all.type != REDIS_REPLY_ARRAY) return warn("HGETALL failed");

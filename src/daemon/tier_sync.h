@@ -85,7 +85,8 @@ class TierSync {
   // otherwise.
   bool ReadWanted(bool force, WantedMap& wanted) ABSL_LOCKS_EXCLUDED(mu_);
   // A connection, or null with `why` set.
-  internal::RedisConnection* Connection(std::string& why)
+  internal::RedisConnection* Connection(
+      std::string& why, std::chrono::steady_clock::time_point deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // HSET `value` (or HDEL, when null) and INCR the version, atomically.
   absl::Status Change(std::string_view subject, const std::string* value)

@@ -25,10 +25,14 @@ namespace {
 
 constexpr std::string_view kRedis = "redis://";
 constexpr std::string_view kRedisTls = "rediss://";
+constexpr std::string_view kSentinel = "redis-sentinel://";
 constexpr std::string_view kUnix = "unix://";
 constexpr std::string_view kShapes =
     "redis://HOST:PORT[/DB], redis://[USER]:PASSWORD@HOST:PORT[/DB] (or "
-    "rediss:// for TLS) or unix:///PATH[?db=DB]";
+    "rediss:// for TLS), "
+    "redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB] "
+    "or unix:///PATH[?db=DB]";
+constexpr size_t kMaxSentinels = 16;
 constexpr int kMaxDb = 2147483647;
 
 // Plain decimal in [min, max], the whole of `text`.
@@ -146,6 +150,52 @@ std::string ReadRedis(std::string_view rest, StoreEndpoint& e) {
   return ReadHostPort(rest, e);
 }
 
+// The part after "redis-sentinel://". "" or what is wrong.
+std::string ReadSentinel(std::string_view rest, StoreEndpoint& e) {
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    if (std::string why = ReadUserInfo(rest.substr(0, at), e); !why.empty()) {
+      return why;
+    }
+    rest.remove_prefix(at + 1);
+  }
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) {
+    return "the primary's name is missing: "
+           "redis-sentinel://HOST:PORT,HOST:PORT/NAME";
+  }
+  std::string_view hosts = rest.substr(0, slash);
+  std::string_view name = rest.substr(slash + 1);
+  if (const size_t db = name.find('/'); db != std::string_view::npos) {
+    if (!ReadNumber(name.substr(db + 1), 0, kMaxDb, &e.db)) {
+      return "the database after the name must be a number from 0 to "
+             "2147483647";
+    }
+    name = name.substr(0, db);
+  }
+  if (name.empty()) return "the primary's name is empty";
+  for (char c : name) {
+    if (!IsHostnameByte(c)) {
+      return "the primary's name may hold letters, digits, '.', '-' and '_'";
+    }
+  }
+  e.master_name = std::string(name);
+  while (true) {
+    const size_t comma = hosts.find(',');
+    StoreEndpoint one;
+    if (std::string why = ReadHostPort(hosts.substr(0, comma), one);
+        !why.empty()) {
+      return "a Sentinel: " + why;
+    }
+    if (e.sentinels.size() == kMaxSentinels) {
+      return "at most 16 Sentinels";
+    }
+    e.sentinels.push_back({one.host, one.port});
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+  return "";
+}
+
 // The part after "unix://". "" or what is wrong.
 std::string ReadUnix(std::string_view rest, StoreEndpoint& e) {
   std::string_view path = rest;
@@ -178,7 +228,11 @@ std::string Read(std::string_view url, StoreEndpoint& e) {
     e.tls = true;
     return ReadRedis(url.substr(kRedisTls.size()), e);
   }
-  return "the scheme must be redis://, rediss:// or unix://";
+  if (url.substr(0, kSentinel.size()) == kSentinel) {
+    return ReadSentinel(url.substr(kSentinel.size()), e);
+  }
+  return "the scheme must be redis://, rediss://, redis-sentinel:// or "
+         "unix://";
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 //   redis://[USER]:PASSWORD@HOST:PORT[/DB]   HOST a DNS name, an IPv4 address
 //                                            or a bracketed IPv6 address
 //   rediss://...                             the same over TLS
+//   redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB]
+//                                            the primary NAME that these
+//                                            Sentinels name
 //   unix:///PATH[?db=DB]
 // The port is required. USER and PASSWORD may be percent-encoded (`%25` for
 // `%`); everything before the last '@' is user information.
@@ -18,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -37,6 +41,15 @@ struct StoreEndpoint {
   int db = 0;
   // `rediss://`: TLS over the TCP connection (StoreOptions::tls).
   bool tls = false;
+  // `redis-sentinel://`: the Sentinels to ask, in the URL's order, and the
+  // name of the primary they watch; `host` and `port` are then empty (the
+  // store connects to whichever primary the Sentinels name).
+  struct HostPort {
+    std::string host;
+    int port = 0;
+  };
+  std::vector<HostPort> sentinels;
+  std::string master_name;
 };
 
 // The endpoint `url` names, or InvalidArgument whose message is what

@@ -141,7 +141,8 @@ TEST(ConfigStoreTest, BadUrlsAreErrorsAtTheValueAndHideThePassword) {
       HasSubstr("test.yaml:2:8: store.url: got \"http://127.0.0.1:6379\""
                 ", expected redis://HOST:PORT[/DB]"));
   EXPECT_THAT(error("http://127.0.0.1:6379"),
-              HasSubstr("the scheme must be redis://, rediss:// or unix://"));
+              HasSubstr("the scheme must be redis://, rediss://, "
+                        "redis-sentinel:// or unix://"));
   EXPECT_THAT(error("redis://127.0.0.1"), HasSubstr("the port is missing"));
   EXPECT_THAT(error("redis://127.0.0.1:0/0"),
               HasSubstr("the port must be a number from 1 to 65535"));
@@ -245,6 +246,31 @@ TEST(StoreUrlTest, RedissIsTheSameGrammarOverTls) {
   EXPECT_FALSE(e->tls);
 }
 
+TEST(StoreUrlTest, SentinelNamesTheSentinelsAndThePrimary) {
+  absl::StatusOr<internal::StoreEndpoint> e = internal::ParseStoreUrl(
+      "redis-sentinel://:pw@10.0.0.1:26379,[::1]:26380,s3.example:26381/"
+      "main-cache/4");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->sentinels.size(), 3u);
+  EXPECT_EQ(e->sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(e->sentinels[0].port, 26379);
+  EXPECT_EQ(e->sentinels[1].host, "::1");
+  EXPECT_EQ(e->sentinels[2].host, "s3.example");
+  EXPECT_EQ(e->sentinels[2].port, 26381);
+  EXPECT_EQ(e->master_name, "main-cache");
+  EXPECT_EQ(e->db, 4);
+  EXPECT_EQ(e->password, "pw");
+  EXPECT_TRUE(e->host.empty());
+  EXPECT_THAT(StoreUrlProblem("redis-sentinel://h:26379"),
+              HasSubstr("the primary's name is missing"));
+  EXPECT_THAT(StoreUrlProblem("redis-sentinel://h/mymaster"),
+              HasSubstr("a Sentinel: the port is missing"));
+  EXPECT_THAT(StoreUrlProblem("redis-sentinel://h:1/my master"),
+              HasSubstr("the primary's name may hold"));
+  EXPECT_EQ(RedactStoreUrl("redis-sentinel://:hunter2@h:1/m"),
+            "redis-sentinel://:***@h:1/m");
+}
+
 TEST(ConfigStoreTest, TlsFilesAreReadRelativeToTheConfig) {
   TempDir dir;
   dir.Write("ca.pem", "x");
@@ -319,6 +345,11 @@ TEST(StoreUrlTest, ValidationAndStoreRefuseTheSameUrls) {
                           "http://h:1",
                           "rediss://h",
                           "rediss://[::1]",
+                          "redis-sentinel://h:1",
+                          "redis-sentinel://h:1/",
+                          "redis-sentinel://h:1,/m",
+                          "redis-sentinel://h:1/m/x",
+                          "redis-sentinel://h:1/m!",
                           "redis://",
                           "redis://h",
                           "redis://10.0.0.5",

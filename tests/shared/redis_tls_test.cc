@@ -288,5 +288,47 @@ TEST_F(RedisTlsTest, ManyThreadsGetTheirOwnRepliesInBigBatches) {
   EXPECT_EQ(wrong.load(), 0) << store->last_error();
 }
 
+TEST_F(RedisTlsTest, APipelineLargerThanTheSocketBuffersArrivesWhole) {
+  if (!StartRedis()) return;
+  StoreOptions o = TlsOptions();
+  o.max_in_flight = 100'000;
+  std::unique_ptr<RedisStore> store = Create(o);
+  ASSERT_TRUE(WaitConnected(*store)) << store->last_error();
+  // Up to 24 MB of calls while Redis reads nothing: the socket's buffers
+  // (at most 4 MB to send, 128 KB to receive here) fill, TLS writes stop
+  // half way and resume with the same bytes once Redis reads again.
+  // Posting stops after 600 ms, well before the one-second stall limit
+  // (a sanitizer's build posts fewer).
+  constexpr int kMaxOps = 12'000;
+  std::vector<mxlimit::testing::Bucket> buckets;
+  for (size_t k = 0; k < kMaxStoreBuckets; ++k) {
+    buckets.push_back({"pipeline-" + std::to_string(k), kSecond, 1 << 30});
+  }
+  const StoreOp op = MakeOp(StoreOpKind::kCheck, 1, kEpoch, buckets);
+  redis_->Freeze();
+  const auto stop_posting = steady_clock::now() + milliseconds(600);
+  int posted = 0;
+  while (posted < kMaxOps && steady_clock::now() < stop_posting) {
+    ASSERT_TRUE(store->Post(op)) << store->last_error();
+    ++posted;
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+  redis_->Thaw();
+  const auto give_up = steady_clock::now() + std::chrono::seconds(20);
+  while (store->counters().ops_ok < static_cast<uint64_t>(posted) &&
+         store->counters().ops_error == 0 && steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(store->counters().ops_ok, static_cast<uint64_t>(posted))
+      << store->last_error();
+  EXPECT_EQ(store->counters().ops_error, 0u);
+  // Each charged once: every bucket is `posted` intervals ahead.
+  const StoreResult r = Run(*store, op);
+  ASSERT_EQ(r.status, StoreStatus::kOk);
+  for (size_t k = 0; k < kMaxStoreBuckets; ++k) {
+    EXPECT_EQ(r.lead[k], int64_t{posted} * kSecond) << k;
+  }
+}
+
 }  // namespace
 }  // namespace mxlimit::internal

@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -100,6 +101,10 @@ class RedisServer {
     return "redis://127.0.0.1:" + std::to_string(port_);
   }
   pid_t pid() const { return pid_; }
+  const std::string& binary() const { return binary_; }
+
+  // A free loopback port, for other servers a test starts (Sentinels).
+  static int FreePortForTests() { return FreePort(); }
 
   // SIGSTOP: connections stay open, nothing is answered. The signal takes
   // effect some time after kill() returns, so wait for the server (our
@@ -151,6 +156,12 @@ class RedisServer {
   // itself, nil as "(nil)", an error as "ERR: <text>", an array as its
   // elements joined by ",". "(no connection)" when the server is down.
   std::string Command(const std::vector<std::string>& args, int db = 0) {
+    return Command(args, db, /*retry=*/true);
+  }
+
+ private:
+  std::string Command(const std::vector<std::string>& args, int db,
+                      bool retry) {
     if (context_ != nullptr && (context_->err || context_db_ != db)) {
       redisFree(context_);
       context_ = nullptr;
@@ -169,9 +180,16 @@ class RedisServer {
       if (db != 0) Run(context_, {"SELECT", std::to_string(db)});
       context_db_ = db;
     }
-    return Run(context_, args);
+    std::string reply = Run(context_, args);
+    if (retry && reply == "(no reply)" && context_->err != 0) {
+      // The server closed the connection (a restart, or Sentinel's CLIENT
+      // KILL after a failover): once more on a new one.
+      return Command(args, db, /*retry=*/false);
+    }
+    return reply;
   }
 
+ public:
   // For Command() on a server started with --requirepass.
   void set_password(std::string password) { password_ = std::move(password); }
 
@@ -280,6 +298,9 @@ class RedisServer {
     argv.push_back(nullptr);
     const pid_t pid = fork();
     if (pid == 0) {
+      // A test that dies (a sanitizer's report, a crash) takes its server
+      // with it, rather than leaving it holding ctest's output pipe.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       execv(binary_.c_str(), argv.data());
       _exit(127);
     }

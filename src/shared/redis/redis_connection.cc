@@ -27,11 +27,10 @@ bool IsError(const redisReply* r) {
 
 absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(
     const StoreEndpoint& endpoint, const TlsContext* tls,
-    std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
+    Clock::time_point deadline) {
   ConnectAttempt a = StartConnect(endpoint, 0);
   if (a.fd < 0) return absl::UnavailableError(a.error);
-  std::unique_ptr<RedisConnection> c(new RedisConnection(a.fd, timeout));
+  std::unique_ptr<RedisConnection> c(new RedisConnection(a.fd));
   if (c->reader_ == nullptr) {
     return absl::ResourceExhaustedError("out of memory");
   }
@@ -64,7 +63,8 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(
   }
   if (endpoint.db != 0) setup.push_back({"SELECT", db});
   if (!setup.empty()) {
-    absl::StatusOr<std::vector<RedisReplyPtr>> replies = c->Run(setup);
+    absl::StatusOr<std::vector<RedisReplyPtr>> replies =
+        c->Run(setup, deadline);
     if (!replies.ok()) return replies.status();
     for (const RedisReplyPtr& r : *replies) {
       if (IsError(r.get())) {
@@ -77,8 +77,8 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(
   return c;
 }
 
-RedisConnection::RedisConnection(int fd, std::chrono::milliseconds timeout)
-    : fd_(fd), timeout_(timeout), reader_(redisReaderCreate()) {}
+RedisConnection::RedisConnection(int fd)
+    : fd_(fd), reader_(redisReaderCreate()) {}
 
 RedisConnection::~RedisConnection() {
   tls_.Reset();
@@ -182,9 +182,9 @@ absl::StatusOr<size_t> RedisConnection::ReadSome(char* buf, size_t size,
 }
 
 absl::StatusOr<std::vector<RedisReplyPtr>> RedisConnection::Run(
-    const std::vector<std::vector<std::string_view>>& commands) {
+    const std::vector<std::vector<std::string_view>>& commands,
+    Clock::time_point deadline) {
   if (broken_) return absl::UnavailableError("the connection is broken");
-  const Clock::time_point deadline = Clock::now() + timeout_;
   std::string out;
   for (const std::vector<std::string_view>& command : commands) {
     out += FormatRespCommand(command);

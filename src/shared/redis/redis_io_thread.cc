@@ -31,6 +31,7 @@ enum Control : uint32_t {
   kScriptLoad,  // On connect.
   kInfo,        // On connect; its reply makes the connection ready.
   kReload,      // SCRIPT LOAD again after NOSCRIPT.
+  kRole,        // Sentinel, on connect: ready only as the primary.
 };
 constexpr uint32_t kFirstControl = kAuth;
 constexpr size_t kMaxControlsInFlight = 8;
@@ -124,6 +125,11 @@ RedisIoThread::RedisIoThread(StoreEndpoint endpoint, int connections,
   }
   script_load_command_ = FormatRespCommand({"SCRIPT", "LOAD", kMxl1Script});
   info_command_ = FormatRespCommand({"INFO", "server"});
+  if (!endpoint_.sentinels.empty()) {
+    role_command_ = FormatRespCommand({"INFO", "replication"});
+    resolver_ =
+        std::make_unique<SentinelResolver>(endpoint_, [this] { Wake(); });
+  }
 }
 
 RedisIoThread::~RedisIoThread() {
@@ -132,6 +138,9 @@ RedisIoThread::~RedisIoThread() {
     Wake();
     thread_.join();
   }
+  // After the I/O thread, which calls it, and before wake_fd_ closes, which
+  // its callback writes to.
+  resolver_.reset();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
 }
@@ -154,6 +163,7 @@ absl::Status RedisIoThread::Start() {
                                std::strerror(errno));
   }
   thread_ = std::thread([this] { Run(); });
+  if (resolver_ != nullptr) resolver_->Start();
   return absl::OkStatus();
 }
 
@@ -232,6 +242,7 @@ void RedisIoThread::Run() {
     Clock::time_point now = Clock::now();
     poll_until = now + kPollFor;
     for (int i = 0; i < n; ++i) HandleEvent(events[i], now);
+    if (resolver_ != nullptr) FollowPrimary(now);
     TakeSubmissions(now);
     for (auto& c : connections_) {
       if (c->fd >= 0 && c->sent != c->tail) Flush(*c, now);
@@ -285,8 +296,32 @@ void RedisIoThread::Push(Connection& c, uint32_t entry, Clock::time_point now) {
   ++c.tail;
 }
 
+void RedisIoThread::FollowPrimary(Clock::time_point now) {
+  const uint64_t version = resolver_->version();
+  if (version == primary_version_) return;
+  primary_version_ = version;
+  for (auto& c : connections_) {
+    if (c->fd >= 0) Drop(*c, "the Sentinels named another primary", now);
+    c->retry_at = now;
+    c->backoff = kMinBackoff;
+  }
+}
+
 void RedisIoThread::Connect(Connection& c, Clock::time_point now) {
-  ConnectAttempt a = StartConnect(endpoint_, c.attempts++);
+  ConnectAttempt a;
+  if (resolver_ != nullptr) {
+    const std::optional<StoreEndpoint::HostPort> primary = resolver_->Primary();
+    if (!primary.has_value()) {
+      Drop(c, "no primary yet: " + resolver_->last_error(), now);
+      return;
+    }
+    StoreEndpoint e = endpoint_;
+    e.host = primary->host;
+    e.port = primary->port;
+    a = StartConnect(e, c.attempts++);
+  } else {
+    a = StartConnect(endpoint_, c.attempts++);
+  }
   if (a.fd < 0) {
     Drop(c, a.error, now);
     return;
@@ -348,6 +383,9 @@ void RedisIoThread::StartHandshake(Connection& c, Clock::time_point now) {
   if (!auth_command_.empty()) Push(c, kAuth, now);
   if (!select_command_.empty()) Push(c, kSelect, now);
   Push(c, kScriptLoad, now);
+  // The role before INFO server: a replica's run_id must not count as a
+  // new Redis.
+  if (resolver_ != nullptr) Push(c, kRole, now);
   Push(c, kInfo, now);
   Flush(c, now);
 }
@@ -379,6 +417,8 @@ void RedisIoThread::Drop(Connection& c, std::string_view why,
   c.backoff = std::min<Clock::duration>(c.backoff * 2, kMaxBackoff);
   shared_.set_last_error(std::string(why));
   UpdateConnected();
+  // The primary may have moved: ask the Sentinels now, not at the next poll.
+  if (resolver_ != nullptr) resolver_->RefreshSoon();
 }
 
 bool RedisIoThread::Consume(Connection& c, const char* data, size_t size,
@@ -462,8 +502,18 @@ bool RedisIoThread::OnReply(Connection& c, Clock::time_point now) {
   ++c.head;
   c.waiting_since = now;  // Progress: the stall clock starts again.
   if (entry >= kFirstControl) return OnSetupReply(c, entry, now);
-  OnOpReply(c, entry, now);
-  return true;
+  return OnOpReply(c, entry, now);
+}
+
+void RedisIoThread::MakeReady(Connection& c) {
+  c.phase = Connection::Phase::kReady;
+  c.backoff = kMinBackoff;
+  c.attempts = 0;
+  if (c.ever_ready) {
+    shared_.reconnects.fetch_add(1, std::memory_order_relaxed);
+  }
+  c.ever_ready = true;
+  UpdateConnected();
 }
 
 bool RedisIoThread::OnSetupReply(Connection& c, uint32_t control,
@@ -502,24 +552,34 @@ bool RedisIoThread::OnSetupReply(Connection& c, uint32_t control,
         }
         run_id_ = std::string(run_id);
       }
-      c.phase = Connection::Phase::kReady;
-      c.backoff = kMinBackoff;
-      c.attempts = 0;
-      if (c.ever_ready) {
-        shared_.reconnects.fetch_add(1, std::memory_order_relaxed);
-      }
-      c.ever_ready = true;
-      UpdateConnected();
+      MakeReady(c);
       return true;
     }
+    case kRole:
+      if (r.role != RespReply::Role::kMaster) {
+        Drop(c, "the named primary is a replica: waiting for the Sentinels",
+             now);
+        return false;
+      }
+      return true;
   }
   return true;
 }
 
-void RedisIoThread::OnOpReply(Connection& c, uint32_t slot,
+bool RedisIoThread::OnOpReply(Connection& c, uint32_t slot,
                               Clock::time_point now) {
   const RespReply& r = c.reader.reply();
   SlotBody& body = slots_.body(slot);
+  // Redis 7 answers READONLY; 5 and 6 wrap it in the script's error.
+  if (r.type == RespReply::Type::kError &&
+      r.text_view().find("READONLY") != std::string_view::npos) {
+    // The primary became a replica under this connection (a failover it
+    // took part in): nothing was written; find the new one.
+    body.result.status = StoreStatus::kError;
+    Finish(slot);
+    Drop(c, "the primary became a replica (READONLY)", now);
+    return false;
+  }
   if (r.type == RespReply::Type::kError &&
       r.text_view().substr(0, 8) == "NOSCRIPT" && !body.resent) {
     // Redis forgot the script (SCRIPT FLUSH, restart with the connection
@@ -532,7 +592,7 @@ void RedisIoThread::OnOpReply(Connection& c, uint32_t slot,
       Push(c, kReload, now);
     }
     Push(c, slot, now);
-    return;
+    return true;
   }
   StoreResult& result = body.result;
   if (r.type == RespReply::Type::kArray && !r.malformed &&
@@ -544,6 +604,7 @@ void RedisIoThread::OnOpReply(Connection& c, uint32_t slot,
     result.status = StoreStatus::kError;
   }
   Finish(slot);
+  return true;
 }
 
 void RedisIoThread::Finish(uint32_t slot) {
@@ -586,6 +647,7 @@ size_t RedisIoThread::GatherUnsent(const Connection& c, iovec* iov,
       const std::string& command = entry == kAuth     ? auth_command_
                                    : entry == kSelect ? select_command_
                                    : entry == kInfo   ? info_command_
+                                   : entry == kRole   ? role_command_
                                                       : script_load_command_;
       data = command.data();
       size = command.size();
@@ -631,19 +693,23 @@ void RedisIoThread::FlushTls(Connection& c, Clock::time_point now) {
       staged += take;
     }
     size_t n = 0;
-    switch (c.tls.Write(c.tls_out.data(), staged, &n)) {
+    const TlsSession::Io io = c.tls.Write(c.tls_out.data(), staged, &n);
+    switch (io) {
       case TlsSession::Io::kDone:
         c.tls_retry = 0;
         c.tls_staged = 0;
         Advance(c, iov, count, n);
         continue;
       case TlsSession::Io::kWantWrite:
-      case TlsSession::Io::kWantRead:
-        // kWantRead: the next readable event flushes again.
+      case TlsSession::Io::kWantRead: {
+        // kWantRead: the next readable event flushes again (HandleEvent),
+        // so writability would only spin the loop.
+        const bool wants_write = io == TlsSession::Io::kWantWrite;
         c.tls_retry = staged;
         c.tls_staged = c.sent + touched;
-        WatchWritable(c, true);
+        WatchWritable(c, wants_write);
         return;
+      }
       case TlsSession::Io::kClosed:
         Drop(c, "connection closed by Redis", now);
         return;

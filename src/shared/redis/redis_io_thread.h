@@ -9,6 +9,13 @@
 // A `rediss://` connection runs its TLS handshake first (tls_client.h), then
 // reads and writes through the session, with the same batching.
 //
+// `redis-sentinel://`: connections go to the primary a SentinelResolver
+// names, and are ready only once `INFO replication` says `role:master`. When
+// the Sentinels name another primary (a failover) every connection is
+// dropped and reconnects to it; a connection that fails, or a `READONLY`
+// reply (the primary was demoted under us), makes the resolver ask again at
+// once. A replica is never written to.
+//
 // Every connection, on connect: AUTH and SELECT when configured, SCRIPT LOAD
 // of the mxl:1 script, INFO server for the run_id (a new run_id means Redis
 // lost its state: the store's generation goes up). A NOSCRIPT reply loads
@@ -40,6 +47,7 @@
 #include "absl/status/status.h"
 #include "mxlimit/internal/mutex.h"
 #include "src/options/store_url.h"
+#include "src/shared/redis/sentinel_resolver.h"
 #include "src/shared/redis/slot_queue.h"
 #include "src/shared/redis/tls_client.h"
 #include "src/shared/store.h"
@@ -123,8 +131,12 @@ class RedisIoThread {
   bool OnReply(Connection& c, std::chrono::steady_clock::time_point now);
   bool OnSetupReply(Connection& c, uint32_t control,
                     std::chrono::steady_clock::time_point now);
-  void OnOpReply(Connection& c, uint32_t slot,
+  void MakeReady(Connection& c);
+  // False when the connection had to be dropped.
+  bool OnOpReply(Connection& c, uint32_t slot,
                  std::chrono::steady_clock::time_point now);
+  // Sentinel: reconnects every connection when the primary changed.
+  void FollowPrimary(std::chrono::steady_clock::time_point now);
   // Hands a slot whose body().result is written back to its caller, or
   // reports it as a late reply, or releases a posted op.
   void Finish(uint32_t slot);
@@ -139,7 +151,10 @@ class RedisIoThread {
   size_t next_connection_ = 0;
   // The setup commands, formatted once.
   std::string auth_command_, select_command_, script_load_command_,
-      info_command_;
+      info_command_, role_command_;
+  // redis-sentinel:// only; the version of its answer the connections use.
+  std::unique_ptr<SentinelResolver> resolver_;
+  uint64_t primary_version_ = 0;
   // The run_id of the Redis the last connection found.
   std::string run_id_;
   uint64_t random_state_;

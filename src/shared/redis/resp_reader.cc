@@ -23,6 +23,7 @@ void StartReply(RespReply* r, RespReply::Type type) {
   r->malformed = false;
   r->text_size = 0;
   r->run_id_size = 0;
+  r->role = RespReply::Role::kUnknown;
 }
 
 // hiredis needs a non-null object back from each callback (null means out of
@@ -47,6 +48,13 @@ void* CreateString(const redisReadTask* task, char* str, size_t len) {
     const size_t end = std::min(rest.find_first_of("\r\n"), rest.size());
     r->run_id_size = std::min(end, r->run_id.size());
     std::memcpy(r->run_id.data(), rest.data(), r->run_id_size);
+  }
+  // INFO replication: "role:master" or "role:slave".
+  constexpr std::string_view kRole = "role:";
+  if (const size_t at = body.find(kRole); at != std::string_view::npos) {
+    r->role = body.substr(at + kRole.size(), 6) == "master"
+                  ? RespReply::Role::kMaster
+                  : RespReply::Role::kReplica;
   }
   return r;
 }

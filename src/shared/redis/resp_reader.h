@@ -5,7 +5,7 @@
 //
 // Only what a `RedisStore` needs is kept: the mxl:1 reply (an array of up to
 // 1 + kMaxStoreBuckets integers), a status or error line, a bulk string's
-// first bytes (SCRIPT LOAD's sha1) and INFO's run_id.
+// first bytes (SCRIPT LOAD's sha1), INFO's run_id and role.
 //
 // Internal: not installed.
 
@@ -47,6 +47,10 @@ struct RespReply {
   // characters; empty otherwise.
   std::array<char, 40> run_id{};
   size_t run_id_size = 0;
+
+  // A string that carried a `role:` line (INFO replication).
+  enum class Role : uint8_t { kUnknown, kMaster, kReplica };
+  Role role = Role::kUnknown;
 
   std::string_view text_view() const { return {text.data(), text_size}; }
   std::string_view run_id_view() const { return {run_id.data(), run_id_size}; }

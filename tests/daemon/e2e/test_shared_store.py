@@ -255,3 +255,80 @@ def test_a_store_the_ca_did_not_sign_is_refused_and_checks_fall_back(mxlimitd_bi
     assert "mxlimit_store_connected 0" in daemon.get("/_mxlimit/metrics").body.decode()
     statuses = [public_rooms(daemon, "198.51.100.42").status for _ in range(5)]
     assert statuses == [204, 204, 204, 403, 403], statuses
+
+
+def redis_cli_args(port, *args):
+    cli = shutil.which("redis-cli")
+    out = subprocess.run([cli, "-p", str(port), *args], capture_output=True, text=True, timeout=5)
+    return out.stdout.split()
+
+
+def test_behind_sentinel_the_daemons_follow_a_failover(mxlimitd_bin, workdir, procs, redis):
+    """redis-sentinel:// (issue #35, item 2): two daemons find the primary through three Sentinels; the primary is
+    killed; within seconds both share buckets on the promoted replica, and a tier set through the admin API after
+    the failover reaches both."""
+    from test_admin import admin
+    if not shutil.which("redis-cli"):
+        pytest.skip("redis-cli is not installed (scripts/bootstrap installs redis-tools)")
+    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    primary_port, primary = redis()
+    replica_port = h.free_port()
+    replica = h.Process("redis-replica", [server, "--port", replica_port, "--bind", "127.0.0.1", "--save", "",
+                                          "--appendonly", "no", "--dir", workdir, "--replicaof", "127.0.0.1",
+                                          primary_port], workdir)
+    procs.append(replica)
+    h.wait_for_port(replica_port, replica)
+    sentinel_ports = []
+    for i in range(3):
+        port = h.free_port()
+        conf = workdir / f"sentinel-{i}.conf"
+        conf.write_text(f"port {port}\nbind 127.0.0.1\ndir {workdir}\n"
+                        f"sentinel monitor mymaster 127.0.0.1 {primary_port} 2\n"
+                        "sentinel down-after-milliseconds mymaster 400\n"
+                        "sentinel failover-timeout mymaster 4000\n")
+        proc = h.Process(f"sentinel-{i}", [server, conf, "--sentinel"], workdir)
+        procs.append(proc)
+        h.wait_for_port(port, proc)
+        sentinel_ports.append(port)
+
+    def settled():
+        for port in sentinel_ports:
+            fields = redis_cli_args(port, "SENTINEL", "master", "mymaster")
+            info = dict(zip(fields[::2], fields[1::2]))
+            if info.get("num-slaves") != "1" or info.get("num-other-sentinels") != "2":
+                return False
+        return True
+
+    h.wait_until(settled, 20, "the Sentinels know the replica and each other")
+    url = "redis-sentinel://" + ",".join(f"127.0.0.1:{p}" for p in sentinel_ports) + "/mymaster"
+    tiers = "\ntiers:\n  bridge: { scale: 10 }\n"
+    daemons = start_daemons(mxlimitd_bin, workdir, procs, url, n=2, extra_policy=tiers, admin=True)
+    assert allowed_round_robin(daemons, lambda d, i: public_rooms(d, "198.51.100.50"), 8) == 3
+
+    primary.stop(signal.SIGKILL, timeout=5)
+    h.wait_until(lambda: redis_cli_args(sentinel_ports[0], "SENTINEL", "get-master-addr-by-name", "mymaster")
+                 == ["127.0.0.1", str(replica_port)], 20, "the Sentinels promote the replica")
+    # Meanwhile every check had an answer (the fallback's). Then each daemon's checks go to the new primary
+    # again: the Sentinels' CLIENT KILL on the promoted server, and the breaker's probe, may take a moment more.
+    def store_decisions(d):
+        for line in d.get("/_mxlimit/metrics").body.decode().split("\n"):
+            if line.startswith('mxlimit_store_decisions_total{result="store"}'):
+                return int(line.split()[-1])
+        return 0
+
+    def decided_by_store(d):
+        before = store_decisions(d)
+        public_rooms(d, "198.51.100.59")
+        return store_decisions(d) > before
+
+    for d in daemons:
+        h.wait_until(lambda: decided_by_store(d), 5, f"{d.address} decides with the new primary")
+    # On the new primary the two share one budget again.
+    assert allowed_round_robin(daemons, lambda d, i: public_rooms(d, "198.51.100.51"), 8) == 3
+    status, body = admin(daemons[0], "PUT", "/_mxlimit/admin/v1/tiers/networks/198.51.100.52",
+                         {"tier": "bridge"}, token=ADMIN_TOKEN)
+    assert status == 200, body
+    for d in daemons:
+        h.wait_until(lambda: [(a["subject"], a["tier"]) for a in
+                              admin(d, "GET", "/_mxlimit/admin/v1/tiers", token=ADMIN_TOKEN)[1]["assignments"]]
+                     == [("198.51.100.52/32", "bridge")], 5, f"{d.address} has the tier")
