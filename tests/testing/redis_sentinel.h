@@ -170,14 +170,7 @@ class SentinelSet {
       return out;
     }
     redisSetTimeout(c, tv);
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const std::string& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    redisReply* r = RedisServer::CommandArgv(c, args);
     auto text = [](const redisReply* e) {
       return e->type == REDIS_REPLY_INTEGER ? std::to_string(e->integer)
                                             : std::string(e->str, e->len);

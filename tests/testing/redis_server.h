@@ -159,7 +159,26 @@ class RedisServer {
     return Command(args, db, /*retry=*/true);
   }
 
+  // For Command() on a server started with --requirepass.
+  void set_password(std::string password) { password_ = std::move(password); }
+
+  // One command on `c`; the reply is the caller's to free (null when the
+  // connection failed).
+  static redisReply* CommandArgv(redisContext* c,
+                                 const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    return static_cast<redisReply*>(redisCommandArgv(
+        c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  }
+
  private:
+  RedisServer() = default;
+
   std::string Command(const std::vector<std::string>& args, int db,
                       bool retry) {
     if (context_ != nullptr && (context_->err || context_db_ != db)) {
@@ -189,13 +208,6 @@ class RedisServer {
     return reply;
   }
 
- public:
-  // For Command() on a server started with --requirepass.
-  void set_password(std::string password) { password_ = std::move(password); }
-
- private:
-  RedisServer() = default;
-
   static std::string Render(const redisReply* r) {
     if (r == nullptr) return "(no reply)";
     switch (r->type) {
@@ -220,14 +232,7 @@ class RedisServer {
 
   static std::string Run(redisContext* c,
                          const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const std::string& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    redisReply* r = CommandArgv(c, args);
     std::string out = Render(r);
     if (r != nullptr) freeReplyObject(r);
     return out;

@@ -50,6 +50,23 @@ def make_certificates(directory):
         "-extfile", "server.ext", "-out", "server.crt")
 
 
+def start_tls_redis(workdir, procs):
+    """A redis-server that speaks only TLS, with a certificate from make_certificates(workdir); its port."""
+    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    if not server:
+        pytest.skip("redis-server is not installed (scripts/bootstrap installs it): the shared-store tests need it")
+    make_certificates(workdir)
+    port = h.free_port()
+    proc = h.Process("redis-tls", [server, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
+                                   "--tls-cert-file", workdir / "server.crt", "--tls-key-file",
+                                   workdir / "server.key", "--tls-ca-cert-file", workdir / "ca.crt",
+                                   "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
+                                   "--dir", workdir], workdir)
+    procs.append(proc)
+    h.wait_for_port(port, proc)
+    return port
+
+
 def policy(url, store_extra=""):
     # The same secret on every process names the same buckets in Redis. A
     # generous timeout: these tests count what the store decides, and on a
@@ -205,18 +222,7 @@ def test_over_tls_the_daemons_share_budgets_and_tiers(mxlimitd_bin, workdir, pro
     """rediss:// (issue #35, item 1): a Redis that only speaks TLS, the daemons verifying it against the CA of
     store.tls.ca_file; checks and runtime tiers (on their own connection) both go through it."""
     from test_admin import admin
-    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
-    if not server:
-        pytest.skip("redis-server is not installed (scripts/bootstrap installs it): the shared-store tests need it")
-    make_certificates(workdir)
-    port = h.free_port()
-    proc = h.Process("redis-tls", [server, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
-                                   "--tls-cert-file", workdir / "server.crt", "--tls-key-file",
-                                   workdir / "server.key", "--tls-ca-cert-file", workdir / "ca.crt",
-                                   "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
-                                   "--dir", workdir], workdir)
-    procs.append(proc)
-    h.wait_for_port(port, proc)
+    port = start_tls_redis(workdir, procs)
     url = f"rediss://localhost:{port}/0"
     tiers = "\ntiers:\n  bridge: { scale: 10 }\n"
     daemons = start_daemons(mxlimitd_bin, workdir, procs, url, extra_policy=tiers, admin=True,
@@ -234,21 +240,10 @@ def test_over_tls_the_daemons_share_budgets_and_tiers(mxlimitd_bin, workdir, pro
 
 def test_a_store_the_ca_did_not_sign_is_refused_and_checks_fall_back(mxlimitd_bin, workdir, procs):
     """The server is always verified: with another CA the daemon never connects, says why, and decides alone."""
-    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
-    if not server:
-        pytest.skip("redis-server is not installed (scripts/bootstrap installs it): the shared-store tests need it")
-    make_certificates(workdir)
+    port = start_tls_redis(workdir, procs)
     other = workdir / "other"
     other.mkdir()
     make_certificates(other)
-    port = h.free_port()
-    proc = h.Process("redis-tls", [server, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
-                                   "--tls-cert-file", workdir / "server.crt", "--tls-key-file",
-                                   workdir / "server.key", "--tls-ca-cert-file", workdir / "ca.crt",
-                                   "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
-                                   "--dir", workdir], workdir)
-    procs.append(proc)
-    h.wait_for_port(port, proc)
     [daemon] = start_daemons(mxlimitd_bin, workdir, procs, f"rediss://127.0.0.1:{port}", n=1,
                              store_extra=f"  tls:\n    ca_file: {other / 'ca.crt'}\n", wait_connected=False)
     h.wait_until(lambda: "certificate" in daemon.proc.stderr(), 5, "the refused certificate is logged")
