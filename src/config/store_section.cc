@@ -27,6 +27,7 @@
 #include "src/config/config_warnings.h"
 #include "src/config/sections.h"
 #include "src/config/yaml_fields.h"
+#include "src/options/store_url.h"
 #include "src/util/quote.h"
 #include "src/util/secret_file.h"
 
@@ -216,11 +217,10 @@ void ReadTls(const Field& field, std::string_view config_file,
                             cert != nullptr ? "key_file" : "cert_file",
                             "; a client certificate and its key go together"));
   }
-  if (!store.url.empty() && store.url.substr(0, 9) != "rediss://") {
-    errors.Add(field.key.Mark(),
-               absl::StrCat(field.path,
-                            ": given for a store URL without TLS; use "
-                            "rediss://HOST:PORT or remove store.tls"));
+  if (!store.url.empty() && !internal::IsTlsStoreUrl(store.url)) {
+    errors.Add(
+        field.key.Mark(),
+        absl::StrCat(field.path, ": ", ToAbsl(internal::kStoreTlsWithoutTls)));
   }
 }
 

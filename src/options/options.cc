@@ -1,6 +1,8 @@
 #include "mxlimit/options.h"
 
 #include "absl/strings/str_cat.h"
+#include "mxlimit/internal/absl_compat.h"
+#include "src/options/store_url.h"
 
 namespace mxlimit {
 
@@ -44,10 +46,9 @@ namespace {
 absl::Status ValidateStoreTls(const StoreOptions& s) {
   const StoreOptions::Tls& tls = s.tls;
   if (tls == StoreOptions::Tls{}) return absl::OkStatus();
-  if (!s.url.empty() && s.url.substr(0, 9) != "rediss://") {
-    return absl::InvalidArgumentError(
-        "store.tls: given for a store URL without TLS; use rediss://HOST:PORT "
-        "or remove store.tls");
+  if (!s.url.empty() && !internal::IsTlsStoreUrl(s.url)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store.tls: ", internal::ToAbsl(internal::kStoreTlsWithoutTls)));
   }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(

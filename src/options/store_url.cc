@@ -237,6 +237,10 @@ std::string Read(std::string_view url, StoreEndpoint& e) {
 
 }  // namespace
 
+bool IsTlsStoreUrl(std::string_view url) {
+  return url.substr(0, kRedisTls.size()) == kRedisTls;
+}
+
 absl::StatusOr<StoreEndpoint> ParseStoreUrl(std::string_view url) {
   StoreEndpoint e;
   const std::string why = Read(url, e);

@@ -52,6 +52,14 @@ struct StoreEndpoint {
   std::string master_name;
 };
 
+// Whether `url` asks for TLS (`rediss://`), and what `store.tls` beside any
+// other URL is told: the one rule of ValidateStoreOptions and the YAML
+// loader.
+bool IsTlsStoreUrl(std::string_view url);
+inline constexpr std::string_view kStoreTlsWithoutTls =
+    "given for a store URL without TLS; use rediss://HOST:PORT or remove "
+    "store.tls";
+
 // The endpoint `url` names, or InvalidArgument whose message is what
 // StoreUrlProblem returns: "got URL, expected SHAPES: WHY", without a field
 // name (the caller knows whether it read `store.url` or `--store`). The
