@@ -20,6 +20,21 @@
 //   memory    used_memory delta per live bucket.
 // The run script compares the throughput with redis-benchmark -c 1 -P 32
 // running the same script.
+//
+// With MXLIMIT_BENCH_REDIS_CLUSTER_URL (and _PORTS, the primaries' ports)
+// too, a three-primary Redis Cluster beside the single Redis (issue #35):
+//   cluster   1 caller thread, the same requests checked alternately on one
+//             SharedLimiter per store: p50/p99 each; EVALSHA calls and
+//             server time per primary (INFO commandstats) and their spread
+//             around the mean; server time per check summed over the
+//             primaries against the single Redis's; the checks/s N
+//             primaries would take at full load, from that cost;
+//   window    4 SharedLimiters x 4 threads paced at 8,000 checks/s, the
+//             same request streams on each store, from the throughput
+//             phase's subjects to hot ones: denials per check on the
+//             cluster against the single Redis (the all-or-nothing
+//             refunds' transient window), beside a second run on the
+//             single Redis (the noise).
 
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
@@ -27,6 +42,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -43,6 +59,8 @@ namespace {
 
 constexpr char kSecret[] = "bench-secret-of-at-least-16-bytes";
 constexpr char kTarget[] = "/_matrix/client/v3/sync?timeout=30000";
+constexpr char kIncrementalSync[] =
+    "/_matrix/client/v3/sync?since=s1_2_3&timeout=30000";
 
 IpAddress Address(uint32_t i) {
   IpAddress a;
@@ -496,6 +514,227 @@ void RunTlsAgainstTcp(const std::string& url, const std::string& tls_url,
   std::fflush(stdout);
 }
 
+// --- Redis Cluster against one Redis --------------------------------------
+
+std::unique_ptr<SharedLimiter> WaitedLimiter(const LimiterConfig& c) {
+  auto l = SharedLimiter::Create(c, 2);
+  if (!l.ok()) {
+    std::fprintf(stderr, "bench: %s\n",
+                 std::string(l.status().message()).c_str());
+    std::exit(1);
+  }
+  for (int i = 0; i < 500 && !(*l)->StoreStats().connected; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return *std::move(l);
+}
+
+// EVALSHA calls and total server microseconds on the Redis at `port`.
+std::pair<long long, double> EvalshaTotals(int port) {
+  redisContext* c = Connect("redis://127.0.0.1:" + std::to_string(port));
+  const auto [per_call, calls] = EvalshaStats(c);
+  redisFree(c);
+  return {calls, per_call > 0 ? per_call * static_cast<double>(calls) : 0.0};
+}
+
+void ResetStats(int port) {
+  redisContext* c = Connect("redis://127.0.0.1:" + std::to_string(port));
+  freeReplyObject(redisCommand(c, "CONFIG RESETSTAT"));
+  redisFree(c);
+}
+
+// Denials per check of 16 threads (4 limiters x 4) over `url`, each thread
+// checking its own fixed stream of hot subjects at its own caller clock.
+struct WindowRun {
+  uint64_t checks = 0, denied = 0, store_decisions = 0, fallbacks = 0;
+};
+WindowRun RunWindowLoad(const std::string& url, const char* secret,
+                        size_t users, size_t ips) {
+  LimiterConfig c = StoreConfig();
+  c.store.url = url;
+  c.store.key_secret = secret;
+  c.store.timeout = std::chrono::seconds(1);  // Redis's clock, as deployed.
+  std::vector<std::unique_ptr<SharedLimiter>> limiters;
+  for (int i = 0; i < 4; ++i) limiters.push_back(WaitedLimiter(c));
+  // Paced: every thread checks on a fixed schedule, so both stores are
+  // offered the same requests at the same times whatever their latency.
+  constexpr int kThreads = 16;
+  constexpr size_t kPerThread = 2500;
+  constexpr auto kPeriod = std::chrono::microseconds(2000);
+  std::atomic<uint64_t> denied{0};
+  std::vector<std::thread> threads;
+  const auto start =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      // Few subjects: their buckets meet across threads.
+      Workload mine(kPerThread, users, ips, 500 + k);
+      // Incremental syncs: rates, not the initial-sync in-flight cap.
+      for (Request& r : mine.requests) r.target = kIncrementalSync;
+      SharedLimiter& l = *limiters[k % 4];
+      uint64_t n = 0;
+      for (size_t i = 0; i < kPerThread; ++i) {
+        std::this_thread::sleep_until(start + kPeriod * i +
+                                      kPeriod * k / kThreads);
+        const auto now = std::chrono::steady_clock::now();
+        const Decision d =
+            l.Check(mine.requests[i],
+                    MonotonicTime::FromNanoseconds(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            now.time_since_epoch())
+                            .count()));
+        if (!d.allowed) ++n;
+      }
+      denied += n;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  WindowRun r;
+  r.checks = uint64_t{kThreads} * kPerThread;  // 8,000 a second for 5 s
+  r.denied = denied;
+  for (auto& l : limiters) {
+    const SharedStoreStats s = l->StoreStats();
+    r.store_decisions += s.store_decisions;
+    r.fallbacks += s.fallback_timeout + s.fallback_unavailable +
+                   s.fallback_error + s.fallback_breaker_open;
+  }
+  return r;
+}
+
+void RunClusterAgainstSingle(const std::string& url,
+                             const std::string& cluster_url,
+                             const std::vector<int>& cluster_ports,
+                             int single_port) {
+  LimiterConfig c = StoreConfig();
+  c.tables.ip_capacity = 1 << 17;
+  c.tables.user_capacity = 1 << 17;
+  c.store.url = url;
+  c.store.key_secret = "single-bench-secret-0123456789";
+  auto single = WaitedLimiter(c);
+  c.store.url = cluster_url;
+  c.store.key_secret = "cluster-bench-secret-0123456789";
+  auto cluster = WaitedLimiter(c);
+  Workload w(20'000, 100'000, 20'000, 7);
+  int64_t t = 0;
+  for (size_t i = 0; i < 2000; ++i) {
+    single->Check(w.requests[i], MonotonicTime::FromNanoseconds(t += 1000));
+    cluster->Check(w.requests[i], MonotonicTime::FromNanoseconds(t));
+  }
+  ResetStats(single_port);
+  for (int p : cluster_ports) ResetStats(p);
+  const uint64_t single_before = single->StoreStats().store_decisions;
+  const uint64_t cluster_before = cluster->StoreStats().store_decisions;
+  std::vector<double> single_us, cluster_us;
+  single_us.reserve(w.requests.size());
+  cluster_us.reserve(w.requests.size());
+  for (const Request& r : w.requests) {
+    const MonotonicTime now = MonotonicTime::FromNanoseconds(t += 1000);
+    auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(single->Check(r, now));
+    single_us.push_back(MicrosSince(start));
+    start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(cluster->Check(r, now));
+    cluster_us.push_back(MicrosSince(start));
+  }
+  const double single_checks =
+      static_cast<double>(single->StoreStats().store_decisions - single_before);
+  const double cluster_checks = static_cast<double>(
+      cluster->StoreStats().store_decisions - cluster_before);
+  const auto [single_calls, single_usec] = EvalshaTotals(single_port);
+  std::vector<std::pair<long long, double>> per;
+  long long calls = 0;
+  double usec = 0;
+  for (int p : cluster_ports) {
+    per.push_back(EvalshaTotals(p));
+    calls += per.back().first;
+    usec += per.back().second;
+  }
+  const Percentiles a = Summarize(single_us), b = Summarize(cluster_us);
+  std::printf("shared-store cluster (1 thread, interleaved, us)\n");
+  std::printf("  %-28s %8s %8s %8s %10s\n", "", "p50", "p99", "max", "store");
+  std::printf("  %-28s %8.1f %8.1f %8.1f %10.0f\n", "check on one Redis", a.p50,
+              a.p99, a.max, single_checks);
+  std::printf("  %-28s %8.1f %8.1f %8.1f %10.0f\n", "check on the cluster",
+              b.p50, b.p99, b.max, cluster_checks);
+  const double mean_calls =
+      static_cast<double>(calls) / static_cast<double>(per.size());
+  const double mean_usec = usec / static_cast<double>(per.size());
+  double worst_calls = 0, worst_usec = 0;
+  for (size_t i = 0; i < per.size(); ++i) {
+    const double dc = static_cast<double>(per[i].first) / mean_calls - 1;
+    const double du = per[i].second / mean_usec - 1;
+    worst_calls = std::max(worst_calls, std::abs(dc));
+    worst_usec = std::max(worst_usec, std::abs(du));
+    std::printf(
+        "  primary %zu (port %d): %lld EVALSHA calls (%+.1f%% of the mean), "
+        "%.0f us of server time (%+.1f%%)\n",
+        i + 1, cluster_ports[i], per[i].first, 100 * dc, per[i].second,
+        100 * du);
+  }
+  std::printf(
+      "  spread: calls within %.1f%%, server time within %.1f%% of the "
+      "mean (goal: checks within 15%%)\n",
+      100 * worst_calls, 100 * worst_usec);
+  const double single_per_check = single_usec / single_checks;
+  const double cluster_per_check = usec / cluster_checks;
+  std::printf(
+      "  server time per check: one Redis %.1f us (%.2f calls), cluster "
+      "%.1f us summed (%.2f calls): %.2fx (goal <= 1.3)\n",
+      single_per_check, static_cast<double>(single_calls) / single_checks,
+      cluster_per_check, static_cast<double>(calls) / cluster_checks,
+      cluster_per_check / single_per_check);
+  std::printf(
+      "  projected at full load (1e6 us of server time per primary per "
+      "second): one Redis %.0f checks/s; cluster of N primaries N x %.0f "
+      "checks/s (3: %.0f, 6: %.0f, 12: %.0f)\n",
+      1e6 / single_per_check, 1e6 / cluster_per_check, 3e6 / cluster_per_check,
+      6e6 / cluster_per_check, 12e6 / cluster_per_check);
+  // Three loads, from the throughput phase's to hot subjects at their
+  // limits. Interleaving alone moves the denials between two runs on one
+  // store (hot buckets race): a second run on the single Redis shows by how
+  // much, the band the cluster's extra is read against.
+  std::printf(
+      "shared-store cluster window (16 threads over 4 limiters, 8,000 "
+      "checks/s for 5 s on a fixed schedule, the same streams on each store; "
+      "denied per check)\n");
+  std::printf("  %-36s %10s %10s %10s %10s %9s\n", "load", "one Redis", "again",
+              "cluster", "extra", "fallbacks");
+  const struct {
+    size_t users, ips;
+  } loads[] = {{100'000, 20'000}, {3000, 24}, {300, 16}};
+  int index = 0;
+  for (const auto& load : loads) {
+    const std::string tag = std::to_string(index++);
+    auto run = [&](const std::string& u, const char* name) {
+      const WindowRun r = RunWindowLoad(
+          u,
+          ("window-" + std::string(name) + "-" + tag + "-0123456789").c_str(),
+          load.users, load.ips);
+      return r;
+    };
+    const WindowRun one = run(url, "single");
+    const WindowRun again = run(url, "again");
+    const WindowRun many = run(cluster_url, "cluster");
+    auto rate = [](const WindowRun& r) {
+      return static_cast<double>(r.denied) / static_cast<double>(r.checks);
+    };
+    char label[64];
+    std::snprintf(label, sizeof label, "%zu users, %zu addresses", load.users,
+                  load.ips);
+    std::printf("  %-36s %9.3f%% %9.3f%% %9.3f%% %9.3f%% %llu/%llu/%llu\n",
+                label, 100 * rate(one), 100 * rate(again), 100 * rate(many),
+                100 * (rate(many) - rate(one)),
+                static_cast<unsigned long long>(one.fallbacks),
+                static_cast<unsigned long long>(again.fallbacks),
+                static_cast<unsigned long long>(many.fallbacks));
+  }
+  std::printf(
+      "  extra = cluster - one Redis (goal <= 0.1%% of checks), read "
+      "against one Redis - again; %llu checks per run\n",
+      static_cast<unsigned long long>(16 * 2500));
+  std::fflush(stdout);
+}
+
 }  // namespace
 }  // namespace mxlimit
 
@@ -507,6 +746,20 @@ int main(int argc, char** argv) {
       mxlimit::RunTlsAgainstTcp(url, tls_url, tls_ca);
     }
     mxlimit::RunAgainstRedis(url);
+    const char* cluster_url = std::getenv("MXLIMIT_BENCH_REDIS_CLUSTER_URL");
+    const char* cluster_ports =
+        std::getenv("MXLIMIT_BENCH_REDIS_CLUSTER_PORTS");
+    if (cluster_url != nullptr && cluster_ports != nullptr) {
+      std::vector<int> ports;
+      for (const char* p = cluster_ports; *p != '\0';) {
+        ports.push_back(std::atoi(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+      const std::string u(url);
+      mxlimit::RunClusterAgainstSingle(
+          u, cluster_url, ports, std::atoi(u.substr(u.rfind(':') + 1).c_str()));
+    }
   } else {
     std::printf(
         "shared-store: MXLIMIT_BENCH_REDIS_URL not set; run "

@@ -12,6 +12,8 @@
 #include "src/daemon/log.h"
 #include "src/daemon/wall_clock.h"
 #include "src/options/store_url.h"
+#include "src/shared/redis/cluster_slots.h"
+#include "src/shared/redis/cluster_store.h"
 #include "src/shared/redis/sentinel_resolver.h"
 #include "src/shared/store_keys.h"
 
@@ -45,7 +47,9 @@ absl::StatusOr<std::unique_ptr<TierSync>> TierSync::Create(
     if (!tls.ok()) return tls.status();
     s->tls_ = *std::move(tls);
   }
-  s->key_ = internal::StoreKeyer(store.key_secret).TiersKey();
+  s->key_ =
+      internal::StoreKeyer(store.key_secret, !endpoint->cluster_nodes.empty())
+          .TiersKey();
   s->version_key_ = s->key_ + ":v";
   s->endpoint_ = *std::move(endpoint);
   s->timeout_ = timeout;
@@ -66,6 +70,18 @@ internal::RedisConnection* TierSync::Connection(
     // primary, is dropped and the next one finds the new primary.
     absl::StatusOr<internal::StoreEndpoint::HostPort> primary =
         internal::SentinelResolver::AskOnce(endpoint_, deadline);
+    if (!primary.ok()) {
+      why = FromAbsl(primary.status().message());
+      return nullptr;
+    }
+    endpoint.host = primary->host;
+    endpoint.port = primary->port;
+  } else if (!endpoint.cluster_nodes.empty()) {
+    // The primary of the tiers' slot, asked at each new connection as for
+    // Sentinel: a MOVED reply drops the connection.
+    absl::StatusOr<internal::StoreEndpoint::HostPort> primary =
+        internal::ClusterStore::AskOnce(endpoint_, internal::KeySlot(key_),
+                                        deadline);
     if (!primary.ok()) {
       why = FromAbsl(primary.status().message());
       return nullptr;
@@ -150,6 +166,11 @@ bool TierSync::ReadWanted(bool force, WantedMap& wanted) {
       c->Run({{"GET", version_key_}}, deadline);
   if (!v.ok()) return warn(FromAbsl(v.status().message()));
   const redisReply& version_reply = *(*v)[0];
+  if (version_reply.type == REDIS_REPLY_ERROR) {
+    // MOVED (a cluster slot moved) or the like: connect afresh next time.
+    connection_.reset();
+    return warn(std::string(version_reply.str, version_reply.len));
+  }
   int64_t version = 0;
   if (version_reply.type == REDIS_REPLY_STRING) {
     std::from_chars(version_reply.str, version_reply.str + version_reply.len,

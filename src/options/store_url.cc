@@ -26,13 +26,15 @@ namespace {
 constexpr std::string_view kRedis = "redis://";
 constexpr std::string_view kRedisTls = "rediss://";
 constexpr std::string_view kSentinel = "redis-sentinel://";
+constexpr std::string_view kCluster = "redis-cluster://";
 constexpr std::string_view kUnix = "unix://";
 constexpr std::string_view kShapes =
     "redis://HOST:PORT[/DB], redis://[USER]:PASSWORD@HOST:PORT[/DB] (or "
     "rediss:// for TLS), "
-    "redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB] "
+    "redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB], "
+    "redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] "
     "or unix:///PATH[?db=DB]";
-constexpr size_t kMaxSentinels = 16;
+constexpr size_t kMaxHosts = 16;
 constexpr int kMaxDb = 2147483647;
 
 // Plain decimal in [min, max], the whole of `text`.
@@ -150,6 +152,26 @@ std::string ReadRedis(std::string_view rest, StoreEndpoint& e) {
   return ReadHostPort(rest, e);
 }
 
+// HOST:PORT[,HOST:PORT...], at most kMaxHosts. "" or what is wrong.
+std::string ReadHostList(std::string_view hosts, std::string_view what,
+                         std::vector<StoreEndpoint::HostPort>& out) {
+  while (true) {
+    const size_t comma = hosts.find(',');
+    StoreEndpoint one;
+    if (std::string why = ReadHostPort(hosts.substr(0, comma), one);
+        !why.empty()) {
+      return absl::StrCat("a ", ToAbsl(what), ": ", why);
+    }
+    if (out.size() == kMaxHosts) {
+      return absl::StrCat("at most ", kMaxHosts, " ", ToAbsl(what), "s");
+    }
+    out.push_back({one.host, one.port});
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+  return "";
+}
+
 // The part after "redis-sentinel://". "" or what is wrong.
 std::string ReadSentinel(std::string_view rest, StoreEndpoint& e) {
   if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
@@ -179,21 +201,27 @@ std::string ReadSentinel(std::string_view rest, StoreEndpoint& e) {
     }
   }
   e.master_name = std::string(name);
-  while (true) {
-    const size_t comma = hosts.find(',');
-    StoreEndpoint one;
-    if (std::string why = ReadHostPort(hosts.substr(0, comma), one);
-        !why.empty()) {
-      return "a Sentinel: " + why;
+  return ReadHostList(hosts, "Sentinel", e.sentinels);
+}
+
+// The part after "redis-cluster://": seed nodes, no database (a cluster
+// has only database 0). "" or what is wrong.
+std::string ReadCluster(std::string_view rest, StoreEndpoint& e) {
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    if (std::string why = ReadUserInfo(rest.substr(0, at), e); !why.empty()) {
+      return why;
     }
-    if (e.sentinels.size() == kMaxSentinels) {
-      return "at most 16 Sentinels";
-    }
-    e.sentinels.push_back({one.host, one.port});
-    if (comma == std::string_view::npos) break;
-    hosts.remove_prefix(comma + 1);
+    rest.remove_prefix(at + 1);
   }
-  return "";
+  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && db != "0") {
+      return "Redis Cluster has only database 0: "
+             "redis-cluster://HOST:PORT,HOST:PORT";
+    }
+    rest = rest.substr(0, slash);
+  }
+  return ReadHostList(rest, "cluster node", e.cluster_nodes);
 }
 
 // The part after "unix://". "" or what is wrong.
@@ -231,11 +259,18 @@ std::string Read(std::string_view url, StoreEndpoint& e) {
   if (url.substr(0, kSentinel.size()) == kSentinel) {
     return ReadSentinel(url.substr(kSentinel.size()), e);
   }
-  return "the scheme must be redis://, rediss://, redis-sentinel:// or "
-         "unix://";
+  if (url.substr(0, kCluster.size()) == kCluster) {
+    return ReadCluster(url.substr(kCluster.size()), e);
+  }
+  return "the scheme must be redis://, rediss://, redis-sentinel://, "
+         "redis-cluster:// or unix://";
 }
 
 }  // namespace
+
+bool IsClusterStoreUrl(std::string_view url) {
+  return url.substr(0, kCluster.size()) == kCluster;
+}
 
 bool IsTlsStoreUrl(std::string_view url) {
   return url.substr(0, kRedisTls.size()) == kRedisTls;

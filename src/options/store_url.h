@@ -10,6 +10,9 @@
 //   redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/NAME[/DB]
 //                                            the primary NAME that these
 //                                            Sentinels name
+//   redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]
+//                                            seed nodes of a Redis Cluster
+//                                            (database 0 only)
 //   unix:///PATH[?db=DB]
 // The port is required. USER and PASSWORD may be percent-encoded (`%25` for
 // `%`); everything before the last '@' is user information.
@@ -50,7 +53,14 @@ struct StoreEndpoint {
   };
   std::vector<HostPort> sentinels;
   std::string master_name;
+  // `redis-cluster://`: the seed nodes asked for the slot map; `host` and
+  // `port` are then empty (cluster_store.h).
+  std::vector<HostPort> cluster_nodes;
 };
+
+// Whether `url` names a Redis Cluster (`redis-cluster://`): its bucket keys
+// then carry hash tags (store_keys.h).
+bool IsClusterStoreUrl(std::string_view url);
 
 // Whether `url` asks for TLS (`rediss://`), and what `store.tls` beside any
 // other URL is told: the one rule of ValidateStoreOptions and the YAML

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/internal/mutex.h"
+#include "src/options/store_url.h"
 #include "src/policy/delay_queue.h"
 #include "src/shared/store_ops.h"
 
@@ -91,7 +92,7 @@ SharedCore::SharedCore(ShardSet& shards, std::unique_ptr<Store> store,
     : set_(shards),
       store_(std::move(store)),
       options_(options),
-      keyer_(options.key_secret) {
+      keyer_(options.key_secret, IsClusterStoreUrl(options.url)) {
   store_->SetLateReplyHandler(this);
   generation_seen_.store(store_->generation(), std::memory_order_relaxed);
   // Room for a busy sync interval's charges, allocated once: 65,536 over

@@ -38,9 +38,10 @@ inline constexpr int64_t kMaxStoreAtNs = (int64_t{1} << 40) - 1;
 // meant for (a burst-1 policy at N = 8 needs 14 tau); part of protocol mxl:1.
 inline constexpr int64_t kDebtTaus = 16;
 
-// `mxl:1:<i|u>:<22 characters of base64url>`: 30 bytes (store_keys.h).
+// `mxl:1:<scope>:<22 characters of base64url>`: 30 bytes, and 36 with the
+// hash tag a Redis Cluster store adds (store_keys.h).
 struct StoreKey {
-  static constexpr size_t kCapacity = 32;
+  static constexpr size_t kCapacity = 40;
   std::array<char, kCapacity> bytes{};
   uint8_t size = 0;
   std::string_view view() const { return {bytes.data(), size}; }

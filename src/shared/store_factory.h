@@ -11,8 +11,8 @@
 
 namespace mxlimit::internal {
 
-// A `RedisStore` for `redis://` and `unix://` URLs; InvalidArgument naming
-// `store.url` for anything else.
+// A `ClusterStore` for `redis-cluster://` URLs, a `RedisStore` for the
+// others; InvalidArgument naming `store.url` for a URL of no known form.
 absl::StatusOr<std::unique_ptr<Store>> MakeStore(const StoreOptions& options);
 
 }  // namespace mxlimit::internal

@@ -1,5 +1,6 @@
 #include "src/shared/store_keys.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -41,9 +42,13 @@ class FieldWriter {
   size_t size_ = 0;
 };
 
+// 24 bits: slots are 14.
+constexpr size_t kTagDigits = 4;
+
 }  // namespace
 
-StoreKeyer::StoreKeyer(std::string_view secret) {
+StoreKeyer::StoreKeyer(std::string_view secret, bool hash_tags)
+    : hash_tags_(hash_tags) {
   const SipDigest d = SipHash128(kStretchKey, secret);
   std::memcpy(&key_.k0, d.data(), 8);
   std::memcpy(&key_.k1, d.data() + 8, 8);
@@ -97,6 +102,18 @@ StoreKey StoreKeyer::Make(char scope, const Policy& p, std::string_view route,
   *out++ = scope;
   *out++ = ':';
   out = AppendBase64Url(d, out);
+  if (hash_tags_) {
+    FieldWriter tag;
+    tag.Add(std::string_view(&scope, 1));
+    tag.Add(static_cast<int64_t>(overflow));
+    tag.Add(subject);
+    const SipDigest t = SipHash128(key_, tag.view());
+    char digits[24];
+    AppendBase64Url(t, digits);
+    *out++ = '{';
+    out = std::copy_n(digits, kTagDigits, out);
+    *out++ = '}';
+  }
   k.size = static_cast<uint8_t>(out - k.bytes.data());
   return k;
 }
@@ -105,6 +122,8 @@ std::string StoreKeyer::TiersKey() const {
   const SipDigest d = SipHash128(key_, "mxl:1 runtime tiers");
   char buf[32];
   char* end = AppendBase64Url(d, buf);
+  // In a cluster the hash and its version share a slot (one MULTI).
+  if (hash_tags_) return "mxl:1:tiers:{" + std::string(buf, end) + "}";
   return "mxl:1:tiers:" + std::string(buf, end);
 }
 

@@ -18,6 +18,12 @@
 // Hashed, so that no address or user ID reaches the store, every key has
 // one length, and clients cannot aim at each other's keys. Every field is
 // length-prefixed, so no two different inputs hash the same bytes.
+//
+// For a Redis Cluster (`redis-cluster://`) each key ends in a hash tag,
+// `{<4 base64url digits>}`, a digest of the scope and subject alone: every
+// bucket of one address (or user, origin, room, target) lands in one slot
+// whatever its policy and route, so a check touches one slot per subject it
+// names rather than one per bucket (cluster_store.h).
 
 #ifndef MXLIMIT_SHARED_STORE_KEYS_H_
 #define MXLIMIT_SHARED_STORE_KEYS_H_
@@ -36,7 +42,7 @@ class StoreKeyer {
  public:
   // `secret`: the configured key_secret, any length (ValidateStoreOptions
   // asks for 16 bytes or more); stretched to a SipHash key.
-  explicit StoreKeyer(std::string_view secret);
+  explicit StoreKeyer(std::string_view secret, bool hash_tags = false);
 
   // The key of `policy`'s bucket for `route` ("*" when shared across
   // routes) and `subject`: the masked address bytes for an ip-scope
@@ -54,7 +60,7 @@ class StoreKeyer {
 
   // The hash of the runtime tier assignments mxlimitd shares
   // (src/daemon/tier_sync.h): "mxl:1:tiers:<22 base64url digits>", one per
-  // key secret.
+  // key secret; the digits in braces (a hash tag) with hash_tags.
   std::string TiersKey() const;
 
  private:
@@ -62,6 +68,7 @@ class StoreKeyer {
                 std::string_view subject, bool overflow) const;
 
   SipKey key_;
+  bool hash_tags_;
 };
 
 }  // namespace mxlimit::internal

@@ -142,7 +142,7 @@ TEST(ConfigStoreTest, BadUrlsAreErrorsAtTheValueAndHideThePassword) {
                 ", expected redis://HOST:PORT[/DB]"));
   EXPECT_THAT(error("http://127.0.0.1:6379"),
               HasSubstr("the scheme must be redis://, rediss://, "
-                        "redis-sentinel:// or unix://"));
+                        "redis-sentinel://, redis-cluster:// or unix://"));
   EXPECT_THAT(error("redis://127.0.0.1"), HasSubstr("the port is missing"));
   EXPECT_THAT(error("redis://127.0.0.1:0/0"),
               HasSubstr("the port must be a number from 1 to 65535"));
@@ -269,6 +269,36 @@ TEST(StoreUrlTest, SentinelNamesTheSentinelsAndThePrimary) {
               HasSubstr("the primary's name may hold"));
   EXPECT_EQ(RedactStoreUrl("redis-sentinel://:hunter2@h:1/m"),
             "redis-sentinel://:***@h:1/m");
+}
+
+TEST(ConfigStoreTest, ClusterUrlsNameSeedsAndDatabaseZeroOnly) {
+  auto error = [](std::string_view url) {
+    std::vector<std::string> e =
+        Errors(std::string("store:\n  url: \"") + std::string(url) +
+               "\"\n  key_secret: " + kSecret + "\n");
+    return e.empty() ? std::string() : e[0];
+  };
+  EXPECT_EQ(StoreUrlProblem("redis-cluster://10.0.0.1:7000,10.0.0.2:7000"), "");
+  EXPECT_EQ(StoreUrlProblem("redis-cluster://:pw@10.0.0.1:7000/"), "");
+  EXPECT_THAT(error("redis-cluster://10.0.0.1:7000/3"),
+              HasSubstr("Redis Cluster has only database 0"));
+  EXPECT_THAT(error("redis-cluster://10.0.0.1:7000,10.0.0.2"),
+              HasSubstr("a cluster node: the port is missing"));
+  EXPECT_THAT(error("redis-cluster://"), HasSubstr("a cluster node: "));
+  std::string seventeen = "redis-cluster://";
+  for (int i = 0; i < 17; ++i) {
+    seventeen +=
+        (i == 0 ? "" : ",") + std::string("h:") + std::to_string(7000 + i);
+  }
+  EXPECT_THAT(error(seventeen), HasSubstr("at most 16 cluster nodes"));
+  EXPECT_THAT(error("redis-cluster://:hunter2@h"),
+              ::testing::Not(HasSubstr("hunter2")));
+  // store.tls needs rediss://, which a cluster URL is not.
+  std::vector<std::string> e = Errors(
+      std::string("store:\n  url: redis-cluster://h:7000\n  key_secret: ") +
+      kSecret + "\n  tls:\n    ca_file: /etc/hostname\n");
+  ASSERT_FALSE(e.empty());
+  EXPECT_THAT(e[0], HasSubstr("store.tls"));
 }
 
 TEST(ConfigStoreTest, TlsFilesAreReadRelativeToTheConfig) {

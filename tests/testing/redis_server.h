@@ -105,6 +105,10 @@ class RedisServer {
 
   // A free loopback port, for other servers a test starts (Sentinels).
   static int FreePortForTests() { return FreePort(); }
+  // A program on PATH ("" when absent), for other tools a test runs.
+  static std::string FindProgram(const std::string& name) {
+    return FindOnPath(name);
+  }
 
   // SIGSTOP: connections stay open, nothing is answered. The signal takes
   // effect some time after kill() returns, so wait for the server (our

@@ -291,6 +291,10 @@ void RedisIoThread::TakeSubmissions(Clock::time_point now) {
 }
 
 void RedisIoThread::Push(Connection& c, uint32_t entry, Clock::time_point now) {
+  if (entry < kFirstControl) {
+    SlotBody& body = slots_.body(entry);
+    body.awaiting_asking = body.asking;
+  }
   if (c.head == c.tail) c.waiting_since = now;
   c.fifo[c.tail % c.fifo.size()] = entry;
   ++c.tail;
@@ -499,8 +503,13 @@ bool RedisIoThread::OnReply(Connection& c, Clock::time_point now) {
     return false;
   }
   const uint32_t entry = c.at(c.head);
-  ++c.head;
   c.waiting_since = now;  // Progress: the stall clock starts again.
+  if (entry < kFirstControl && slots_.body(entry).awaiting_asking) {
+    // ASKING's +OK: the op's own reply is next.
+    slots_.body(entry).awaiting_asking = false;
+    return true;
+  }
+  ++c.head;
   if (entry >= kFirstControl) return OnSetupReply(c, entry, now);
   return OnOpReply(c, entry, now);
 }
@@ -595,6 +604,16 @@ bool RedisIoThread::OnOpReply(Connection& c, uint32_t slot,
     return true;
   }
   StoreResult& result = body.result;
+  if (r.type == RespReply::Type::kError) {
+    // Redis Cluster: the slot moved (MOVED) or is moving (ASK); the op was
+    // not run, and the store that sent it follows the redirect.
+    const std::string_view text = r.text_view();
+    if (text.substr(0, 6) == "MOVED " || text.substr(0, 4) == "ASK ") {
+      body.redirect_size =
+          static_cast<uint8_t>(std::min(text.size(), sizeof body.redirect));
+      std::copy_n(text.data(), body.redirect_size, body.redirect);
+    }
+  }
   if (r.type == RespReply::Type::kArray && !r.malformed &&
       r.elements == size_t{1} + body.op.count) {
     result.status = StoreStatus::kOk;

@@ -1,5 +1,6 @@
 #include "src/shared/redis/redis_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -10,13 +11,7 @@
 
 namespace mxlimit::internal {
 
-absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
-    const StoreOptions& options) {
-  absl::StatusOr<StoreEndpoint> endpoint = ParseStoreUrl(options.url);
-  if (!endpoint.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("store.url: ", endpoint.status().message()));
-  }
+absl::Status RedisStore::CheckLimits(const StoreOptions& options) {
   if (options.connections < 1 ||
       options.connections > StoreOptions::kMaxConnections) {
     return absl::InvalidArgumentError(
@@ -28,6 +23,21 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
         "store.max_in_flight: " + std::to_string(options.max_in_flight) +
         "; expected 1 to " + std::to_string(kMaxInFlightLimit));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
+    const StoreOptions& options) {
+  absl::StatusOr<StoreEndpoint> endpoint = ParseStoreUrl(options.url);
+  if (!endpoint.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store.url: ", endpoint.status().message()));
+  }
+  if (!endpoint->cluster_nodes.empty()) {
+    return absl::InvalidArgumentError(
+        "store.url: a redis-cluster:// URL needs a ClusterStore");
+  }
+  if (absl::Status s = CheckLimits(options); !s.ok()) return s;
   std::shared_ptr<const TlsContext> tls;
   if (endpoint->tls) {
     absl::StatusOr<std::shared_ptr<const TlsContext>> made =
@@ -35,8 +45,14 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(
     if (!made.ok()) return made.status();
     tls = *std::move(made);
   }
+  return CreateAt(*std::move(endpoint), options, std::move(tls));
+}
+
+absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::CreateAt(
+    StoreEndpoint endpoint, const StoreOptions& options,
+    std::shared_ptr<const TlsContext> tls) {
   std::unique_ptr<RedisStore> store(
-      new RedisStore(*std::move(endpoint), options, std::move(tls)));
+      new RedisStore(std::move(endpoint), options, std::move(tls)));
   if (absl::Status s = store->io_.Start(); !s.ok()) return s;
   return store;
 }
@@ -50,7 +66,7 @@ RedisStore::RedisStore(StoreEndpoint endpoint, const StoreOptions& options,
 std::string_view RedisStore::Script() { return kMxl1Script; }
 std::string_view RedisStore::ScriptSha1() { return kMxl1ScriptSha1; }
 
-uint32_t RedisStore::Submit(const StoreOp& op, bool posted) {
+uint32_t RedisStore::Submit(const StoreOp& op, bool posted, bool asking) {
   if (!shared_.connected.load(std::memory_order_acquire)) {
     return SlotQueue::kNone;
   }
@@ -58,10 +74,39 @@ uint32_t RedisStore::Submit(const StoreOp& op, bool posted) {
   if (slot == SlotQueue::kNone) return slot;
   SlotBody& body = slots_.body(slot);
   body.op = op;
-  body.command_size =
-      static_cast<uint32_t>(FormatMxl1Call(op, kMxl1ScriptSha1, body.command));
+  body.asking = asking;
+  body.redirect_size = 0;
+  size_t prefix = 0;
+  if (asking) {
+    std::copy(kAskingCommand.begin(), kAskingCommand.end(), body.command);
+    prefix = kAskingBytes;
+  }
+  body.command_size = static_cast<uint32_t>(
+      prefix + FormatMxl1Call(op, kMxl1ScriptSha1, body.command + prefix));
   if (slots_.Submit(slot, posted)) io_.Wake();
   return slot;
+}
+
+uint32_t RedisStore::Start(const StoreOp& op, bool asking) {
+  if (op.count > kMaxStoreBuckets) return kNoTicket;
+  return Submit(op, /*posted=*/false, asking);
+}
+
+StoreResult RedisStore::Await(uint32_t ticket,
+                              std::chrono::steady_clock::time_point deadline,
+                              char* redirect, size_t* redirect_size) {
+  *redirect_size = 0;
+  StoreResult result;
+  if (!slots_.Wait(ticket, deadline)) {
+    result.status = StoreStatus::kTimeout;
+    return result;
+  }
+  const SlotBody& body = slots_.body(ticket);
+  result = body.result;
+  *redirect_size = body.redirect_size;
+  std::copy_n(body.redirect, body.redirect_size, redirect);
+  slots_.Release(ticket);
+  return result;
 }
 
 StoreResult RedisStore::Execute(

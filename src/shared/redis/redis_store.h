@@ -52,6 +52,16 @@ class RedisStore final : public Store {
   static absl::StatusOr<std::unique_ptr<RedisStore>> Create(
       const StoreOptions& options);
 
+  // A store for one given node (a Redis Cluster primary, cluster_store.h):
+  // `endpoint` is used as it is; `options` gives connections and
+  // max_in_flight, which CheckLimits has accepted.
+  static absl::StatusOr<std::unique_ptr<RedisStore>> CreateAt(
+      StoreEndpoint endpoint, const StoreOptions& options,
+      std::shared_ptr<const TlsContext> tls);
+  // InvalidArgument naming `store.connections` or `store.max_in_flight`
+  // when out of range.
+  static absl::Status CheckLimits(const StoreOptions& options);
+
   // Stops the I/O thread. REQUIRES: no Execute or Post running.
   ~RedisStore() override = default;
   RedisStore(const RedisStore&) = delete;
@@ -71,6 +81,20 @@ class RedisStore final : public Store {
     shared_.late_handler.store(handler, std::memory_order_release);
   }
 
+  // An op in two steps, for a store over several of these (Redis Cluster,
+  // cluster_store.h): Start queues `op` (after ASKING when `asking`) and
+  // returns its ticket, or kNoTicket when not connected or the queue is
+  // full; Await waits for it until `deadline` and must be called once per
+  // ticket. Await copies the text of a MOVED or ASK reply (the result is
+  // then kError) into `redirect`, which has room for 96 bytes, and sets
+  // `*redirect_size` (0 for any other reply). Neither counts the op in
+  // counters(): the caller counts what it returns.
+  static constexpr uint32_t kNoTicket = SlotQueue::kNone;
+  uint32_t Start(const StoreOp& op, bool asking);
+  StoreResult Await(uint32_t ticket,
+                    std::chrono::steady_clock::time_point deadline,
+                    char* redirect, size_t* redirect_size);
+
   // Why the last connection attempt or connection failed ("" if none did).
   std::string last_error() const { return shared_.last_error(); }
 
@@ -88,7 +112,7 @@ class RedisStore final : public Store {
 
   // Fills a slot and hands it to the I/O thread; kNone when not connected
   // or the queue is full (counted as unavailable).
-  uint32_t Submit(const StoreOp& op, bool posted);
+  uint32_t Submit(const StoreOp& op, bool posted, bool asking = false);
 
   RedisStoreShared shared_;
   SlotQueue slots_;

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,6 +37,10 @@
 
 namespace mxlimit::internal {
 
+// `ASKING` as RESP.
+inline constexpr std::string_view kAskingCommand = "*1\r\n$6\r\nASKING\r\n";
+inline constexpr size_t kAskingBytes = kAskingCommand.size();
+
 struct SlotBody {
   StoreOp op;
   StoreResult result;
@@ -43,7 +48,14 @@ struct SlotBody {
   uint32_t command_size = 0;
   // Sent again once already after NOSCRIPT.
   bool resent = false;
-  char command[kMxl1CallMaxBytes];
+  // Redis Cluster: `command` starts with ASKING (an ASK redirect being
+  // followed), whose reply comes first and is skipped.
+  bool asking = false;
+  bool awaiting_asking = false;
+  // Redis Cluster: the text of a MOVED or ASK error reply, else empty.
+  uint8_t redirect_size = 0;
+  char redirect[96];
+  char command[kAskingBytes + kMxl1CallMaxBytes];
 };
 
 class SlotQueue {

@@ -327,3 +327,53 @@ def test_behind_sentinel_the_daemons_follow_a_failover(mxlimitd_bin, workdir, pr
         h.wait_until(lambda: [(a["subject"], a["tier"]) for a in
                               admin(d, "GET", "/_mxlimit/admin/v1/tiers", token=ADMIN_TOKEN)[1]["assignments"]]
                      == [("198.51.100.52/32", "bridge")], 5, f"{d.address} has the tier")
+
+
+def test_on_a_cluster_the_daemons_share_budgets_and_tiers(mxlimitd_bin, workdir, procs):
+    """redis-cluster:// (issue #35, item 3): three daemons given the seeds of a three-primary Redis Cluster share
+    one budget per address and per user, whichever primaries those buckets live on, and a tier set through one
+    daemon reaches all three (its hash and version share one slot)."""
+    from test_admin import admin
+    cli = shutil.which("redis-cli")
+    server = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    if not cli or not server:
+        pytest.skip("redis-server and redis-cli are not installed (scripts/bootstrap installs them)")
+    ports = []
+    for i in range(3):
+        port = h.free_port()
+        node_dir = workdir / f"cluster-{i}"
+        node_dir.mkdir()
+        proc = h.Process(f"cluster-{i}", [server, "--port", port, "--bind", "127.0.0.1", "--save", "",
+                                          "--appendonly", "no", "--dir", node_dir, "--cluster-enabled", "yes",
+                                          "--cluster-port", h.free_port(), "--cluster-node-timeout", "1000"],
+                         workdir)
+        procs.append(proc)
+        h.wait_for_port(port, proc)
+        ports.append(port)
+    subprocess.run([cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-yes"],
+                   check=True, capture_output=True, timeout=30)
+    h.wait_until(lambda: all("cluster_state:ok" in " ".join(redis_cli_args(p, "CLUSTER", "INFO")) for p in ports),
+                 20, "the cluster is up")
+    url = "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports)
+    tiers = "\ntiers:\n  bridge: { scale: 10 }\n"
+    daemons = start_daemons(mxlimitd_bin, workdir, procs, url, extra_policy=tiers, admin=True)
+    # Per address and per user, each several subjects: their buckets land on different primaries.
+    for k in range(3):
+        assert allowed_round_robin(daemons, lambda d, i: public_rooms(d, f"198.51.100.{60 + k}"), 12) == 3
+        assert allowed_round_robin(daemons, lambda d, i: send(d, f"syt_cluster_token_{k}", f"t{i}"), 12) == 3
+    status, body = admin(daemons[0], "PUT", "/_mxlimit/admin/v1/tiers/networks/198.51.100.70",
+                         {"tier": "bridge"}, token=ADMIN_TOKEN)
+    assert status == 200, body
+    for d in daemons:
+        h.wait_until(lambda: [(a["subject"], a["tier"]) for a in
+                              admin(d, "GET", "/_mxlimit/admin/v1/tiers", token=ADMIN_TOKEN)[1]["assignments"]]
+                     == [("198.51.100.70/32", "bridge")], 5, f"{d.address} has the tier")
+    assert 30 <= allowed_round_robin(daemons, lambda d, i: public_rooms(d, "198.51.100.70"), 45) <= 32
+    metrics = daemons[1].get("/_mxlimit/metrics").body.decode()
+    assert "mxlimit_store_connected 1" in metrics, metrics[-2000:]
+    # The checks went to every primary: forty more addresses make one that took none unlikely (3 x (2/3)^47).
+    for k in range(40):
+        public_rooms(daemons[k % 3], f"198.51.101.{k}")
+    for p in ports:
+        stats = " ".join(redis_cli_args(p, "INFO", "commandstats"))
+        assert "cmdstat_evalsha:calls=" in stats, (p, stats)
