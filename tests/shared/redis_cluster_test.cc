@@ -26,6 +26,7 @@
 #include "src/shared/fake_store.h"
 #include "src/shared/redis/cluster_slots.h"
 #include "src/shared/redis/cluster_store.h"
+#include "src/shared/redis/redis_connection.h"
 #include "src/shared/store_keys.h"
 #include "tests/testing/limiter_fixtures.h"
 #include "tests/testing/redis_store_testing.h"
@@ -85,6 +86,50 @@ TEST(ClusterSlotsTest, RedirectsParseAndGarbageDoesNot) {
        {"MOVED", "MOVED 16384 h:1", "MOVED x h:1", "MOVED 1 h", "MOVED 1 h:0",
         "MOVED 1 h:99999", "ERR MOVED 1 h:1", "ASK -1 h:1", ""}) {
     EXPECT_FALSE(ParseRedirect(bad, &r)) << bad;
+  }
+}
+
+// A reply as hiredis builds it from RESP bytes.
+RedisReplyPtr ReplyOf(std::string_view resp) {
+  redisReader* reader = redisReaderCreate();
+  redisReaderFeed(reader, resp.data(), resp.size());
+  void* reply = nullptr;
+  redisReaderGetReply(reader, &reply);
+  redisReaderFree(reader);
+  return RedisReplyPtr(static_cast<redisReply*>(reply));
+}
+
+TEST(ClusterSlotsTest, SlotMapsParseAndMalformedOnesAreErrors) {
+  // Two ranges; the second's primary gives no address (nil), then a "?".
+  RedisReplyPtr r = ReplyOf(
+      "*3\r\n"
+      "*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n10.0.0.21\r\n:7000\r\n$2\r\nid\r\n"
+      "*3\r\n$9\r\n10.0.0.24\r\n:7000\r\n$2\r\nr1\r\n"
+      "*3\r\n:5461\r\n:10922\r\n*3\r\n$-1\r\n:7001\r\n$2\r\nid\r\n"
+      "*3\r\n:10923\r\n:16383\r\n*3\r\n$1\r\n?\r\n:7002\r\n$2\r\nid\r\n");
+  ASSERT_NE(r, nullptr);
+  absl::StatusOr<std::vector<SlotRange>> ranges =
+      ParseClusterSlots(*r, "10.0.0.9");
+  ASSERT_TRUE(ranges.ok()) << ranges.status();
+  ASSERT_EQ(ranges->size(), 3u);
+  EXPECT_EQ((*ranges)[0].host, "10.0.0.21");
+  EXPECT_EQ((*ranges)[0].last, 5460);
+  EXPECT_EQ((*ranges)[1].host, "10.0.0.9");
+  EXPECT_EQ((*ranges)[1].port, 7001);
+  EXPECT_EQ((*ranges)[2].host, "10.0.0.9");
+  for (const char* bad : {
+           "*1\r\n*3\r\n:5\r\n:4\r\n*2\r\n$1\r\nh\r\n:1\r\n",  // last < first
+           "*1\r\n*3\r\n:0\r\n:16384\r\n*2\r\n$1\r\nh\r\n:1\r\n",  // past the
+                                                                   // slots
+           "*1\r\n*3\r\n:0\r\n:1\r\n*2\r\n$1\r\nh\r\n:0\r\n",      // port 0
+           "*1\r\n*3\r\n:0\r\n:1\r\n*1\r\n$1\r\nh\r\n",            // no port
+           "*1\r\n:7\r\n",  // not a range
+           "-CLUSTERDOWN The cluster is down\r\n",
+           "+OK\r\n",
+       }) {
+    RedisReplyPtr b = ReplyOf(bad);
+    ASSERT_NE(b, nullptr) << bad;
+    EXPECT_FALSE(ParseClusterSlots(*b, "h").ok()) << bad;
   }
 }
 

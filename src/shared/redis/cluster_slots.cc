@@ -70,7 +70,8 @@ absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(
     const long long last = r.element[1]->integer;
     const redisReply& node = *r.element[2];
     if (first < 0 || last < first || last >= kClusterSlots ||
-        node.element[0]->type != REDIS_REPLY_STRING ||
+        (node.element[0]->type != REDIS_REPLY_STRING &&
+         node.element[0]->type != REDIS_REPLY_NIL) ||
         node.element[1]->type != REDIS_REPLY_INTEGER ||
         node.element[1]->integer < 1 || node.element[1]->integer > 65535) {
       return absl::InvalidArgumentError("CLUSTER SLOTS: a malformed range");
@@ -78,8 +79,11 @@ absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(
     SlotRange range;
     range.first = static_cast<uint16_t>(first);
     range.last = static_cast<uint16_t>(last);
-    range.host.assign(node.element[0]->str, node.element[0]->len);
-    // "" (and "?" in Redis 7) when the node does not know its address.
+    if (node.element[0]->type == REDIS_REPLY_STRING) {
+      range.host.assign(node.element[0]->str, node.element[0]->len);
+    }
+    // "", "?" or nil (Redis 7) when the node does not know its address or
+    // will not say: the node asked is the one to use.
     if (range.host.empty() || range.host == "?") range.host = asked_host;
     range.port = static_cast<int>(node.element[1]->integer);
     ranges.push_back(std::move(range));

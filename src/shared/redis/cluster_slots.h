@@ -38,9 +38,10 @@ struct SlotRange {
   int port = 0;
 };
 
-// The ranges of a CLUSTER SLOTS reply, primaries only. An empty host in the
-// reply (a node that does not know its own address) means `asked_host`,
-// the node that was asked. InvalidArgument for a reply of another shape.
+// The ranges of a CLUSTER SLOTS reply, primaries only. An empty, "?" or
+// nil host in the reply (a node that does not know or give its address)
+// means `asked_host`, the node that was asked. InvalidArgument for a reply of
+// another shape.
 absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(
     const redisReply& reply, std::string_view asked_host);
 

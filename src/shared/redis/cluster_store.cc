@@ -92,6 +92,7 @@ void ClusterStore::GroupOp(const StoreOp& op, const Group& g, StoreOp& out) {
 bool ClusterStore::Send(const StoreOp& op, Group& g, uint8_t node,
                         bool asking) {
   g.node = node;
+  g.asking = asking;
   g.ticket = RedisStore::kNoTicket;
   RedisStore* store = NodeStore(node);
   if (store == nullptr) return false;
@@ -143,7 +144,7 @@ void ClusterStore::Await(const StoreOp& op, Group& g,
       g.result = StoreResult{};  // kUnavailable
       return;
     }
-    char text[96];
+    char text[128];
     size_t size = 0;
     g.result = store->Await(g.ticket, deadline, text, &size);
     g.ticket = RedisStore::kNoTicket;
@@ -163,7 +164,7 @@ void ClusterStore::Await(const StoreOp& op, Group& g,
       }
     }
     if (target == kNoNode) {
-      RefreshSoon();
+      WantNode(host, r.port);
       return;  // kError: a node the map does not know yet.
     }
     if (Clock::now() >= deadline || !Send(op, g, target, r.ask)) {
@@ -240,7 +241,7 @@ void ClusterStore::RefundPartial(const StoreOp& op, const Pending& p,
     }
     if (refund.count == 0) continue;
     refunded = true;
-    if (RedisStore* store = NodeStore(g.node)) store->Post(refund);
+    if (RedisStore* store = NodeStore(g.node)) store->Post(refund, g.asking);
   }
   if (refunded) partial_refunds_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -513,6 +514,15 @@ void ClusterStore::RefreshSoon() {
   map_wake_.notify_all();
 }
 
+void ClusterStore::WantNode(std::string_view host, int port) {
+  {
+    std::lock_guard<std::mutex> lock(map_mu_);
+    if (wanted_.size() < 4) wanted_.push_back({std::string(host), port});
+    refresh_ = true;
+  }
+  map_wake_.notify_all();
+}
+
 void ClusterStore::RunMap() {
   for (;;) {
     RefreshMap();
@@ -529,6 +539,12 @@ void ClusterStore::RunMap() {
 }
 
 bool ClusterStore::RefreshMap() {
+  std::vector<StoreEndpoint::HostPort> wanted;
+  {
+    std::lock_guard<std::mutex> lock(map_mu_);
+    wanted.swap(wanted_);
+  }
+  for (const StoreEndpoint::HostPort& n : wanted) AddNode(n.host, n.port);
   // Whom to ask: the node that answered last, the primaries of the map,
   // then the seeds.
   std::vector<StoreEndpoint::HostPort> ask;
@@ -592,7 +608,15 @@ uint8_t ClusterStore::AddNode(const std::string& host, int port) {
   const uint8_t found = FindNode(host, port);
   if (found != kNoNode) return found;
   const size_t index = node_count_.load(std::memory_order_relaxed);
-  if (index == kMaxNodes) return kNoNode;
+  if (index == kMaxNodes) {
+    // Nodes are never forgotten (callers hold their indices without a
+    // lock): a cluster whose addresses churn past this needs a restart.
+    std::lock_guard<std::mutex> lock(map_mu_);
+    last_error_ = absl::StrCat("more than ", kMaxNodes,
+                               " cluster nodes named; not using ", host, ":",
+                               port, " (restart to forget old addresses)");
+    return kNoNode;
+  }
   StoreEndpoint e;
   e.host = host;
   e.port = port;

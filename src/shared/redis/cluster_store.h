@@ -47,6 +47,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "mxlimit/options.h"
@@ -135,6 +136,8 @@ class ClusterStore final : public Store, private LateReplyHandler {
     uint16_t slot = 0;
     uint8_t node = kNoNode;
     uint8_t count = 0;
+    // Sent behind ASKING (an ASK followed): a refund goes the same way.
+    bool asking = false;
     uint32_t ticket = RedisStore::kNoTicket;
     std::array<uint8_t, kMaxStoreBuckets> index{};
     StoreResult result;
@@ -184,6 +187,9 @@ class ClusterStore final : public Store, private LateReplyHandler {
   // Under map_mu_ not needed: only the map thread adds nodes.
   uint8_t AddNode(const std::string& host, int port);
   void RefreshSoon();
+  // A redirect named a node the map does not know (a primary that is
+  // taking its first slots): the map thread adds it.
+  void WantNode(std::string_view host, int port);
 
   void OnLateReply(const StoreOp& op, const StoreResult& result) override;
 
@@ -214,6 +220,7 @@ class ClusterStore final : public Store, private LateReplyHandler {
   mutable std::mutex map_mu_;
   std::condition_variable map_wake_;
   bool refresh_ = false;
+  std::vector<StoreEndpoint::HostPort> wanted_;
   bool stop_ = false;
   std::string last_error_;
   std::thread map_thread_;

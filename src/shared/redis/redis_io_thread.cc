@@ -498,17 +498,23 @@ void RedisIoThread::OnReadable(Connection& c, Clock::time_point now) {
 }
 
 bool RedisIoThread::OnReply(Connection& c, Clock::time_point now) {
+  if (c.head < c.tail) {
+    const uint32_t entry = c.at(c.head);
+    // ASKING's +OK: the op's own reply is next. ASKING may be all that is
+    // written of the entry yet (a partial write).
+    if (entry < kFirstControl && slots_.body(entry).awaiting_asking &&
+        (c.head < c.sent || c.partial >= kAskingBytes)) {
+      slots_.body(entry).awaiting_asking = false;
+      c.waiting_since = now;
+      return true;
+    }
+  }
   if (c.head == c.sent) {
     Drop(c, "a reply to nothing", now);
     return false;
   }
   const uint32_t entry = c.at(c.head);
   c.waiting_since = now;  // Progress: the stall clock starts again.
-  if (entry < kFirstControl && slots_.body(entry).awaiting_asking) {
-    // ASKING's +OK: the op's own reply is next.
-    slots_.body(entry).awaiting_asking = false;
-    return true;
-  }
   ++c.head;
   if (entry >= kFirstControl) return OnSetupReply(c, entry, now);
   return OnOpReply(c, entry, now);

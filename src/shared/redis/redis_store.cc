@@ -189,12 +189,12 @@ void RedisStore::ExecuteBatch(std::span<const StoreOp> ops,
   }
 }
 
-bool RedisStore::Post(const StoreOp& op) {
+bool RedisStore::Post(const StoreOp& op, bool asking) {
   if (op.count > kMaxStoreBuckets) {
     shared_.error.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (Submit(op, /*posted=*/true) == SlotQueue::kNone) {
+  if (Submit(op, /*posted=*/true, asking) == SlotQueue::kNone) {
     shared_.unavailable.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

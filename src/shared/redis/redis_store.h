@@ -72,7 +72,9 @@ class RedisStore final : public Store {
   void ExecuteBatch(std::span<const StoreOp> ops,
                     std::chrono::steady_clock::time_point deadline,
                     std::span<StoreResult> results) override;
-  bool Post(const StoreOp& op) override;
+  bool Post(const StoreOp& op) override { return Post(op, false); }
+  // Post behind ASKING when `asking` (a refund to the node an ASK named).
+  bool Post(const StoreOp& op, bool asking);
   uint64_t generation() const override {
     return shared_.generation.load(std::memory_order_acquire);
   }
@@ -86,7 +88,7 @@ class RedisStore final : public Store {
   // returns its ticket, or kNoTicket when not connected or the queue is
   // full; Await waits for it until `deadline` and must be called once per
   // ticket. Await copies the text of a MOVED or ASK reply (the result is
-  // then kError) into `redirect`, which has room for 96 bytes, and sets
+  // then kError) into `redirect`, which has room for 128 bytes, and sets
   // `*redirect_size` (0 for any other reply). Neither counts the op in
   // counters(): the caller counts what it returns.
   static constexpr uint32_t kNoTicket = SlotQueue::kNone;

@@ -54,7 +54,7 @@ struct SlotBody {
   bool awaiting_asking = false;
   // Redis Cluster: the text of a MOVED or ASK error reply, else empty.
   uint8_t redirect_size = 0;
-  char redirect[96];
+  char redirect[128];
   char command[kAskingBytes + kMxl1CallMaxBytes];
 };
 
