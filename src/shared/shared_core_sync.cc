@@ -47,12 +47,7 @@ void SharedCore::Charge(const Request& request, MonotonicTime now) {
 void SharedCore::Refund(const StoreOp& op, const StoreResult& result,
                         bool shadow_only) {
   if (op.kind != StoreOpKind::kCheck || !result.allowed) return;
-  StoreOp refund;
-  refund.kind = StoreOpKind::kCharge;
-  refund.cost = -op.cost;
-  refund.caller_clock = op.caller_clock;
-  refund.now_ns = op.now_ns;
-  refund.at_ns = op.at_ns;
+  StoreOp refund = StoreRefundOf(op);
   for (uint8_t i = 0; i < op.count; ++i) {
     const StoreBucket& bucket = op.buckets[i];
     if (!StoreCheckCharged(op, result, i)) continue;

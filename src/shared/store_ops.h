@@ -72,6 +72,19 @@ inline bool StoreCheckCharged(const StoreOp& op, const StoreResult& r,
   return true;
 }
 
+// An empty kCharge that gives back what the kCheck `op` charged, once its
+// buckets are added: -cost, at the op's clock and time.
+inline StoreOp StoreRefundOf(const StoreOp& op) {
+  StoreOp refund;
+  refund.kind = StoreOpKind::kCharge;
+  refund.cost = -op.cost;
+  refund.caller_clock = op.caller_clock;
+  refund.now_ns = op.now_ns;
+  refund.at_ns = op.at_ns;
+  refund.count = 0;
+  return refund;
+}
+
 // `Map` has `std::optional<int64_t> Get(const StoreKey&)`,
 // `void Set(const StoreKey&, int64_t tat, int64_t now)` (TTL: the key may go
 // once `now` reaches `tat`) and `void Erase(const StoreKey&)`.

@@ -421,31 +421,11 @@ TEST_F(RedisClusterTest, SampleLogRoundRobinOverFourMatchesOneLimiter) {
     ASSERT_TRUE((*l)->StoreStats().connected);
     procs.push_back(*std::move(l));
   }
-  auto one = Limiter::Create(LimiterConfig{});
-  ASSERT_TRUE(one.ok());
-  size_t n = 0, denied = 0;
-  ASSERT_TRUE(mxlimit::testing::ForEachSampleRequest(
-      [&](const Request& r, MonotonicTime now, const std::string& line) {
-        const Decision a = procs[n % 4]->Check(r, now);
-        const Decision b = (*one)->Check(r, now);
-        ++n;
-        EXPECT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
-        if (!b.allowed) {
-          ++denied;
-          EXPECT_EQ(a.policy, b.policy) << "line " << n;
-          EXPECT_EQ(a.retry_after, b.retry_after) << "line " << n;
-        }
-        return !::testing::Test::HasFailure();
-      }));
+  const auto [n, denied] =
+      mxlimit::testing::ExpectSampleDecidedAsOneLimiter(procs);
   EXPECT_GT(n, 20000u);
   EXPECT_GT(denied, 0u);
-  uint64_t fallbacks = 0;
-  for (auto& p : procs) {
-    const SharedStoreStats s = p->StoreStats();
-    fallbacks += s.fallback_timeout + s.fallback_error +
-                 s.fallback_unavailable + s.fallback_breaker_open;
-  }
-  EXPECT_EQ(fallbacks, 0u);
+  EXPECT_EQ(mxlimit::testing::TotalFallbacks(procs), 0u);
   // Every primary took checks.
   for (int i = 0; i < 3; ++i) {
     EXPECT_THAT(cluster_->server(i).Command({"INFO", "commandstats"}),

@@ -8,9 +8,13 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <utility>
 
+#include "gtest/gtest.h"
 #include "mxlimit/ip.h"
+#include "mxlimit/limiter.h"
 #include "mxlimit/request.h"
+#include "mxlimit/shared_limiter.h"
 #include "mxlimit/time.h"
 #include "src/replay/log_parsers.h"
 #include "src/shared/store.h"
@@ -66,6 +70,45 @@ bool ForEachSampleRequest(F&& f) {
     if (!f(r, MonotonicTime::FromMilliseconds(clock_ms), line)) break;
   }
   return true;
+}
+
+// Replays the bundled sample round-robin over `procs` and through one
+// Limiter with the built-in policies, expecting the same decision for
+// every request (and, for denials, the same policy and wait); stops at the
+// first difference. Returns {requests, denials}.
+template <typename Procs>
+std::pair<size_t, size_t> ExpectSampleDecidedAsOneLimiter(Procs& procs) {
+  auto one = Limiter::Create(LimiterConfig{});
+  EXPECT_TRUE(one.ok());
+  size_t n = 0, denied = 0;
+  if (!one.ok()) return {n, denied};
+  EXPECT_TRUE(ForEachSampleRequest(
+      [&](const Request& r, MonotonicTime now, const std::string& line) {
+        const Decision a = procs[n % procs.size()]->Check(r, now);
+        const Decision b = (*one)->Check(r, now);
+        ++n;
+        EXPECT_EQ(a.allowed, b.allowed) << "line " << n << ": " << line;
+        if (!b.allowed) {
+          ++denied;
+          EXPECT_EQ(a.limited_by, b.limited_by) << "line " << n;
+          EXPECT_EQ(a.policy, b.policy) << "line " << n;
+          EXPECT_EQ(a.retry_after, b.retry_after) << "line " << n;
+        }
+        return !::testing::Test::HasFailure();  // Stop at the first.
+      }));
+  return {n, denied};
+}
+
+// Checks that `procs` decided without the store, summed over them.
+template <typename Procs>
+uint64_t TotalFallbacks(const Procs& procs) {
+  uint64_t fallbacks = 0;
+  for (const auto& p : procs) {
+    const SharedStoreStats s = p->StoreStats();
+    fallbacks += s.fallback_timeout + s.fallback_error +
+                 s.fallback_unavailable + s.fallback_breaker_open;
+  }
+  return fallbacks;
 }
 
 }  // namespace mxlimit::testing

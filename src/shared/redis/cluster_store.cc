@@ -20,6 +20,27 @@ constexpr std::chrono::milliseconds kMapMinGap(100);
 // A node that does not answer CLUSTER SLOTS within this is passed over.
 constexpr std::chrono::milliseconds kMapTimeout(300);
 
+// A node of the cluster, with the URL's credentials.
+StoreEndpoint NodeEndpoint(const StoreEndpoint& cluster,
+                           const StoreEndpoint::HostPort& node) {
+  StoreEndpoint e;
+  e.host = node.host;
+  e.port = node.port;
+  e.user = cluster.user;
+  e.password = cluster.password;
+  return e;
+}
+
+// CLUSTER SLOTS on `c`, a connection to `host`.
+absl::StatusOr<std::vector<SlotRange>> ReadSlots(RedisConnection& c,
+                                                 const std::string& host,
+                                                 Clock::time_point deadline) {
+  absl::StatusOr<std::vector<RedisReplyPtr>> replies =
+      c.Run({{"CLUSTER", "SLOTS"}}, deadline);
+  if (!replies.ok()) return replies.status();
+  return ParseClusterSlots(*(*replies)[0], host);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ClusterStore>> ClusterStore::Create(
@@ -227,12 +248,7 @@ void ClusterStore::RefundPartial(const StoreOp& op, const Pending& p,
     if (g.result.status != StoreStatus::kOk || op.cost == 0) continue;
     StoreOp sub;
     GroupOp(op, g, sub);
-    StoreOp refund;
-    refund.kind = StoreOpKind::kCharge;
-    refund.cost = -op.cost;
-    refund.caller_clock = op.caller_clock;
-    refund.now_ns = op.now_ns;
-    refund.at_ns = op.at_ns;
+    StoreOp refund = StoreRefundOf(op);
     for (uint8_t j = 0; j < g.count; ++j) {
       const bool charged = StoreCheckCharged(sub, g.result, j);
       const bool kept = merged.status == StoreStatus::kOk &&
@@ -476,19 +492,12 @@ absl::StatusOr<StoreEndpoint::HostPort> ClusterStore::AskOnce(
     const StoreEndpoint& endpoint, uint16_t slot, Clock::time_point deadline) {
   std::string errors;
   for (const StoreEndpoint::HostPort& seed : endpoint.cluster_nodes) {
-    StoreEndpoint e;
-    e.host = seed.host;
-    e.port = seed.port;
-    e.user = endpoint.user;
-    e.password = endpoint.password;
     absl::StatusOr<std::unique_ptr<RedisConnection>> c =
-        RedisConnection::Connect(e, nullptr, deadline);
-    absl::StatusOr<std::vector<RedisReplyPtr>> replies =
-        c.ok() ? (*c)->Run({{"CLUSTER", "SLOTS"}}, deadline)
-               : absl::StatusOr<std::vector<RedisReplyPtr>>(c.status());
+        RedisConnection::Connect(NodeEndpoint(endpoint, seed), nullptr,
+                                 deadline);
     absl::StatusOr<std::vector<SlotRange>> ranges =
-        replies.ok() ? ParseClusterSlots(*(*replies)[0], seed.host)
-                     : absl::StatusOr<std::vector<SlotRange>>(replies.status());
+        c.ok() ? ReadSlots(**c, seed.host, deadline)
+               : absl::StatusOr<std::vector<SlotRange>>(c.status());
     if (ranges.ok()) {
       for (const SlotRange& r : *ranges) {
         if (slot >= r.first && slot <= r.last) {
@@ -568,13 +577,9 @@ bool ClusterStore::RefreshMap() {
     const auto deadline = Clock::now() + kMapTimeout;
     if (map_connection_ == nullptr || map_connection_->broken() || k > 0) {
       map_connection_.reset();
-      StoreEndpoint e;
-      e.host = node.host;
-      e.port = node.port;
-      e.user = endpoint_.user;
-      e.password = endpoint_.password;
       absl::StatusOr<std::unique_ptr<RedisConnection>> c =
-          RedisConnection::Connect(e, nullptr, deadline);
+          RedisConnection::Connect(NodeEndpoint(endpoint_, node), nullptr,
+                                   deadline);
       if (!c.ok()) {
         absl::StrAppend(&errors, errors.empty() ? "" : "; ", node.host, ":",
                         node.port, ": ", c.status().message());
@@ -582,11 +587,8 @@ bool ClusterStore::RefreshMap() {
       }
       map_connection_ = *std::move(c);
     }
-    absl::StatusOr<std::vector<RedisReplyPtr>> replies =
-        map_connection_->Run({{"CLUSTER", "SLOTS"}}, deadline);
     absl::StatusOr<std::vector<SlotRange>> ranges =
-        replies.ok() ? ParseClusterSlots(*(*replies)[0], node.host)
-                     : absl::StatusOr<std::vector<SlotRange>>(replies.status());
+        ReadSlots(*map_connection_, node.host, deadline);
     if (!ranges.ok()) {
       absl::StrAppend(&errors, errors.empty() ? "" : "; ", node.host, ":",
                       node.port, ": ", ranges.status().message());
@@ -617,13 +619,8 @@ uint8_t ClusterStore::AddNode(const std::string& host, int port) {
                                port, " (restart to forget old addresses)");
     return kNoNode;
   }
-  StoreEndpoint e;
-  e.host = host;
-  e.port = port;
-  e.user = endpoint_.user;
-  e.password = endpoint_.password;
-  absl::StatusOr<std::unique_ptr<RedisStore>> store =
-      RedisStore::CreateAt(std::move(e), options_, nullptr);
+  absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::CreateAt(
+      NodeEndpoint(endpoint_, {host, port}), options_, nullptr);
   if (!store.ok()) {
     std::lock_guard<std::mutex> lock(map_mu_);
     last_error_ = absl::StrCat(host, ":", port, ": ", store.status().message());
