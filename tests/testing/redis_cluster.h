@@ -38,6 +38,7 @@ class ClusterSet {
     const std::string cli = RedisServer::FindProgram("redis-cli");
     if (cli.empty()) {
       *why = "redis-cli not installed: apt install redis-tools";
+      RedisServer::RequireOrSkip(*why);
       return nullptr;
     }
     std::unique_ptr<ClusterSet> s(new ClusterSet());
