@@ -65,23 +65,16 @@ internal::RedisConnection* TierSync::Connection(
   }
   connection_.reset();
   internal::StoreEndpoint endpoint = endpoint_;
-  if (!endpoint.sentinels.empty()) {
-    // Asked at each new connection: one that fails, or meets a demoted
-    // primary, is dropped and the next one finds the new primary.
+  if (!endpoint.sentinels.empty() || !endpoint.cluster_nodes.empty()) {
+    // Asked at each new connection: the primary the Sentinels name, or the
+    // cluster's primary of the tiers' slot. A connection that fails, meets
+    // a demoted primary or a MOVED reply is dropped, and the next finds
+    // the new one.
     absl::StatusOr<internal::StoreEndpoint::HostPort> primary =
-        internal::SentinelResolver::AskOnce(endpoint_, deadline);
-    if (!primary.ok()) {
-      why = FromAbsl(primary.status().message());
-      return nullptr;
-    }
-    endpoint.host = primary->host;
-    endpoint.port = primary->port;
-  } else if (!endpoint.cluster_nodes.empty()) {
-    // The primary of the tiers' slot, asked at each new connection as for
-    // Sentinel: a MOVED reply drops the connection.
-    absl::StatusOr<internal::StoreEndpoint::HostPort> primary =
-        internal::ClusterStore::AskOnce(endpoint_, internal::KeySlot(key_),
-                                        deadline);
+        !endpoint.sentinels.empty()
+            ? internal::SentinelResolver::AskOnce(endpoint_, deadline)
+            : internal::ClusterStore::AskOnce(
+                  endpoint_, internal::KeySlot(key_), deadline);
     if (!primary.ok()) {
       why = FromAbsl(primary.status().message());
       return nullptr;

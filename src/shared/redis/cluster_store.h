@@ -111,7 +111,7 @@ class ClusterStore final : public Store, private LateReplyHandler {
 
   // Whether every slot has a primary: a map has been read and covers the
   // whole key space.
-  bool covered() const;
+  bool covered() const { return covered_.load(std::memory_order_acquire); }
 
   // Which primary serves `slot`, asking each seed of `endpoint` (a
   // redis-cluster:// endpoint) in turn, all by `deadline`: for a caller
@@ -165,6 +165,8 @@ class ClusterStore final : public Store, private LateReplyHandler {
              std::chrono::steady_clock::time_point deadline);
   void RefundPartial(const StoreOp& op, const Pending& p,
                      const StoreResult& merged);
+  // ops_ok and the like, by the status an op returned.
+  void CountOutcome(StoreStatus status);
   // A kCheck of several groups: with a hot bucket, a peek of every group
   // first, and the check only when all allowed.
   StoreResult Check(const StoreOp& op,
@@ -178,7 +180,7 @@ class ClusterStore final : public Store, private LateReplyHandler {
   uint8_t FindNode(std::string_view host, int port) const;
   RedisStore* NodeStore(uint8_t node) const;
 
-  // The map thread.
+  // The map thread (cluster_map.cc).
   void RunMap();
   // One refresh: the first node that answers CLUSTER SLOTS; false when
   // none did.
@@ -204,6 +206,8 @@ class ClusterStore final : public Store, private LateReplyHandler {
   // Bit i: node i serves a slot in the current map.
   std::atomic<uint64_t> serving_{0};
   std::atomic<uint64_t> failovers_{0};
+  // Set by Install: the map names a primary for every slot.
+  std::atomic<bool> covered_{false};
 
   static constexpr size_t kHotEntries = 4096;
   std::array<std::atomic<uint64_t>, kHotEntries> hot_{};
