@@ -154,6 +154,15 @@ bool PendingTable::Take(std::string_view id, PendingEntry& out) {
   return true;
 }
 
+bool PendingTable::Contains(std::string_view id) const {
+  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return false;
+  const uint64_t hash = HashId(id);
+  const Shard& s = ShardOf(hash);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.index.find(hash);
+  return it != s.index.end() && s.slots[it->second].id() == id;
+}
+
 PendingTable::Counters PendingTable::counters() const {
   Counters c;
   for (const Shard& s : shards_) {

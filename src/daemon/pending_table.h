@@ -123,6 +123,9 @@ class PendingTable {
   // is none. Thread-safe.
   bool Take(std::string_view id, PendingEntry& out);
 
+  // Whether an entry of `id` is kept. Thread-safe.
+  bool Contains(std::string_view id) const;
+
   Counters counters() const;
 
  private:
@@ -138,6 +141,9 @@ class PendingTable {
   };
 
   Shard& ShardOf(uint64_t hash) { return shards_[hash % shards_.size()]; }
+  const Shard& ShardOf(uint64_t hash) const {
+    return shards_[hash % shards_.size()];
+  }
   static void Unlink(Shard& s, uint32_t slot);
   static void Drop(Shard& s, uint32_t slot, uint64_t hash);
 

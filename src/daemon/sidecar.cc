@@ -18,6 +18,9 @@ constexpr std::string_view kAuthRequest = "/_mxlimit/auth_request";
 constexpr std::string_view kForwardAuth = "/_mxlimit/forward_auth";
 constexpr std::string_view kMetricsPath = "/_mxlimit/metrics";
 constexpr std::string_view kHealth = "/_mxlimit/health";
+// On an answer whose request's completion mxlimitd wants on the feed, so a
+// proxy can log to the feed only those (nginx: `access_log ... if=`).
+constexpr std::string_view kFeedField = "X-Mxlimit-Feed";
 
 void PlainText(int status, std::string_view text, http::HttpResponse& out) {
   out.status = status;
@@ -161,7 +164,9 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
     held_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  KeepForCompletion(original.request_id, request, d, started);
+  if (KeepForCompletion(original.request_id, request, d, started)) {
+    out.AddHeader(kFeedField, "1");
+  }
   if (ratelimit_headers_.load(std::memory_order_relaxed)) {
     AddRateLimitFields(d, out);
   }
@@ -196,12 +201,15 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
   metrics_.CountDecision(outcome, std::chrono::steady_clock::now() - started);
 }
 
-void Sidecar::KeepForCompletion(std::string_view request_id,
+bool Sidecar::KeepForCompletion(std::string_view request_id,
                                 const Request& request, const Decision& d,
                                 std::chrono::steady_clock::time_point now) {
-  if (!d.allowed || request.exempt || options_.pending == nullptr ||
-      request_id.empty() || (d.leases.count == 0 && !d.settles)) {
-    return;
+  if (options_.pending == nullptr || request_id.empty() ||
+      request_id.size() > PendingEntry::kMaxIdBytes) {
+    return false;
+  }
+  if (!d.allowed || request.exempt || (d.leases.count == 0 && !d.settles)) {
+    return options_.pending->Contains(request_id);
   }
   // A second check of one request (an internal redirect into another
   // checked location) replaces the first; its leases were that request's.
@@ -210,6 +218,7 @@ void Sidecar::KeepForCompletion(std::string_view request_id,
   if (displaced.count > 0) {
     limiter_.Release(displaced, MonotonicTime::FromSteadyClock(now));
   }
+  return true;
 }
 
 void Sidecar::AddRateLimitFields(const Decision& d, http::HttpResponse& out) {

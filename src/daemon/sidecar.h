@@ -101,8 +101,10 @@ class Sidecar : public http::HttpHandler {
               CheckProtocol protocol, std::string_view envoy_target,
               http::HttpResponse& out);
   // Keeps an admitted request for its completion on the feed, when it has
-  // leases or a charge on its response and the proxy named it.
-  void KeepForCompletion(std::string_view request_id, const Request& request,
+  // leases or a charge on its response and the proxy named it. True when
+  // its completion is wanted: it is kept now, or an earlier check of the
+  // same request (an internal redirect) is.
+  bool KeepForCompletion(std::string_view request_id, const Request& request,
                          const Decision& d,
                          std::chrono::steady_clock::time_point now);
   void AddRateLimitFields(const Decision& d, http::HttpResponse& out);

@@ -401,14 +401,22 @@ class FeedSocketTest : public ::testing::Test {
     if (sender_ >= 0) close(sender_);
   }
 
-  int Auth(std::string_view ip, std::string_view method, std::string_view uri,
-           std::string_view id) {
+  // `token`: the request's access token, if any.
+  testing::RawResponse Check(std::string_view ip, std::string_view method,
+                             std::string_view uri, std::string_view id,
+                             std::string_view token = "") {
     testing::RawConnection c(server_->port());
     c.Send("GET /_mxlimit/auth_request HTTP/1.1\r\nX-Original-Method: " +
            std::string(method) + "\r\nX-Original-URI: " + std::string(uri) +
            "\r\nX-Forwarded-For: " + std::string(ip) +
+           (token.empty() ? ""
+                          : "\r\nAuthorization: Bearer " + std::string(token)) +
            "\r\nX-Request-Id: " + std::string(id) + "\r\n\r\n");
-    return c.ReadResponse().status;
+    return c.ReadResponse();
+  }
+  int Auth(std::string_view ip, std::string_view method, std::string_view uri,
+           std::string_view id) {
+    return Check(ip, method, uri, id).status;
   }
   void Send(const std::string& datagram) {
     sockaddr_un to{};
@@ -467,6 +475,50 @@ TEST_F(FeedSocketTest, FailedLoginsThroughTheSidecarAndTheSocket) {
   EXPECT_THAT(metrics,
               HasSubstr("mxlimitd_feed_lines_total{result=\"settled\"} 3\n"));
   EXPECT_THAT(metrics, HasSubstr("mxlimitd_feed_pending_capacity 256\n"));
+}
+
+TEST_F(FeedSocketTest, AnswersMarkTheRequestsWhoseCompletionIsWanted) {
+  // Kept (a login is charged on its response; an initial sync holds a
+  // lease): the proxy is told to send the line.
+  testing::RawResponse r = Check("203.0.113.9", "POST", kLogin, Id(0));
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "1");
+  r = Check("203.0.113.9", "GET", kInitialSync, Id(1), "syncer");
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "1");
+  // Nothing to settle or release: no line wanted.
+  r = Check("203.0.113.9", "GET", "/_matrix/client/versions", Id(2));
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "");
+  // An id the table cannot keep, and none at all.
+  r = Check("203.0.113.9", "POST", kLogin, std::string(65, 'a'));
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "");
+  r = Check("203.0.113.9", "POST", kLogin, "");
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "");
+  // The same request checked again in a location that keeps nothing (an
+  // internal redirect): the first check's entry still wants its line.
+  r = Check("203.0.113.9", "GET", "/_matrix/client/versions", Id(1));
+  ASSERT_EQ(r.status, 204);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "1");
+  // Once that line has come, the id is no one's.
+  Send(NginxDatagram("203.0.113.9", "GET", kInitialSync, 200, 70, Id(1)));
+  AwaitDatagrams(1);
+  for (int i = 0; i < 500 && pending_.Contains(Id(1)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r = Check("203.0.113.9", "GET", "/_matrix/client/versions", Id(1));
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "");
+  // A denial keeps nothing: no line.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(Check("198.51.100.7", "GET", kInitialSync, Id(10 + i), "storm")
+                  .Header("X-Mxlimit-Feed"),
+              "1");
+  }
+  r = Check("198.51.100.7", "GET", kInitialSync, Id(12), "storm");
+  ASSERT_EQ(r.status, 403);
+  EXPECT_EQ(r.Header("X-Mxlimit-Feed"), "");
 }
 
 TEST_F(FeedSocketTest, AFloodOfGarbageAndOversizedDatagramsStaysBounded) {
