@@ -36,7 +36,9 @@ struct HttpResponse {
     std::string_view name;
     std::string_view value;
   };
-  static constexpr size_t kMaxHeaders = 6;
+  // The sidecar's largest answer has six (a denial with the RateLimit
+  // fields and the feed mark); room for two more.
+  static constexpr size_t kMaxHeaders = 8;
 
   int status = 200;
   // When above 0, the worker sends this answer only after holding it that

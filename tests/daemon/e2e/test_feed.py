@@ -279,7 +279,7 @@ class FeedScenarios:
         proxy_id = PROXY_ID[proxy.name]
         # nginx sends only the lines mxlimitd asked for (`if=$mx_feed`); Caddy logs every request.
         unkept = 0 if proxy.name == "nginx" else 1
-        a, b, c = "127.0.0.21", "127.0.0.22", "127.0.0.23"
+        a, b, c, d = "127.0.0.21", "127.0.0.22", "127.0.0.23", "127.0.0.24"
 
         def login(source, password, user, headers=None):
             return proxy.request("POST", LOGIN, source=source, headers=headers, timeout=30, body={
@@ -333,11 +333,17 @@ class FeedScenarios:
             # A's leases are A's: its third sync is still denied, and all three of A's decisions are still kept.
             h.assert_matrix_429(proxy.request("GET", INITIAL_SYNC, headers=bearer("victim"), source=a))
             h.wait_until(lambda: lines_handled(daemon) == 2 * unkept + hostile, 10, "the denied sync's line")
+            # Through nginx the denial sends no line: one more kept request (D's failed login, its line sent
+            # after any the denial could have sent) makes sure none came.
+            barrier = 1 - unkept
+            if barrier:
+                assert login(d, "wrong", "dave").status == 403
+                h.wait_until(lambda: lines_handled(daemon) == hostile + 1, 10, "D's line")
             assert results == [], results
             assert feed_gauge(daemon, "mxlimitd_feed_pending") == 3
             assert feed_gauge(daemon, "mxlimitd_feed_pending_replaced_total") == 0
             # B's lines settled B's own four logins, and nothing else.
-            assert feed_lines(daemon, "settled") == len(b_logins)
+            assert feed_lines(daemon, "settled") == len(b_logins) + barrier
             assert feed_lines(daemon, "no_pending") == unkept * (1 + len(forged) + 1)
             assert feed_lines(daemon, "no_id") == 0 and feed_lines(daemon, "unparsed") == 0
             # B's three failures were charged to B (failed-login-per-ip: three, then one every 6 s).
@@ -352,14 +358,14 @@ class FeedScenarios:
             # Two more failures of A's, settled as usual, before its held one ends.
             for _ in range(2):
                 assert login(a, "wrong", "someone").status == 403
-            await_settled(daemon, len(b_logins) + 2)
+            await_settled(daemon, len(b_logins) + barrier + 2)
         finally:
             release.set()
             for t in held:
                 t.join(30)
         assert sorted(results) == [200, 200, 403], results
         # A's own completions end A's decisions: its held failure is charged to A, the third in a row...
-        await_settled(daemon, len(b_logins) + 2 + 3)
+        await_settled(daemon, len(b_logins) + barrier + 2 + 3)
         assert feed_gauge(daemon, "mxlimitd_feed_pending") == 0
         assert 0 < h.assert_matrix_429(login(a, "right", "victim")) <= 6000
         # ...and its leases are given back: valid traffic is treated as it always is.
@@ -368,7 +374,7 @@ class FeedScenarios:
         assert time.monotonic() - started < 5
         assert login(c, "wrong", "carol").status == 403
         assert login(c, "right", "carol").status == 200
-        await_settled(daemon, len(b_logins) + 2 + 3 + 3)
+        await_settled(daemon, len(b_logins) + barrier + 2 + 3 + 3)
         assert feed_gauge(daemon, "mxlimitd_feed_pending") == 0
         assert feed_gauge(daemon, "mxlimitd_feed_pending_replaced_total") == 0
         assert feed_lines(daemon, "no_id") == 0 and feed_lines(daemon, "unparsed") == 0
@@ -470,13 +476,15 @@ def test_replay_agrees_with_the_live_sidecar(mxlimitd_bin, nginx_bin, workdir, p
     # settled, as the next request of a client that reads its answer would.
     plan = ([("POST", LOGIN, "wrong", "127.0.0.11")] * 4 + [("POST", LOGIN, "right", "127.0.0.12")] * 3
             + [("POST", LOGIN, "wrong", "127.0.0.12")] * 3 + [("POST", LOGIN, "right", "127.0.0.11")]
-            + [("GET", MEDIA.format(200 * MIB), None, "127.0.0.13")] * 4)
+            + [("GET", MEDIA.format(200 * MIB), None, "127.0.0.13")] * 4
+            # Last, an admitted request: its line comes after any a denial could have sent.
+            + [("POST", LOGIN, "wrong", "127.0.0.14")])
     for method, target, password, source in plan:
         body = {"type": "m.login.password", "password": password} if password else None
         r = proxy.request(method, target, body=body, source=source, timeout=60)
         live.append("denied" if r.status == 429 else "allowed")
         await_settled(daemon, live.count("allowed"))
-    assert "denied" in live and "allowed" in live, live
+    assert "denied" in live and live[-1] == "allowed", live
     # Only the admitted requests' lines were sent to the feed.
     assert lines_handled(daemon) == feed_lines(daemon, "settled") == live.count("allowed")
     log = Path(workdir) / "matrix-access.log"
@@ -489,6 +497,38 @@ def test_replay_agrees_with_the_live_sidecar(mxlimitd_bin, nginx_bin, workdir, p
     replayed = ["denied" if line.split("\t")[0] == "deny" else "allowed"
                 for line in out.stdout.splitlines() if line]
     assert replayed == live, (replayed, live, log.read_text())
+
+
+def test_a_client_that_leaves_during_a_held_answer_ends_what_was_kept(mxlimitd_bin, nginx_bin, workdir, procs, stub):
+    """A delayed initial sync holds a lease from its decision on, and its client leaves while mxlimitd holds the
+    answer. nginx never hears the check's answer, so it has no X-Mxlimit-Feed mark, yet the documented config still
+    sends the request's line (a check that never answered): the lease ends then, not by its lease time (180 s)."""
+    policy = h.policy_yaml() + """
+  - name: e2e-sync-delay
+    match: "/_matrix/client/v3/sync"
+    methods: [GET]
+    scope: user
+    rate_limit: { unit: minute, requests_per_unit: 15, burst: 1 }
+    on_limit: delay
+    max_delay: 5s
+"""
+    daemon = h.start_mxlimitd(mxlimitd_bin, workdir, policy, doc_block="mxlimitd-command-feed")
+    procs.append(daemon)
+    proxy = h.start_nginx(nginx_bin, workdir, "nginx-server-feed", daemon.address, stub.port)
+    procs.append(proxy)
+    assert proxy.request("GET", INITIAL_SYNC, headers=bearer("leaver")).status == 200
+    await_settled(daemon, 1)
+    # The second is 4 s early: held. Its client leaves after 300 ms.
+    with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+        s.sendall(f"GET {INITIAL_SYNC} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer leaver\r\n\r\n".encode())
+        h.wait_until(lambda: feed_gauge(daemon, "mxlimitd_held_answers") == 1, 5, "the held answer")
+        assert feed_gauge(daemon, "mxlimitd_feed_pending") == 1
+        time.sleep(0.3)
+    left = time.monotonic()
+    await_settled(daemon, 2)
+    assert time.monotonic() - left < 2, "the line came only when the held answer did"
+    assert feed_gauge(daemon, "mxlimitd_feed_pending") == 0
+    assert stub.count("GET", INITIAL_SYNC) == 1
 
 
 class TestCaddyFeed(FeedScenarios):
