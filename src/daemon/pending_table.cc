@@ -103,7 +103,7 @@ void PendingTable::Drop(Shard& s, uint32_t slot, uint64_t hash) {
 
 Leases PendingTable::Put(std::string_view id, const PendingRequest& request) {
   Leases displaced;
-  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return displaced;
+  if (!Keeps(id)) return displaced;
   PendingRequest kept = request;
   if (kept.user_id.size() > PendingEntry::kMaxNameBytes ||
       kept.origin.size() > PendingEntry::kMaxNameBytes) {
@@ -141,26 +141,30 @@ Leases PendingTable::Put(std::string_view id, const PendingRequest& request) {
 }
 
 bool PendingTable::Take(std::string_view id, PendingEntry& out) {
-  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return false;
+  if (!Keeps(id)) return false;
   const uint64_t hash = HashId(id);
   Shard& s = ShardOf(hash);
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.index.find(hash);
-  if (it == s.index.end()) return false;
-  const uint32_t slot = it->second;
-  if (s.slots[slot].id() != id) return false;
+  const uint32_t slot = Find(s, hash, id);
+  if (slot == kNil) return false;
   out = s.slots[slot];
   Drop(s, slot, hash);
   return true;
 }
 
 bool PendingTable::Contains(std::string_view id) const {
-  if (id.empty() || id.size() > PendingEntry::kMaxIdBytes) return false;
+  if (!Keeps(id)) return false;
   const uint64_t hash = HashId(id);
   const Shard& s = ShardOf(hash);
   std::lock_guard<std::mutex> lock(s.mu);
+  return Find(s, hash, id) != kNil;
+}
+
+uint32_t PendingTable::Find(const Shard& s, uint64_t hash,
+                            std::string_view id) {
   auto it = s.index.find(hash);
-  return it != s.index.end() && s.slots[it->second].id() == id;
+  if (it == s.index.end() || s.slots[it->second].id() != id) return kNil;
+  return it->second;
 }
 
 PendingTable::Counters PendingTable::counters() const {

@@ -111,7 +111,12 @@ class PendingTable {
   PendingTable(const PendingTable&) = delete;
   PendingTable& operator=(const PendingTable&) = delete;
 
-  // Keeps `request` under `id` (1 to kMaxIdBytes bytes; any other id keeps
+  // Whether `id` can be kept: 1 to kMaxIdBytes bytes.
+  static bool Keeps(std::string_view id) {
+    return !id.empty() && id.size() <= PendingEntry::kMaxIdBytes;
+  }
+
+  // Keeps `request` under `id` (when Keeps(id); any other id keeps
   // nothing). A user ID or origin over kMaxNameBytes is left out rather
   // than the request: a request is never left uncharged for the length of
   // a name its client chose. An entry of the same id (the proxy checked
@@ -144,6 +149,8 @@ class PendingTable {
   const Shard& ShardOf(uint64_t hash) const {
     return shards_[hash % shards_.size()];
   }
+  // The slot holding `id` (whose hash is `hash`), or kNil. Under s.mu.
+  static uint32_t Find(const Shard& s, uint64_t hash, std::string_view id);
   static void Unlink(Shard& s, uint32_t slot);
   static void Drop(Shard& s, uint32_t slot, uint64_t hash);
 

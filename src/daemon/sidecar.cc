@@ -204,8 +204,7 @@ void Sidecar::Decide(const http::HttpRequestHead& head, const IpAddress& peer,
 bool Sidecar::KeepForCompletion(std::string_view request_id,
                                 const Request& request, const Decision& d,
                                 std::chrono::steady_clock::time_point now) {
-  if (options_.pending == nullptr || request_id.empty() ||
-      request_id.size() > PendingEntry::kMaxIdBytes) {
+  if (options_.pending == nullptr || !PendingTable::Keeps(request_id)) {
     return false;
   }
   if (!d.allowed || request.exempt || (d.leases.count == 0 && !d.settles)) {

@@ -42,6 +42,13 @@ absl::StatusOr<std::vector<SlotRange>> ReadSlots(RedisConnection& c,
   return ParseClusterSlots(*(*replies)[0], host);
 }
 
+// Adds "HOST:PORT: why" to `errors`, the nodes' failures joined by "; ".
+void AppendNodeError(const StoreEndpoint::HostPort& node, absl::string_view why,
+                     std::string& errors) {
+  absl::StrAppend(&errors, errors.empty() ? "" : "; ", node.host, ":",
+                  node.port, ": ", why);
+}
+
 }  // namespace
 
 absl::StatusOr<StoreEndpoint::HostPort> ClusterStore::AskOnce(
@@ -63,8 +70,7 @@ absl::StatusOr<StoreEndpoint::HostPort> ClusterStore::AskOnce(
       return absl::UnavailableError(
           absl::StrCat("no primary serves slot ", slot));
     }
-    absl::StrAppend(&errors, errors.empty() ? "" : "; ", seed.host, ":",
-                    seed.port, ": ", ranges.status().message());
+    AppendNodeError(seed, ranges.status().message(), errors);
   }
   return absl::UnavailableError("no cluster node answered CLUSTER SLOTS: " +
                                 errors);
@@ -137,8 +143,7 @@ bool ClusterStore::RefreshMap() {
           RedisConnection::Connect(NodeEndpoint(endpoint_, node), nullptr,
                                    deadline);
       if (!c.ok()) {
-        absl::StrAppend(&errors, errors.empty() ? "" : "; ", node.host, ":",
-                        node.port, ": ", c.status().message());
+        AppendNodeError(node, c.status().message(), errors);
         continue;
       }
       map_connection_ = *std::move(c);
@@ -146,8 +151,7 @@ bool ClusterStore::RefreshMap() {
     absl::StatusOr<std::vector<SlotRange>> ranges =
         ReadSlots(*map_connection_, node.host, deadline);
     if (!ranges.ok()) {
-      absl::StrAppend(&errors, errors.empty() ? "" : "; ", node.host, ":",
-                      node.port, ": ", ranges.status().message());
+      AppendNodeError(node, ranges.status().message(), errors);
       map_connection_.reset();
       continue;
     }
