@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+// Found beside this file's folder, not in the trees measured.
+#include "../client_workload.h"
 #include "mxlimit/limiter.h"
 
 #define MXLIMIT_CONCAT(a, b) a##b
@@ -26,38 +28,12 @@ using mxlimit::LimiterConfig;
 using mxlimit::MonotonicTime;
 using mxlimit::Request;
 
-// bench/limiter_bench.cc's client targets.
-const char* const kTargets[] = {
-    "/_matrix/client/v3/sync?since=s72594_4483_1934&timeout=30000",
-    "/_matrix/client/v3/sync?since=s72594_4483_1935&timeout=30000",
-    "/_matrix/client/r0/sync?since=s72594_4483_1936&timeout=30000",
-    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/send/"
-    "m.room.message/m1712345678.1",
-    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/receipt/"
-    "m.read/%24eventid123",
-    "/_matrix/client/v3/rooms/!OGEhHVWSdvArJzumhm%3Amatrix.org/typing/"
-    "%40alice%3Aexample.org",
-    "/_matrix/client/v3/rooms/!abc%3Aexample.org/state/m.room.member/"
-    "%40alice%3Aexample.org",
-    "/_matrix/client/v3/keys/query",
-    "/_matrix/client/v1/media/download/matrix.org/AbCdEfGh123",
-    "/_matrix/media/v3/thumbnail/matrix.org/XyZ987?width=96&height=96",
-    "/_matrix/federation/v1/send/1712345678901",
-    "/_matrix/client/v3/pushrules/",
-};
+constexpr auto& kTargets = mxlimit_bench::kClientTargets;
 constexpr size_t kDraws = 1 << 16;
 constexpr int64_t kMillisecond = 1'000'000;
 
 IpAddress ClientAddress(uint64_t i) {
-  IpAddress ip;  // 2001:db8:<i>::1, one /64 per client
-  ip.bytes[0] = 0x20;
-  ip.bytes[1] = 0x01;
-  ip.bytes[2] = 0x0d;
-  ip.bytes[3] = 0xb8;
-  for (int b = 0; b < 4; ++b)
-    ip.bytes[4 + b] = static_cast<uint8_t>(i >> (24 - 8 * b));
-  ip.bytes[15] = 1;
-  return ip;
+  return mxlimit_bench::ClientAddress<IpAddress>(i);
 }
 
 std::string UserOf(uint64_t i) {
