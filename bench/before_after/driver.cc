@@ -3,7 +3,7 @@
 // drawn uniformly, a request a millisecond), written against the API every
 // tree it is built with has, from 7f0229a on: Limiter::Create, Request's
 // method, target, client and user_id, and Check. Compiled once per tree with
-// that tree's namespace renamed; MXLIMIT_SIDE names the entry point.
+// that tree's namespace renamed; MXLIMIT_BENCH_NAME names the benchmark.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -16,9 +16,6 @@
 // Found beside this file's folder, not in the trees measured.
 #include "../client_workload.h"
 #include "mxlimit/limiter.h"
-
-#define MXLIMIT_CONCAT(a, b) a##b
-#define MXLIMIT_ENTRY(side) MXLIMIT_CONCAT(BeforeAfterCheck_, side)
 
 namespace {
 
@@ -51,7 +48,7 @@ Request RequestOf(uint64_t client, const std::string& user) {
 
 }  // namespace
 
-void MXLIMIT_ENTRY(MXLIMIT_SIDE)(benchmark::State& state) {
+void MXLIMIT_BENCH_NAME(benchmark::State& state) {
   const size_t keys = static_cast<size_t>(state.range(0));
   const size_t clients = keys / 2;  // a route's bucket and the aggregate one
   LimiterConfig config;             // built-ins on

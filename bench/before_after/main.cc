@@ -1,15 +1,11 @@
-// The two trees' checks, registered side by side; run with
-// --benchmark_enable_random_interleaving=true (bench/before_after/run does)
-// so their repetitions alternate in one process.
+// The two trees' checks (driver.cc, compiled once per tree), registered side
+// by side; run with --benchmark_enable_random_interleaving=true
+// (bench/before_after/run does) so their repetitions alternate in one
+// process.
 #include <benchmark/benchmark.h>
 
-void BeforeAfterCheck_before(benchmark::State& state);
-void BeforeAfterCheck_after(benchmark::State& state);
-
-void BM_Before_Check(benchmark::State& state) {
-  BeforeAfterCheck_before(state);
-}
-void BM_After_Check(benchmark::State& state) { BeforeAfterCheck_after(state); }
+void BM_Before_Check(benchmark::State& state);
+void BM_After_Check(benchmark::State& state);
 
 BENCHMARK(BM_Before_Check)->Arg(1'000)->Arg(1'000'000)->ArgName("keys");
 BENCHMARK(BM_After_Check)->Arg(1'000)->Arg(1'000'000)->ArgName("keys");
