@@ -1,8 +1,10 @@
 #include "src/engine/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -35,12 +37,6 @@ namespace {
 
 // TryDelay's own first test, inline: a denial that cannot be delayed (a
 // flood's, mostly) makes no call.
-// Whether `c`'s policy is charged on the response; only a weighed
-// resolution can hold one, so the others never look.
-bool SettlesOnResponse(const Engine::BucketCheck& c, bool weighed) {
-  return weighed && ChargedOnResponse(*c.spec);
-}
-
 bool MayDelay(const Decision& d, const Request& request) {
   return !d.allowed && !d.never && request.may_delay;
 }
@@ -302,23 +298,30 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
   const IpAddress& client = request.client;
   struct NoSubjects {};
   [[maybe_unused]] std::conditional_t<kPlain, NoSubjects, Subjects> subjects;
+  // A tier's copy of the policies differs only in its rates.
+  const Policy* const specs = e.tier == nullptr ? policies_->policies().data()
+                                                : e.tier->policies.data();
+  // Kept here, not in `e`, while checks are written (byte stores into
+  // them may alias it).
+  uint8_t count = e.count;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
-    BucketCheck& c = e.checks.Add(e.count);
-    // A tier's copy of the policy differs only in its rate.
-    const Policy& spec = e.tier == nullptr ? policies_->policy(a.policy)
-                                           : e.tier->policies[a.policy];
+    BucketCheck& c = e.checks.Add(count);
+    const Policy& spec = specs[a.policy];
     // What PolicySet::Resolution::plain promises.
     assert(!kPlain ||
            ((a.scope == Scope::kIp || a.scope == Scope::kUser) &&
             !spec.concurrency.has_value() && spec.on_limit != OnLimit::kDelay));
-    c.policy = a.policy;
-    c.layer = a.layer;
-    c.scope = a.scope;
-    c.shadow = a.shadow;
+    // policy, bucket_route, layer, scope and shadow, as one word (the
+    // byte after them, in_flight, is written next).
+    std::memcpy(static_cast<void*>(&c), &a, sizeof(ResolvedPolicy));
     c.in_flight = !kPlain && spec.concurrency.has_value();
+    if constexpr (!kPlain) {
+      e.settles = e.settles || (r.weighed && ChargedOnResponse(spec));
+    }
     c.has_bucket = spec.rate.kind() == Rate::Kind::kLimited;
+    c.slot = 0;
     c.spec = &spec;
     // An in-flight policy has no bucket.
     if (!c.has_bucket) [[unlikely]] {
@@ -333,7 +336,13 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
       c.key.ip =
           internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
                                       bucket_token_[a.policy], a.bucket_route);
-    } else if (kPlain || a.scope == Scope::kUser) {
+      if (kPlain || c.has_bucket) {
+        c.hash = ip_table_.Hashed(c.key.ip).hash;
+        ip_table_.Prefetch({&c.key.ip, c.hash});
+      }
+      continue;
+    }
+    if (kPlain || a.scope == Scope::kUser) {
       if (user_base == nullptr) {
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
         user_base = &user_key;
@@ -346,7 +355,13 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
       e.lock().Hold(*scope_tables_);
       AssignSubjectKey(request, a, path, e.route.id, subjects, c);
     }
+    if (kPlain || c.has_bucket) {
+      const UserTable& table = TableOf<kPlain>(c.scope);
+      c.hash = table.Hashed(c.key.user).hash;
+      table.Prefetch({&c.key.user, c.hash});
+    }
   }
+  e.count = count;
 }
 
 MXLIMIT_COLD void Engine::FindTier(const Request& request, MonotonicTime now,
@@ -407,29 +422,7 @@ bool Engine::BeginEvaluate(const Request& request, MonotonicTime now,
     ++exempt_requests_;
     return false;
   }
-  if (e.plain) {
-    HashChecks<true>(e);
-  } else {
-    HashChecks<false>(e);
-  }
   return true;
-}
-
-template <bool kPlain>
-void Engine::HashChecks(Evaluation& e) const {
-  // Hash each key once and start every table load before waiting on any.
-  for (size_t i = 0; i < e.count; ++i) {
-    BucketCheck& c = e.checks.items[i];
-    if (!c.has_bucket) continue;
-    if (c.scope == Scope::kIp) {
-      c.hash = ip_table_.Hashed(c.key.ip).hash;
-      ip_table_.Prefetch({&c.key.ip, c.hash});
-    } else {
-      const UserTable& table = TableOf<kPlain>(c.scope);
-      c.hash = table.Hashed(c.key.user).hash;
-      table.Prefetch({&c.key.user, c.hash});
-    }
-  }
 }
 
 void Engine::FinishEvaluate(const Request& request, MonotonicTime now,
@@ -515,11 +508,13 @@ Decision Engine::Combine(const Evaluation& ip_part,
   d.user_policy = user_part.user_policy;
   d.tier = ip_part.tier_name;
   d.remaining = kUnlimitedRemaining;
+  d.settles = ip_part.settles || user_part.settles;
 
   // The smallest remaining over the enforcing checks, as the fraction
-  // slack / interval (compared by cross-multiplying; one division at the end).
-  int64_t min_slack = 0;
-  int64_t min_interval = 0;
+  // slack / interval (compared by cross-multiplying; one division at the end),
+  // from a start every fraction is below (a slack is at most tau).
+  int64_t min_slack = std::numeric_limits<int64_t>::max();
+  int64_t min_interval = 1;
   // The checks that set `min_slack` and that `d` reports as denying: the
   // quota the RateLimit fields describe is filled from one of them at the
   // end, so a request pays a pointer store per new minimum, not a copy.
@@ -535,16 +530,15 @@ Decision Engine::Combine(const Evaluation& ip_part,
   };
   auto consider = [&](const BucketCheck& c) {
     const GcraVerdict& r = c.verdict;
-    d.settles = d.settles || SettlesOnResponse(c, weighed);
     if (r.allowed) {
-      if (c.shadow || c.spec->rate.unlimited() ||
+      // Allowed without a bucket: an unlimited rate, or in flight.
+      if (c.shadow || !c.has_bucket ||
           (weighed && (c.spec->cost != CostKind::kRequests ||
                        c.spec->charge != ChargeOn::kRequest))) {
         return;
       }
       const int64_t t = c.spec->rate.interval_ns();
-      if (min_check == nullptr ||
-          LessRatio(r.slack, t, min_slack, min_interval)) {
+      if (LessRatio(r.slack, t, min_slack, min_interval)) {
         min_slack = r.slack;
         min_interval = t;
         min_check = &c;
@@ -711,9 +705,15 @@ void Engine::SettleChecks(const Evaluation& e, const Decision& d,
   // uncharged fresh one would hold nothing a missing one does not, and
   // admitting it could evict the very bucket that denied the request (tables
   // smaller than a request's bucket count), breaking its retry time.
+  // The checks whose bucket is not in a table yet, one bit each.
+  static_assert(kMaxResolved <= 32);
+  uint32_t fresh = 0;
   for (size_t i = 0; i < n; ++i) {
     const BucketCheck& c = checks[i];
-    if (c.has_bucket && c.slot == 0) continue;
+    if (c.has_bucket && c.slot == 0) {
+      fresh |= uint32_t{1} << i;
+      continue;
+    }
     GcraState* bucket = nullptr;
     if (c.has_bucket) {
       bucket =
@@ -723,9 +723,8 @@ void Engine::SettleChecks(const Evaluation& e, const Decision& d,
     }
     SettleOne(c, bucket, d, now, CostOf<kPlain>(c, cost, e));
   }
-  for (size_t i = 0; i < n; ++i) {
-    const BucketCheck& c = checks[i];
-    if (!c.has_bucket || c.slot != 0) continue;
+  for (; fresh != 0; fresh &= fresh - 1) {
+    const BucketCheck& c = checks[std::countr_zero(fresh)];
     const int64_t charge = CostOf<kPlain>(c, cost, e);
     // A bucket charged only on the response is admitted by Settle then.
     const bool charges =

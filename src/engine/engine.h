@@ -11,6 +11,7 @@
 #define MXLIMIT_ENGINE_ENGINE_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -59,12 +60,16 @@ class Engine {
 
   // One resolved policy's part of a request: where its bucket is and what
   // that bucket alone answers.
-  // Built only by AddChecks, which writes every field without an
-  // initializer here before anything reads it (a request builds several, so
-  // fields written twice cost every request).
+  // Built only by AddChecks, which writes every field but `verdict` and
+  // `key` (of a check without a bucket) before anything reads it; the
+  // evaluation writes `verdict` (a request builds several, so fields written
+  // twice cost every request).
   struct BucketCheck {
+    BucketCheck() {}
+    // The ResolvedPolicy's fields, laid out as it lays them out, so that
+    // AddChecks copies them as one word.
     PolicyId policy;
-    const Policy* spec;
+    RouteId bucket_route;
     uint8_t layer;
     Scope scope;
     bool shadow;
@@ -73,16 +78,18 @@ class Engine {
     // the group's leases must end before it passes (1: the earliest), as
     // EvaluateInFlight sets it.
     bool in_flight;
+    const Policy* spec;
     uint8_t queued;
     // Whether the policy has a bucket (a limited rate), the hash of its key
-    // (in flight: of its lease group; set by BeginEvaluate and
-    // EvaluateInFlight), and the table slot `Locate` found (0: not in the
-    // table yet).
+    // (in flight: of its lease group; set by Resolve and EvaluateInFlight),
+    // and the table slot `Locate` found (0: not in the table yet).
     bool has_bucket;
-    uint32_t slot = 0;
+    uint32_t slot;
     size_t hash;
     // What the bucket alone answers, with its lead and slack (see Combine).
-    GcraVerdict verdict;
+    union {
+      GcraVerdict verdict;
+    };
     union Key {
       Key() {}  // Written only for checks with a bucket.
       internal::IpBucketKey ip;
@@ -90,6 +97,15 @@ class Engine {
       internal::UserBucketKey user;
     } key;
   };
+
+  static_assert(
+      offsetof(BucketCheck, policy) == offsetof(ResolvedPolicy, policy) &&
+      offsetof(BucketCheck, bucket_route) ==
+          offsetof(ResolvedPolicy, bucket_route) &&
+      offsetof(BucketCheck, layer) == offsetof(ResolvedPolicy, layer) &&
+      offsetof(BucketCheck, scope) == offsetof(ResolvedPolicy, scope) &&
+      offsetof(BucketCheck, shadow) == offsetof(ResolvedPolicy, shadow) &&
+      offsetof(BucketCheck, in_flight) == sizeof(ResolvedPolicy) - 1);
 
   // Storage for up to kMaxResolved checks, left unwritten until used (a
   // request usually has four; clearing all of them every time would cost
@@ -129,6 +145,9 @@ class Engine {
     // byte-cost checks (both set only when not plain).
     bool weighed = false;
     int64_t request_bytes = -1;
+    // A check's policy is charged on the response (Decision::settles); only
+    // a weighed resolution can have one.
+    bool settles = false;
     Checks checks;
     // Held from the first origin, room, target or in-flight check to the end
     // of the request (see ScopeTables). The user half of a request split over
@@ -215,7 +234,8 @@ class Engine {
   // the route and user key from it, and the resolution too when the caller
   // resolved on this engine's PolicySet: fills in
   // `e.route` and one check, with its bucket key, per resolved policy of the
-  // scopes in `mask`. Touches no table.
+  // scopes in `mask`; hashes each key and starts its bucket's load, so that
+  // every load is under way before any is waited on. Changes no table.
   // Finds the request's tier too (at `now`); a member of an exempt tier is
   // marked exempt (`e.exempt`) with no checks.
   void Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
@@ -416,7 +436,8 @@ class Engine {
       internal::BucketTable<internal::UserBucketKey, internal::BucketKeyHash>;
 
   // Resolve's second half: `e.ip_policy`, `e.user_policy` and a check, with
-  // its bucket key, for each policy of `r` in the scopes of `mask`.
+  // its bucket key (hashed, its load started), for each policy of `r` in the
+  // scopes of `mask`.
   // The user key comes from `prepared` when it has one.
   void AddChecks(const Request& request, ScopeMask mask,
                  const PolicySet::Resolution& r, Evaluation& e,
@@ -429,8 +450,6 @@ class Engine {
                    const PolicySet::Resolution& r, Evaluation& e,
                    const internal::UserBucketKey* user_base,
                    std::string_view path) const;
-  template <bool kPlain>
-  void HashChecks(Evaluation& e) const;
   template <bool kPlain>
   void EvaluateChecks(Evaluation& e, MonotonicTime now, int64_t cost);
   template <bool kPlain>
