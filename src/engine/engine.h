@@ -60,10 +60,11 @@ class Engine {
 
   // One resolved policy's part of a request: where its bucket is and what
   // that bucket alone answers.
-  // Built only by AddChecks, which writes every field but `verdict` and
-  // `key` (of a check without a bucket) before anything reads it; the
-  // evaluation writes `verdict` (a request builds several, so fields written
-  // twice cost every request).
+  // Built only by AddChecks, which writes every field before anything reads
+  // it, except `verdict` (the evaluation's) and, for a check with neither a
+  // bucket nor a lease group, `key` and `hash`, which nothing reads then;
+  // EvaluateInFlight hashes a lease group. No initializers here: a request
+  // builds several checks, so fields written twice cost every request.
   struct BucketCheck {
     BucketCheck() {}
     // The ResolvedPolicy's fields, laid out as it lays them out, so that
