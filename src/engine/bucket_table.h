@@ -173,8 +173,9 @@ class BucketTable {
 
   // The state of `key` without marking it used and without counting a hit;
   // nullptr when absent.
-  const GcraState* Peek(const Key& key) const {
-    auto it = index_.find(Hashed(key));
+  const GcraState* Peek(const Key& key) const { return Peek(Hashed(key)); }
+  const GcraState* Peek(HashedKey key) const {
+    auto it = index_.find(key);
     return it == index_.end() ? nullptr : &slab_[*it].state;
   }
 

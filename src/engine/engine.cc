@@ -488,10 +488,7 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
     const GcraState* state = nullptr;
-    if (c.has_bucket) {
-      state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
-                                    : NamedTable(c.scope).Peek(c.key.user);
-    }
+    if (c.has_bucket) state = PeekState(c);
     EvaluateCheck(c, state, now, DecisionCostIn(e, c, cost),
                   DelayQueueNs(*c.spec));
     if (c.in_flight) [[unlikely]]

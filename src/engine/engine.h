@@ -492,8 +492,14 @@ class Engine {
       return c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
                                    : NamedTable(c.scope).StateAt(c.slot);
     }
-    return c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
-                                 : NamedTable(c.scope).Peek(c.key.user);
+    return PeekState(c);
+  }
+  // The state of `c`'s bucket by the hash Resolve stored; null: absent.
+  // REQUIRES: c.has_bucket.
+  const GcraState* PeekState(const BucketCheck& c) const {
+    return c.scope == Scope::kIp
+               ? ip_table_.Peek({&c.key.ip, c.hash})
+               : NamedTable(c.scope).Peek({&c.key.user, c.hash});
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);

@@ -44,15 +44,7 @@ void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
 }
 
 int64_t Engine::UnclampedLead(const BucketCheck& c, MonotonicTime now) const {
-  if (!c.has_bucket) return 0;
-  const GcraState* state = nullptr;
-  if (c.slot != 0) {
-    state = c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
-                                  : NamedTable(c.scope).StateAt(c.slot);
-  } else {
-    state = c.scope == Scope::kIp ? ip_table_.Peek(c.key.ip)
-                                  : NamedTable(c.scope).Peek(c.key.user);
-  }
+  const GcraState* state = LocatedState(c);
   const int64_t at = internal::ClampNow(now);
   if (state == nullptr || state->tat <= at) return 0;
   const uint64_t lead =
