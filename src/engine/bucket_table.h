@@ -115,8 +115,9 @@ class BucketTable {
 
   // The state of `key` if present, after marking it most recently used;
   // nullptr otherwise. Counts a hit when found.
-  GcraState* Find(const Key& key) {
-    auto it = index_.find(Hashed(key));
+  GcraState* Find(const Key& key) { return Find(Hashed(key)); }
+  GcraState* Find(HashedKey key) {
+    auto it = index_.find(key);
     if (it == index_.end()) return nullptr;
     ++hits_;
     MoveToTail(*it);
@@ -126,14 +127,15 @@ class BucketTable {
   // Like `Find`, but admits `key` when absent, with a fresh (full) bucket,
   // evicting the least recently used entry first when the table is full.
   // Never returns nullptr and never allocates.
-  GcraState* FindOrAdmit(const Key& key) {
-    auto it = index_.find(Hashed(key));
+  GcraState* FindOrAdmit(const Key& key) { return FindOrAdmit(Hashed(key)); }
+  GcraState* FindOrAdmit(HashedKey key) {
+    auto it = index_.find(key);
     if (it != index_.end()) {
       ++hits_;
       MoveToTail(*it);
       return &slab_[*it].state;
     }
-    return &slab_[Admit(key)].state;
+    return &slab_[Admit(*key.key)].state;
   }
 
   // Locate / Acquire

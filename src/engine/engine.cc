@@ -487,9 +487,7 @@ void Engine::Inspect(const Request& request, MonotonicTime now, ScopeMask mask,
   const int64_t cost = std::max<int64_t>(request.cost, 0);
   for (size_t i = 0; i < e.count; ++i) {
     BucketCheck& c = e.checks.items[i];
-    const GcraState* state = nullptr;
-    if (c.has_bucket) state = PeekState(c);
-    EvaluateCheck(c, state, now, DecisionCostIn(e, c, cost),
+    EvaluateCheck(c, LocatedState(c), now, DecisionCostIn(e, c, cost),
                   DelayQueueNs(*c.spec));
     if (c.in_flight) [[unlikely]]
       EvaluateInFlight(c, now);
@@ -907,9 +905,10 @@ void Engine::ChargeScopes(const Request& request, MonotonicTime now,
                  : request.cost;
     }
     if (cost == 0 || (completion != nullptr && cost < 0)) continue;
-    GcraState* bucket = c.scope == Scope::kIp
-                            ? ip_table_.FindOrAdmit(c.key.ip)
-                            : NamedTable(c.scope).FindOrAdmit(c.key.user);
+    GcraState* bucket =
+        c.scope == Scope::kIp
+            ? ip_table_.FindOrAdmit({&c.key.ip, c.hash})
+            : NamedTable(c.scope).FindOrAdmit({&c.key.user, c.hash});
     GcraCharge(c.spec->rate, *bucket, now, cost, debt_ns);
   }
 }

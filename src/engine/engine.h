@@ -492,11 +492,7 @@ class Engine {
       return c.scope == Scope::kIp ? ip_table_.StateAt(c.slot)
                                    : NamedTable(c.scope).StateAt(c.slot);
     }
-    return PeekState(c);
-  }
-  // The state of `c`'s bucket by the hash Resolve stored; null: absent.
-  // REQUIRES: c.has_bucket.
-  const GcraState* PeekState(const BucketCheck& c) const {
+    // Found by the hash Resolve stored.
     return c.scope == Scope::kIp
                ? ip_table_.Peek({&c.key.ip, c.hash})
                : NamedTable(c.scope).Peek({&c.key.user, c.hash});

@@ -34,8 +34,8 @@ void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
                      MonotonicTime now) {
   if (!c.has_bucket || extra_ns <= 0) return;
   GcraState* bucket = c.scope == Scope::kIp
-                          ? ip_table_.Find(c.key.ip)
-                          : NamedTable(c.scope).Find(c.key.user);
+                          ? ip_table_.Find({&c.key.ip, c.hash})
+                          : NamedTable(c.scope).Find({&c.key.user, c.hash});
   if (bucket == nullptr) return;
   const Rate& rate = c.spec->rate;
   const int64_t at = internal::ClampNow(now);
