@@ -112,6 +112,9 @@ class BucketTable {
   HashedKey Hashed(const Key& key) const {
     return {&key, index_.hash_function().hash(key)};
   }
+  // The hash `Hashed` applies (for a hasher's staged forms). A copy: the
+  // index hands out its hasher by value.
+  Hash hasher() const { return index_.hash_function().hash; }
 
   // The state of `key` if present, after marking it most recently used;
   // nullptr otherwise. Counts a hit when found.

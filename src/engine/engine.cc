@@ -304,6 +304,14 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
   // Kept here, not in `e`, while checks are written (byte stores into
   // them may alias it).
   uint8_t count = e.count;
+  // What the keys of one subject share of their hashes, hashed once per
+  // request (BucketKeyHash's staged forms): the user's words past the
+  // first, and the last masked address (policies mostly mask alike).
+  internal::BucketKeyHash::UserTail user_tail;
+  bool user_tail_ready = false;
+  IpAddress hashed_address;
+  uint64_t address_part = 0;
+  bool address_ready = false;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
@@ -333,11 +341,17 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
     // Written in place: a returned key copied whole would stall
     // store-to-load forwarding (it is built a word at a time).
     if (a.scope == Scope::kIp) {
-      c.key.ip =
-          internal::IpBucketKey::Make(ip_masks_[a.policy].Apply(client),
-                                      bucket_token_[a.policy], a.bucket_route);
+      const IpAddress masked = ip_masks_[a.policy].Apply(client);
+      const PolicyId token = bucket_token_[a.policy];
+      c.key.ip = internal::IpBucketKey::Make(masked, token, a.bucket_route);
       if (kPlain || c.has_bucket) {
-        c.hash = ip_table_.Hashed(c.key.ip).hash;
+        if (!address_ready || masked != hashed_address) {
+          address_part = ip_table_.hasher().AddressPart(masked.bytes);
+          hashed_address = masked;
+          address_ready = true;
+        }
+        c.hash =
+            ip_table_.hasher().WithIds(address_part, token, a.bucket_route);
         ip_table_.Prefetch({&c.key.ip, c.hash});
       }
       continue;
@@ -347,18 +361,29 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
         user_key.Assign(request.user_id, 0, 0, user_key_secret_);
         user_base = &user_key;
       }
-      c.key.user = *user_base;
-      c.key.user.Rekey(bucket_token_[a.policy], a.bucket_route);
-    } else if constexpr (!kPlain) {
+      c.key.user.AssignRekeyed(*user_base, bucket_token_[a.policy],
+                               a.bucket_route);
+      if (kPlain || c.has_bucket) {
+        if (!user_tail_ready) {
+          user_tail = user_table_.hasher().TailOf(*user_base);
+          user_tail_ready = true;
+        }
+        c.hash =
+            user_table_.hasher().WithHead(c.key.user.words()[0], user_tail);
+        user_table_.Prefetch({&c.key.user, c.hash});
+      }
+      continue;
+    }
+    if constexpr (!kPlain) {
       // The shared tables are read and written under their lock from here
       // to the end of the request.
       e.lock().Hold(*scope_tables_);
       AssignSubjectKey(request, a, path, e.route.id, subjects, c);
-    }
-    if (kPlain || c.has_bucket) {
-      const UserTable& table = TableOf<kPlain>(c.scope);
-      c.hash = table.Hashed(c.key.user).hash;
-      table.Prefetch({&c.key.user, c.hash});
+      if (c.has_bucket) {
+        const UserTable& table = NamedTable(c.scope);
+        c.hash = table.Hashed(c.key.user).hash;
+        table.Prefetch({&c.key.user, c.hash});
+      }
     }
   }
   e.count = count;

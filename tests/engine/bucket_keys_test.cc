@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/hash/hash.h"
@@ -293,6 +294,38 @@ TEST(BucketKeyHashTest, EqualKeysHashEqually) {
   EXPECT_EQ(h(UserKey("@alice:example.org")), h(UserKey("@alice:example.org")));
   EXPECT_EQ(BucketKeyHash(kSeed)(UserKey("@a:b.c")),
             BucketKeyHash(kSeed)(UserKey("@a:b.c")));
+}
+
+TEST(BucketKeyHashTest, StagedFormsGiveTheKeysHash) {
+  // The engine hashes a request's keys in stages (one subject's part once,
+  // then each key's); the tables hash stored keys whole. Both must agree,
+  // or a bucket would never be found again.
+  const BucketKeyHash h(kSeed);
+  for (const std::string& id :
+       {std::string("@alice:example.org"),
+        std::string("@0123456789abcdefghijklmnopqrst:a.bc.de"),
+        "@" + std::string(60, 'x') + ":example.org",  // a digest
+        std::string("not a user ID")}) {              // the overflow key
+    const UserBucketKey base = UserBucketKey::Make(id, 0, 0, kSecret);
+    const BucketKeyHash::UserTail tail = h.TailOf(base);
+    for (const auto& [policy, route] :
+         {std::pair<PolicyId, RouteId>{0, 0}, {3, 9}, {0xFFFE, 0xFFFF}}) {
+      UserBucketKey rekeyed;
+      rekeyed.AssignRekeyed(base, policy, route);
+      UserBucketKey copied = base;
+      copied.Rekey(policy, route);
+      EXPECT_TRUE(rekeyed == copied) << id;
+      EXPECT_EQ(h.WithHead(rekeyed.words()[0], tail), h(rekeyed)) << id;
+    }
+  }
+  const IpAddress a = Addr({0x20, 0x01, 0x0d, 0xb8, 7, 0, 0, 0, 0, 0, 0, 9});
+  const uint64_t part = h.AddressPart(a.bytes);
+  for (PolicyId policy : {0, 4, 0xFFFE}) {
+    for (RouteId route : {0, 5, 0xFFFF}) {
+      EXPECT_EQ(h.WithIds(part, policy, route),
+                h(IpBucketKey::Make(a, policy, route)));
+    }
+  }
 }
 
 TEST(BucketKeyHashTest, EveryByteOfTheKeyCounts) {
