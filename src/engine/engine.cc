@@ -62,6 +62,39 @@ int64_t ResponseCost(const Policy& p, const Request& request,
   return request.cost;
 }
 
+// What a request's keys of one subject share of their hashes, hashed once
+// (BucketKeyHash's staged forms): the user's words past the first, and the
+// last masked address (policies mostly mask the client alike).
+class SubjectHashes {
+ public:
+  // The hash of `key`, a rekeyed copy of `base` (the same for every call).
+  size_t User(const BucketKeyHash& hash, const UserBucketKey& base,
+              const UserBucketKey& key) {
+    if (!user_ready_) {
+      user_tail_ = hash.TailOf(base);
+      user_ready_ = true;
+    }
+    return hash.WithHead(key.words()[0], user_tail_);
+  }
+  // The hash of the address key of `masked`, `policy` and `route`.
+  size_t Address(const BucketKeyHash& hash, const IpAddress& masked,
+                 PolicyId policy, RouteId route) {
+    if (!address_ready_ || masked != address_) {
+      address_part_ = hash.AddressPart(masked.bytes);
+      address_ = masked;
+      address_ready_ = true;
+    }
+    return hash.WithIds(address_part_, policy, route);
+  }
+
+ private:
+  BucketKeyHash::UserTail user_tail_{};
+  bool user_ready_ = false;
+  IpAddress address_;
+  uint64_t address_part_ = 0;
+  bool address_ready_ = false;
+};
+
 // a / b < c / d for non-negative a, c and positive b, d, without dividing.
 bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 #if defined(__SIZEOF_INT128__)
@@ -304,14 +337,7 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
   // Kept here, not in `e`, while checks are written (byte stores into
   // them may alias it).
   uint8_t count = e.count;
-  // What the keys of one subject share of their hashes, hashed once per
-  // request (BucketKeyHash's staged forms): the user's words past the
-  // first, and the last masked address (policies mostly mask alike).
-  internal::BucketKeyHash::UserTail user_tail;
-  bool user_tail_ready = false;
-  IpAddress hashed_address;
-  uint64_t address_part = 0;
-  bool address_ready = false;
+  SubjectHashes hashes;
   for (const ResolvedPolicy& a : r.all()) {
     const ScopeMask scope = a.scope == Scope::kIp ? kIpScope : kUserScope;
     if ((mask & scope) == 0) continue;
@@ -345,13 +371,8 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
       const PolicyId token = bucket_token_[a.policy];
       c.key.ip = internal::IpBucketKey::Make(masked, token, a.bucket_route);
       if (kPlain || c.has_bucket) {
-        if (!address_ready || masked != hashed_address) {
-          address_part = ip_table_.hasher().AddressPart(masked.bytes);
-          hashed_address = masked;
-          address_ready = true;
-        }
         c.hash =
-            ip_table_.hasher().WithIds(address_part, token, a.bucket_route);
+            hashes.Address(ip_table_.hasher(), masked, token, a.bucket_route);
         ip_table_.Prefetch({&c.key.ip, c.hash});
       }
       continue;
@@ -364,12 +385,7 @@ void Engine::AddChecksOf(const Request& request, ScopeMask mask,
       c.key.user.AssignRekeyed(*user_base, bucket_token_[a.policy],
                                a.bucket_route);
       if (kPlain || c.has_bucket) {
-        if (!user_tail_ready) {
-          user_tail = user_table_.hasher().TailOf(*user_base);
-          user_tail_ready = true;
-        }
-        c.hash =
-            user_table_.hasher().WithHead(c.key.user.words()[0], user_tail);
+        c.hash = hashes.User(user_table_.hasher(), *user_base, c.key.user);
         user_table_.Prefetch({&c.key.user, c.hash});
       }
       continue;
