@@ -244,9 +244,7 @@ class UserBucketKey {
   // ids change, so a request with several user-scope policies checks and
   // copies the ID once.
   void Rekey(PolicyId policy, RouteId route) {
-    words_[0] = (words_[0] & ~uint64_t{0xFFFFFFFF}) |
-                static_cast<uint64_t>(policy) |
-                static_cast<uint64_t>(route) << 16;
+    words_[0] = Rekeyed(words_[0], policy, route);
   }
 
   // `base` (the same user's key, just built) rekeyed, copied a word at a
@@ -255,9 +253,7 @@ class UserBucketKey {
   // not be forwarded from it (they would wait for the stores to retire).
   void AssignRekeyed(const UserBucketKey& base, PolicyId policy,
                      RouteId route) {
-    words_[0] = (base.words_[0] & ~uint64_t{0xFFFFFFFF}) |
-                static_cast<uint64_t>(policy) |
-                static_cast<uint64_t>(route) << 16;
+    words_[0] = Rekeyed(base.words_[0], policy, route);
     for (size_t i = 1; i < kWords; ++i) {
       uint64_t w = base.words_[i];
 #if defined(__GNUC__)
@@ -319,6 +315,12 @@ class UserBucketKey {
   // the common shapes (a byte outside 0x21-0x7E, no '@' or ':', an empty
   // localpart or server: malformed; a server of hostname bytes only: well
   // formed); a port or IP literal goes to the byte-at-a-time definition.
+  // The first word `head` with `policy` and `route` in place of its ids.
+  static uint64_t Rekeyed(uint64_t head, PolicyId policy, RouteId route) {
+    return (head & ~uint64_t{0xFFFFFFFF}) | static_cast<uint64_t>(policy) |
+           static_cast<uint64_t>(route) << 16;
+  }
+
   bool LoadInline(std::string_view id) {
     const size_t n = id.size();
     if (n < 4) return false;
@@ -464,6 +466,40 @@ inline BucketKeyHash::BucketKeyHash() {
   seed_ = {keys[0].k0, keys[0].k1, keys[1].k0,
            keys[1].k1, keys[2].k0, keys[2].k1};
 }
+
+// What a request's keys of one subject share of their hashes, hashed once
+// per request (BucketKeyHash's staged forms): the user's words past the
+// first, and the last masked address (policies mostly mask the client
+// alike).
+class SubjectHashes {
+ public:
+  // The hash of `key`, a rekeyed copy of `base` (the same for every call).
+  size_t User(const BucketKeyHash& hash, const UserBucketKey& base,
+              const UserBucketKey& key) {
+    if (!user_ready_) {
+      user_tail_ = hash.TailOf(base);
+      user_ready_ = true;
+    }
+    return hash.WithHead(key.words()[0], user_tail_);
+  }
+  // The hash of the address key of `masked`, `policy` and `route`.
+  size_t Address(const BucketKeyHash& hash, const IpAddress& masked,
+                 PolicyId policy, RouteId route) {
+    if (!address_ready_ || masked != address_) {
+      address_part_ = hash.AddressPart(masked.bytes);
+      address_ = masked;
+      address_ready_ = true;
+    }
+    return hash.WithIds(address_part_, policy, route);
+  }
+
+ private:
+  BucketKeyHash::UserTail user_tail_{};
+  bool user_ready_ = false;
+  IpAddress address_;
+  uint64_t address_part_ = 0;
+  bool address_ready_ = false;
+};
 
 }  // namespace mxlimit::internal
 

@@ -62,39 +62,6 @@ int64_t ResponseCost(const Policy& p, const Request& request,
   return request.cost;
 }
 
-// What a request's keys of one subject share of their hashes, hashed once
-// (BucketKeyHash's staged forms): the user's words past the first, and the
-// last masked address (policies mostly mask the client alike).
-class SubjectHashes {
- public:
-  // The hash of `key`, a rekeyed copy of `base` (the same for every call).
-  size_t User(const BucketKeyHash& hash, const UserBucketKey& base,
-              const UserBucketKey& key) {
-    if (!user_ready_) {
-      user_tail_ = hash.TailOf(base);
-      user_ready_ = true;
-    }
-    return hash.WithHead(key.words()[0], user_tail_);
-  }
-  // The hash of the address key of `masked`, `policy` and `route`.
-  size_t Address(const BucketKeyHash& hash, const IpAddress& masked,
-                 PolicyId policy, RouteId route) {
-    if (!address_ready_ || masked != address_) {
-      address_part_ = hash.AddressPart(masked.bytes);
-      address_ = masked;
-      address_ready_ = true;
-    }
-    return hash.WithIds(address_part_, policy, route);
-  }
-
- private:
-  BucketKeyHash::UserTail user_tail_{};
-  bool user_ready_ = false;
-  IpAddress address_;
-  uint64_t address_part_ = 0;
-  bool address_ready_ = false;
-};
-
 // a / b < c / d for non-negative a, c and positive b, d, without dividing.
 bool LessRatio(int64_t a, int64_t b, int64_t c, int64_t d) {
 #if defined(__SIZEOF_INT128__)
@@ -270,8 +237,7 @@ void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
         s.origin_network = network;
         s.origin_found = true;
       }
-      c.key.user = s.origin_key;
-      c.key.user.Rekey(token, a.bucket_route);
+      c.key.user.AssignRekeyed(s.origin_key, token, a.bucket_route);
       return;
     }
     case Scope::kRoom:
@@ -282,8 +248,7 @@ void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
                                a.bucket_route, user_key_secret_);
         s.room_found = true;
       }
-      c.key.user = s.room_key;
-      c.key.user.Rekey(token, a.bucket_route);
+      c.key.user.AssignRekeyed(s.room_key, token, a.bucket_route);
       return;
     case Scope::kTarget:
       if (!s.target_found) {
@@ -292,8 +257,7 @@ void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
             nullptr, token, a.bucket_route, user_key_secret_);
         s.target_found = true;
       }
-      c.key.user = s.target_key;
-      c.key.user.Rekey(token, a.bucket_route);
+      c.key.user.AssignRekeyed(s.target_key, token, a.bucket_route);
       return;
     case Scope::kIp:
     case Scope::kUser:
