@@ -37,35 +37,21 @@ struct Request {
   IpAddress client;
   // The authenticated Matrix user ID; empty when anonymous.
   std::string_view user_id;
-  // The server a federation request comes from (`Authorization: X-Matrix
-  // origin=...`); empty for client requests. Origin-scope policies apply
-  // only when it is set.
-  std::string_view origin = {};
+  // Set for requests the embedder trusts (application services, admins):
+  // neither checked nor charged.
+  bool exempt = false;
   // True once the embedder has verified the request's signature against the
   // origin's keys: its buckets are keyed by the name alone. Unverified (as
   // mxlimitd, which sees only headers, always is), the name is bound to the
   // client's network, so a forged origin cannot spend the real server's
   // budget.
   bool origin_verified = false;
-  // The account the request is about, which only the embedder can read from
-  // the body: the user a login names, the invitee of an invite. Empty:
-  // target-scope policies do not apply. (Named `target_user` because
-  // `target` is the request target above.)
-  std::string_view target_user = {};
   // True when the embedder can hold this request for a `Decision::delay`
   // (mxlimitd below its `--max-held`, replay). False, the default, so that an
   // embedder that reads only `Decision::allowed` never lets a delayed
   // request through early: policies with `on_limit: delay` then deny it as
   // `deny` policies do.
   bool may_delay = false;
-  // When above 0, the leases this request takes (in-flight policies) end
-  // by themselves after at most this long, instead of the policy's `lease`.
-  // For an embedder that cannot see the request finish and knows it ends
-  // sooner: mxlimitd sets a /sync long-poll's `timeout` plus one second.
-  std::chrono::nanoseconds max_lease{0};
-  // Set for requests the embedder trusts (application services, admins):
-  // neither checked nor charged.
-  bool exempt = false;
   // How many requests this one counts as. Must be >= 0 for Check/Peek; a
   // negative cost in Charge refunds.
   int64_t cost = 1;
@@ -74,6 +60,20 @@ struct Request {
   // -1 when unknown (a chunked upload), which they charge a whole burst, so
   // that hiding the length never slips past a quota.
   int64_t request_bytes = -1;
+  // When above 0, the leases this request takes (in-flight policies) end
+  // by themselves after at most this long, instead of the policy's `lease`.
+  // For an embedder that cannot see the request finish and knows it ends
+  // sooner: mxlimitd sets a /sync long-poll's `timeout` plus one second.
+  std::chrono::nanoseconds max_lease{0};
+  // The server a federation request comes from (`Authorization: X-Matrix
+  // origin=...`); empty for client requests. Origin-scope policies apply
+  // only when it is set.
+  std::string_view origin = {};
+  // The account the request is about, which only the embedder can read from
+  // the body: the user a login names, the invitee of an invite. Empty:
+  // target-scope policies do not apply. (Named `target_user` because
+  // `target` is the request target above.)
+  std::string_view target_user = {};
 };
 
 // How a request ended, for `Limiter::Settle`: what policies charged on the

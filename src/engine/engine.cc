@@ -23,13 +23,19 @@
 // measurement).
 //
 // The rare paths (a denial's delay, an exempt request) stay out of line:
-// flattened into the checks they only make them larger.
+// flattened into the checks they only make them larger. So does the key of
+// an origin, room or target (MXLIMIT_NOINLINE: not rare for a federation
+// or room request, but never on a client's path): inlined, its copies of
+// the user ID check and the keyed digest spread the client path's code
+// apart, and BM_Limiter_Check measured it slower.
 #if defined(__GNUC__)
 #define MXLIMIT_FLATTEN __attribute__((flatten))
 #define MXLIMIT_COLD __attribute__((noinline, cold))
+#define MXLIMIT_NOINLINE __attribute__((noinline))
 #else
 #define MXLIMIT_FLATTEN
 #define MXLIMIT_COLD
+#define MXLIMIT_NOINLINE
 #endif
 
 namespace mxlimit::internal {
@@ -218,9 +224,11 @@ struct Engine::Subjects {
   internal::UserBucketKey target_key;
 };
 
-void Engine::AssignSubjectKey(const Request& request, const ResolvedPolicy& a,
-                              std::string_view path, RouteId route, Subjects& s,
-                              BucketCheck& c) const {
+MXLIMIT_NOINLINE void Engine::AssignSubjectKey(const Request& request,
+                                               const ResolvedPolicy& a,
+                                               std::string_view path,
+                                               RouteId route, Subjects& s,
+                                               BucketCheck& c) const {
   const PolicyId token = bucket_token_[a.policy];
   switch (a.scope) {
     case Scope::kOrigin: {
@@ -510,41 +518,71 @@ Decision Engine::Combine(const Evaluation& ip_part,
   d.remaining = kUnlimitedRemaining;
   d.settles = ip_part.settles || user_part.settles;
 
-  // The smallest remaining over the enforcing checks, as the fraction
-  // slack / interval (compared by cross-multiplying; one division at the end),
-  // from a start every fraction is below (a slack is at most tau).
-  int64_t min_slack = std::numeric_limits<int64_t>::max();
-  int64_t min_interval = 1;
-  // The checks that set `min_slack` and that `d` reports as denying: the
-  // quota the RateLimit fields describe is filled from one of them at the
-  // end, so a request pays a pointer store per new minimum, not a copy.
-  const BucketCheck* min_check = nullptr;
-  const BucketCheck* denier = nullptr;
-  // Requests left are counted by buckets charged a request at the decision:
-  // not bytes, nor what only a response charges. Only weighed resolutions
-  // have other buckets.
-  const bool weighed = ip_part.weighed || user_part.weighed;
+  // Two passes: the first, over every request, only finds the smallest
+  // remaining and whether any check refused; the second, only for a
+  // refusal, writes the denial. Kept apart, the first pass's minimum stays
+  // in registers and off the path to Settle, which needs only `allowed`.
   const bool lone = &ip_part == &user_part;
-  auto own = [lone](const BucketCheck& c) {
-    return lone || c.scope == Scope::kIp;
-  };
-  auto consider = [&](const BucketCheck& c) {
-    const GcraVerdict& r = c.verdict;
-    if (r.allowed) {
-      // Allowed without a bucket: an unlimited rate, or in flight.
-      if (c.shadow || !c.has_bucket ||
-          (weighed && (c.spec->cost != CostKind::kRequests ||
-                       c.spec->charge != ChargeOn::kRequest))) {
-        return;
-      }
-      const int64_t t = c.spec->rate.interval_ns();
-      if (LessRatio(r.slack, t, min_slack, min_interval)) {
-        min_slack = r.slack;
-        min_interval = t;
-        min_check = &c;
-      }
-      return;
+  const bool weighed = ip_part.weighed || user_part.weighed;
+  MinRemaining min;
+  ScanOwn(ip_part, lone, /*user_side=*/false, weighed, min);
+  if (!lone) ScanOwn(user_part, lone, /*user_side=*/true, weighed, min);
+  if (min.refused) [[unlikely]] {
+    const BucketCheck* denier = nullptr;
+    AddRefusals(ip_part, lone, /*user_side=*/false, d, denier);
+    if (!lone) AddRefusals(user_part, lone, /*user_side=*/true, d, denier);
+    // A denial always sets `denier` (the first one is worse than allowed).
+    if (denier != nullptr) {
+      FillQuota(*denier, d.retry_after, d.quota);
+      return d;
     }
+  }
+  if (min.check != nullptr) {
+    d.remaining = min.slack / min.interval;
+    // A request of cost 1 fits once the slack reaches one interval.
+    FillQuota(*min.check,
+              std::chrono::nanoseconds(
+                  std::max<int64_t>(min.interval - min.slack, 0)),
+              d.quota);
+  }
+  return d;
+}
+
+void Engine::ScanOwn(const Evaluation& part, bool lone, bool user_side,
+                     bool weighed, MinRemaining& min) {
+  for (const BucketCheck& c : part.all()) {
+    if (!OwnCheck(c, lone, user_side)) continue;
+    const GcraVerdict& r = c.verdict;
+    if (!r.allowed) {
+      min.refused = true;
+      continue;
+    }
+    // Allowed without a bucket: an unlimited rate, or in flight. Requests
+    // left are counted by buckets charged a request at the decision: not
+    // bytes, nor what only a response charges. Only weighed resolutions
+    // have other buckets.
+    if (c.shadow || !c.has_bucket ||
+        (weighed && (c.spec->cost != CostKind::kRequests ||
+                     c.spec->charge != ChargeOn::kRequest))) {
+      continue;
+    }
+    // Compared by cross-multiplying (one division at the end), from a
+    // start every fraction is below (a slack is at most tau); the first of
+    // equal fractions is kept.
+    const int64_t t = c.spec->rate.interval_ns();
+    if (LessRatio(r.slack, t, min.slack, min.interval)) {
+      min.slack = r.slack;
+      min.interval = t;
+      min.check = &c;
+    }
+  }
+}
+
+void Engine::AddRefusals(const Evaluation& part, bool lone, bool user_side,
+                         Decision& d, const BucketCheck*& denier) const {
+  for (const BucketCheck& c : part.all()) {
+    if (!OwnCheck(c, lone, user_side) || c.verdict.allowed) continue;
+    const GcraVerdict& r = c.verdict;
     if (c.shadow) {
       if (!d.shadow_denied) {
         d.shadow_denied = true;
@@ -552,47 +590,27 @@ Decision Engine::Combine(const Evaluation& ip_part,
         d.shadow_layer = policies_->layer_name(c.layer);
         d.shadow_policy_id = c.policy;
       }
-      return;
+      continue;
     }
     // Report the policy with the longest wait; `never` is the longest.
     const bool worse = d.allowed || (r.never && !d.never) ||
                        (!d.never && r.retry_after > d.retry_after);
     d.allowed = false;
     d.remaining = 0;
-    if (worse) {
-      d.never = r.never;
-      d.retry_after = r.retry_after;
-      d.limited_by = LimitScopeOf(c.scope);
-      d.policy = c.spec->name;
-      d.layer = policies_->layer_name(c.layer);
-      d.denied_policy = c.policy;
-      denier = &c;
-      // The other engine's checks of a split request may be of another
-      // policy set (a ShardedLimiter installs a reload shard by shard):
-      // ShardSet::PinNames names their error from that engine's shard.
-      d.error = own(c) ? policies_->limit_error(c.policy) : nullptr;
-    }
-  };
-  for (const BucketCheck& c : ip_part.all()) {
-    if (&ip_part == &user_part || c.scope == Scope::kIp) consider(c);
+    if (!worse) continue;
+    d.never = r.never;
+    d.retry_after = r.retry_after;
+    d.limited_by = LimitScopeOf(c.scope);
+    d.policy = c.spec->name;
+    d.layer = policies_->layer_name(c.layer);
+    d.denied_policy = c.policy;
+    denier = &c;
+    // The other engine's checks of a split request may be of another
+    // policy set (a ShardedLimiter installs a reload shard by shard):
+    // ShardSet::PinNames names their error from that engine's shard.
+    d.error = lone || c.scope == Scope::kIp ? policies_->limit_error(c.policy)
+                                            : nullptr;
   }
-  if (&ip_part != &user_part) {
-    for (const BucketCheck& c : user_part.all()) {
-      if (c.scope != Scope::kIp) consider(c);
-    }
-  }
-  // A denial always sets `denier` (the first one is worse than allowed).
-  if (denier != nullptr) {
-    FillQuota(*denier, d.retry_after, d.quota);
-  } else if (min_check != nullptr) {
-    d.remaining = min_slack / min_interval;
-    // A request of cost 1 fits once the slack reaches one interval.
-    FillQuota(*min_check,
-              std::chrono::nanoseconds(
-                  std::max<int64_t>(min_interval - min_slack, 0)),
-              d.quota);
-  }
-  return d;
 }
 
 void Engine::FillQuota(const BucketCheck& c, std::chrono::nanoseconds next,

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <new>
 #include <span>
@@ -499,6 +500,23 @@ class Engine {
   }
   void SettleOne(const BucketCheck& c, GcraState* bucket, const Decision& d,
                  MonotonicTime now, int64_t cost);
+  // Combine's first pass: the smallest remaining over the allowed
+  // enforcing checks that count requests, as the fraction slack / interval,
+  // with the check that has it; and whether any check refused.
+  struct MinRemaining {
+    int64_t slack = std::numeric_limits<int64_t>::max();
+    int64_t interval = 1;
+    const BucketCheck* check = nullptr;
+    bool refused = false;
+  };
+  // Adds the part's own checks (OwnCheck) to `min`.
+  static void ScanOwn(const Evaluation& part, bool lone, bool user_side,
+                      bool weighed, MinRemaining& min);
+  // Combine's second pass, for a refused request: the part's own refusing
+  // checks written into `d` (the enforcing one with the longest wait as
+  // `denier`, the first shadow one as the shadow denial).
+  void AddRefusals(const Evaluation& part, bool lone, bool user_side,
+                   Decision& d, const BucketCheck*& denier) const;
   // Combine's last step: the quota of `c`'s policy, with `next` the wait
   // until a request of cost 1 fits its bucket (Decision::quota).
   static void FillQuota(const BucketCheck& c, std::chrono::nanoseconds next,
