@@ -309,18 +309,18 @@ class UserBucketKey {
     return v;
   }
 
-  // Stores `id` (at most 40 bytes) zero padded into words 1-5 and returns
-  // whether it is well formed: the same answer as IsWellFormedUserId, a word
-  // at a time, without reading past the ID's last byte. The word masks settle
-  // the common shapes (a byte outside 0x21-0x7E, no '@' or ':', an empty
-  // localpart or server: malformed; a server of hostname bytes only: well
-  // formed); a port or IP literal goes to the byte-at-a-time definition.
   // The first word `head` with `policy` and `route` in place of its ids.
   static uint64_t Rekeyed(uint64_t head, PolicyId policy, RouteId route) {
     return (head & ~uint64_t{0xFFFFFFFF}) | static_cast<uint64_t>(policy) |
            static_cast<uint64_t>(route) << 16;
   }
 
+  // Stores `id` (at most 40 bytes) zero padded into words 1-5 and returns
+  // whether it is well formed: the same answer as IsWellFormedUserId, a word
+  // at a time, without reading past the ID's last byte. The word masks settle
+  // the common shapes (a byte outside 0x21-0x7E, no '@' or ':', an empty
+  // localpart or server: malformed; a server of hostname bytes only: well
+  // formed); a port or IP literal goes to the byte-at-a-time definition.
   bool LoadInline(std::string_view id) {
     const size_t n = id.size();
     if (n < 4) return false;

@@ -608,8 +608,9 @@ void Engine::AddRefusals(const Evaluation& part, bool lone, bool user_side,
     // The other engine's checks of a split request may be of another
     // policy set (a ShardedLimiter installs a reload shard by shard):
     // ShardSet::PinNames names their error from that engine's shard.
-    d.error = lone || c.scope == Scope::kIp ? policies_->limit_error(c.policy)
-                                            : nullptr;
+    d.error = OwnCheck(c, lone, /*user_side=*/false)
+                  ? policies_->limit_error(c.policy)
+                  : nullptr;
   }
 }
 
