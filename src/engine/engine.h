@@ -404,6 +404,30 @@ class Engine {
   static Decision ExemptDecision(const Route& route,
                                  std::string_view tier = {});
 
+  // --- Early loads (StartEarlyLoads; public for tests). --------------------
+  // Buckets in the ip and user tables from which a check starts its
+  // aggregate buckets' loads first.
+  static constexpr size_t kEarlyLoadEntries = size_t{1} << 15;
+  // The aggregate policies whose buckets a request's loads start with, if
+  // any (kNoPolicy: none of that scope): per scope, the first policy of
+  // `policies` that every request of the scope checks in one shared bucket.
+  struct EarlyLoads {
+    PolicyId ip = kNoPolicy;
+    PolicyId user = kNoPolicy;
+  };
+  static EarlyLoads FindEarlyLoads(const PolicySet& policies);
+  // Those buckets' keys for `request`, hashed as the tables hash them
+  // (has_ip, has_user: whether it has that bucket).
+  struct EarlyKeys {
+    bool has_ip = false;
+    internal::IpBucketKey ip;
+    size_t ip_hash = 0;
+    bool has_user = false;
+    internal::UserBucketKey user;
+    size_t user_hash = 0;
+  };
+  EarlyKeys EarlyLoadKeys(const Request& request) const;
+
   // --- Tiers (Limiter::SetTier and friends; cold paths). -------------------
   TierDirectory& tier_directory() const { return *tier_directory_; }
   // --- Snapshots (mxlimit/snapshot.h; engine_snapshot.cc) -----------------
@@ -555,6 +579,17 @@ class Engine {
   bool MarkExempt(const Request& request, const PreparedRequest* prepared,
                   Evaluation& e) const;
 
+  // Large tables: the loads of a request's aggregate buckets (EarlyLoads)
+  // start before its route is matched, so that their misses overlap the
+  // match instead of following it. The keys are built twice (here and in
+  // AddChecks); below kEarlyLoadEntries buckets the tables sit in cache,
+  // nothing would be waited for, and a request skips the step
+  // (BM_Limiter_Check's two sizes measure both sides).
+  bool WantsEarlyLoads() const {
+    return early_loads_ &&
+           ip_table_.size() + user_table_.size() >= kEarlyLoadEntries;
+  }
+  void StartEarlyLoads(const Request& request) const;
   // IsExempt for a request without the flag needs no work when no address
   // or user is exempt.
   bool MaybeExempt(const Request& request) const {
@@ -595,6 +630,8 @@ class Engine {
   bool owns_tier_directory_;
   std::shared_ptr<TierDirectory> tier_directory_;
   std::shared_ptr<const TierSet> tiers_;
+  EarlyLoads early_;
+  bool early_loads_ = false;
   IpTable ip_table_;
   UserTable user_table_;
   std::shared_ptr<ScopeTables> scope_tables_;

@@ -255,6 +255,26 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   has_exemptions_ = !exempt_ips_.empty() || !exempt_users_.empty();
   if (owns_tier_directory_) tier_directory_->Install(tiers);
   tiers_ = std::move(tiers);
+  early_ = FindEarlyLoads(*policies_);
+  early_loads_ = early_.ip != kNoPolicy || early_.user != kNoPolicy;
+}
+
+Engine::EarlyLoads Engine::FindEarlyLoads(const PolicySet& policies) {
+  EarlyLoads early;
+  for (PolicyId id = 0; id < policies.size(); ++id) {
+    const Policy& p = policies.policy(id);
+    // A bucket every request of the scope checks, whatever its route and
+    // method (conditions on the query would make it some requests' only).
+    const bool every_request =
+        p.share_threshold && p.match.size() == 1 && p.match[0] == "*" &&
+        p.methods.empty() && p.rate.kind() == Rate::Kind::kLimited &&
+        !p.concurrency.has_value() && p.query_absent.empty() &&
+        p.query_present.empty();
+    if (!every_request) continue;
+    if (p.scope == Scope::kIp && early.ip == kNoPolicy) early.ip = id;
+    if (p.scope == Scope::kUser && early.user == kNoPolicy) early.user = id;
+  }
+  return early;
 }
 
 }  // namespace mxlimit::internal

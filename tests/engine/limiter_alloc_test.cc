@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "mxlimit/limiter.h"
 #include "mxlimit/ratelimit_headers.h"
+#include "src/engine/engine.h"
 #include "tests/testing/counting_new.h"
 #include "tests/testing/limiter_fixtures.h"
 
@@ -159,6 +160,54 @@ TEST(LimiterAllocationTest, LeasesTakenReleasedAndExpiredAllocateNothing) {
   EXPECT_LE(s.lease_table.size, 150u);
   EXPECT_GT(s.lease_table.evictions, 0u);
   EXPECT_GT(s.leases_released, 0u);
+}
+
+TEST(LimiterAllocationTest, LargeTablesAllocateNothing) {
+  // Past Engine::kEarlyLoadEntries buckets a check starts its aggregate
+  // buckets' loads before it matches the route, building their keys twice:
+  // long and absurd user IDs included, that allocates nothing either.
+  LimiterConfig config;  // built-in policies on
+  config.tables.ip_capacity = 1 << 16;
+  config.tables.user_capacity = 1 << 16;
+  absl::StatusOr<std::unique_ptr<Limiter>> limiter = Limiter::Create(config);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  constexpr int kClients = 12'000;
+  std::vector<std::string> users;
+  std::vector<std::string> ips;
+  for (int i = 0; i < kClients; ++i) {
+    users.push_back("@user" + std::to_string(i) + ":example.org");
+    ips.push_back("2001:db8:" + std::to_string(i / 256) + ":" +
+                  std::to_string(i % 256) + "::1");
+  }
+  users.push_back("@" + std::string(60, 'l') + ":example.org");  // a digest
+  users.push_back(std::string(65'536, 'u'));                     // absurd
+  for (int i = 0; i < kClients; ++i) {
+    (*limiter)->Check(MakeRequest("GET", "/_matrix/client/v3/sync?since=s1",
+                                  ips[i], users[i]),
+                      At(0));
+  }
+  const LimiterStats warm = (*limiter)->Stats();
+  ASSERT_GE(warm.ip_table.size + warm.user_table.size,
+            internal::Engine::kEarlyLoadEntries);
+
+  std::vector<Request> requests;
+  for (size_t i = 0; i < 2000; ++i) {
+    requests.push_back(MakeRequest(
+        i % 2 == 0 ? "GET" : "PUT",
+        i % 2 == 0 ? "/_matrix/client/v3/sync?since=s2"
+                   : "/_matrix/client/v3/rooms/!r%3Aexample.org/send/"
+                     "m.room.message/t1",
+        ips[(i * 7919) % ips.size()], users[(i * 104729) % users.size()]));
+  }
+  requests.push_back(MakeRequest("GET", "/_matrix/client/v3/sync",
+                                 "192.0.2.1"));  // anonymous
+  const long before = ::mxlimit::testing::AllocationCount();
+  size_t allowed = 0;
+  for (const Request& r : requests) {
+    allowed += (*limiter)->Check(r, At(1)).allowed ? 1 : 0;
+  }
+  EXPECT_EQ(::mxlimit::testing::AllocationCount() - before, 0);
+  EXPECT_GT(allowed, 1900u);
 }
 
 }  // namespace
