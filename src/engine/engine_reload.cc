@@ -261,7 +261,8 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
 
 Engine::EarlyLoads Engine::FindEarlyLoads(const PolicySet& policies) {
   EarlyLoads early;
-  for (PolicyId id = 0; id < policies.size(); ++id) {
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const auto id = static_cast<PolicyId>(i);
     const Policy& p = policies.policy(id);
     // A bucket every request of the scope checks, whatever its route and
     // method (conditions on the query would make it some requests' only).
