@@ -839,35 +839,11 @@ void Engine::SettleOne(const BucketCheck& c, GcraState* bucket,
   }
 }
 
-Engine::EarlyKeys Engine::EarlyLoadKeys(const Request& request) const {
-  EarlyKeys k;
-  if (early_.ip != kNoPolicy) {
-    k.ip = internal::IpBucketKey::Make(
-        ip_masks_[early_.ip].Apply(request.client), bucket_token_[early_.ip],
-        kSharedBucketRoute);
-    k.ip_hash = ip_table_.Hashed(k.ip).hash;
-    k.has_ip = true;
-  }
-  // An anonymous request has no user buckets (AddChecks skips the scope).
-  if (early_.user != kNoPolicy && !request.user_id.empty()) {
-    k.user.Assign(request.user_id, bucket_token_[early_.user],
-                  kSharedBucketRoute, user_key_secret_);
-    k.user_hash = user_table_.Hashed(k.user).hash;
-    k.has_user = true;
-  }
-  return k;
-}
-
-MXLIMIT_NOINLINE void Engine::StartEarlyLoads(const Request& request) const {
-  const EarlyKeys k = EarlyLoadKeys(request);
-  if (k.has_ip) ip_table_.Prefetch({&k.ip, k.ip_hash});
-  if (k.has_user) user_table_.Prefetch({&k.user, k.user_hash});
-}
-
 MXLIMIT_FLATTEN Decision Engine::Check(const Request& request,
                                        MonotonicTime now,
                                        PreparedRequest* prepared) {
-  // Out of line, so that the flattened checks are laid out as without it.
+  // Out of line (engine_early_loads.cc), so that the flattened checks are
+  // laid out as without it.
   if (prepared == nullptr && WantsEarlyLoads()) [[unlikely]] {
     StartEarlyLoads(request);
   }

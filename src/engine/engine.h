@@ -630,6 +630,8 @@ class Engine {
   bool owns_tier_directory_;
   std::shared_ptr<TierDirectory> tier_directory_;
   std::shared_ptr<const TierSet> tiers_;
+  // Set by Install (FindEarlyLoads); `early_loads_`: either scope has one,
+  // the one test a request makes before the table sizes.
   EarlyLoads early_;
   bool early_loads_ = false;
   IpTable ip_table_;

@@ -259,23 +259,4 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   early_loads_ = early_.ip != kNoPolicy || early_.user != kNoPolicy;
 }
 
-Engine::EarlyLoads Engine::FindEarlyLoads(const PolicySet& policies) {
-  EarlyLoads early;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    const auto id = static_cast<PolicyId>(i);
-    const Policy& p = policies.policy(id);
-    // A bucket every request of the scope checks, whatever its route and
-    // method (conditions on the query would make it some requests' only).
-    const bool every_request =
-        p.share_threshold && p.match.size() == 1 && p.match[0] == "*" &&
-        p.methods.empty() && p.rate.kind() == Rate::Kind::kLimited &&
-        !p.concurrency.has_value() && p.query_absent.empty() &&
-        p.query_present.empty();
-    if (!every_request) continue;
-    if (p.scope == Scope::kIp && early.ip == kNoPolicy) early.ip = id;
-    if (p.scope == Scope::kUser && early.user == kNoPolicy) early.user = id;
-  }
-  return early;
-}
-
 }  // namespace mxlimit::internal
