@@ -253,6 +253,11 @@ class PolicySet {
     // Some applied policy charges other than `Request::cost` at the
     // decision: a byte cost, or a charge on the response (never `plain`).
     bool weighed = false;
+    // With Resolve's `idle_checks`: the policy charged on the response
+    // by its bytes whose check was left out (only the first found is), or
+    // `kNoPolicy`. It is not in `applied`, nor does it make the resolution
+    // weighed or not plain; the response still settles it.
+    PolicyId idled = kNoPolicy;
     // The first `count` are set; the rest are unspecified.
     std::array<ResolvedPolicy, kMaxResolved> applied;
 
@@ -312,9 +317,13 @@ class PolicySet {
   // the number of exact and trailing-'*' policies), plus a glob test per
   // inner-'*' pattern that could still outrank the best found so far in its
   // group.
+  //
+  // `idle_checks` is an engine's word that every bucket of the policies
+  // charged on the response by their bytes has a byte of room: such a
+  // check cannot deny, and one is left out (Resolution::idled).
   Resolution Resolve(std::string_view method, RouteId route,
-                     std::string_view query_free_path,
-                     RequestSubjects subjects) const;
+                     std::string_view query_free_path, RequestSubjects subjects,
+                     bool idle_checks = false) const;
   Resolution Resolve(std::string_view method, RouteId route,
                      std::string_view query_free_path, bool has_user) const {
     return Resolve(method, route, query_free_path, RequestSubjects{has_user});
@@ -462,6 +471,10 @@ class PolicySet {
   uint32_t DroppedSlots(RouteId rid, const RequestSubjects& subjects) const;
   // The slots whose query conditions the request target does not meet.
   uint32_t ConditionDroppedSlots(std::string_view request_target) const;
+  // The bit of the first of `candidates` (slots of idle_slots_ that found
+  // a policy) whose policy idles, that policy in `idled`; 0 if none.
+  uint32_t IdledSlot(uint32_t candidates, const uint16_t* best,
+                     PolicyId& idled) const;
   RouteId ClampRoute(RouteId route) const;
   RouteId BucketRoute(PolicyId id, RouteId route) const;
   const Entry& entry(uint16_t order) const { return entries_[order - 1]; }
@@ -491,11 +504,12 @@ class PolicySet {
     bool share_threshold;
     // kGeneral: `on_limit: delay`, a byte cost or a charge on the response
     // (a Resolution with it is not `plain`); kWeighed: the last two (it is
-    // `weighed`).
+    // `weighed`); kIdles: internal::IdlesWhileRoomy.
     uint8_t kind;
   };
   static constexpr uint8_t kGeneral = 1;
   static constexpr uint8_t kWeighed = 2;
+  static constexpr uint8_t kIdles = 4;
   std::vector<OrderInfo> order_info_;
   // Width of a table row: slots_.size() rounded up to a multiple of 8.
   size_t lanes_ = 8;
@@ -542,6 +556,8 @@ class PolicySet {
   // Every slot with query conditions.
   uint32_t conditional_slots_ = 0;
   uint32_t concurrency_slots_ = 0;
+  // Slots some of whose policies idle (kIdles).
+  uint32_t idle_slots_ = 0;
   // Slots a `plain` Resolution has none of: in flight, or of a scope other
   // than ip and user.
   uint32_t general_slots_ = 0;

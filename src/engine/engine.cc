@@ -12,6 +12,7 @@
 #include "mxlimit/internal/absl_compat.h"
 #include "mxlimit/user_id.h"
 #include "src/policy/delay_queue.h"
+#include "src/policy/idle_checks.h"
 
 // `Check` inlines its whole call tree from this file (Evaluate, Resolve, the
 // tables, Combine, Settle*), so the evaluation stays in registers rather than
@@ -174,7 +175,8 @@ bool Engine::IsExempt(const Request& request) const {
 }
 
 void Engine::Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
-                     Evaluation& e, PreparedRequest* prepared) const {
+                     Evaluation& e, PreparedRequest* prepared,
+                     bool idle_checks) const {
   const RequestSubjects subjects = SubjectsOf(request);
   if (prepared != nullptr) {
     e.route = prepared->route;
@@ -201,7 +203,8 @@ void Engine::Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
   e.route.known = id != kFallbackRouteId;
   const std::string_view path = request.target.substr(0, path_size);
   const PolicySet::Resolution r =
-      policies_->Resolve(request.method, e.route.id, path, subjects);
+      policies_->Resolve(request.method, e.route.id, path, subjects,
+                         idle_checks && IdleChecks(now));
   if (!tier_directory_->empty()) [[unlikely]] {
     if (LooksUpTier(request, now, e)) return;
   }
@@ -280,6 +283,9 @@ void Engine::AddChecks(const Request& request, ScopeMask mask,
   e.ip_policy = r.ip;
   e.user_policy = r.user;
   e.plain = r.plain;
+  // A check left out is still settled by the response.
+  e.idled = r.idled;
+  e.settles = r.idled != kNoPolicy;
   // The user part of every user key is built (and checked) once: by the
   // driver that prepared the request, else here.
   const internal::UserBucketKey* user_base =
@@ -430,7 +436,7 @@ bool Engine::BeginEvaluate(const Request& request, MonotonicTime now,
     ++exempt_requests_;
     return false;
   }
-  Resolve(request, now, mask, e, prepared);
+  Resolve(request, now, mask, e, prepared, /*idle_checks=*/true);
   if (e.exempt) [[unlikely]] {  // an exempt tier
     ++exempt_requests_;
     return false;
@@ -712,6 +718,7 @@ void Engine::Settle(const Evaluation& e, const Decision& d, MonotonicTime now,
   } else {
     SettleChecks<false>(e, d, now, cost, admit_leads);
   }
+  if (e.idled != kNoPolicy) CountIdled(e.idled, d);
 }
 
 template <bool kPlain>
@@ -939,6 +946,7 @@ void Engine::ChargeScopes(const Request& request, MonotonicTime now,
             ? ip_table_.FindOrAdmit({&c.key.ip, c.hash})
             : NamedTable(c.scope).FindOrAdmit({&c.key.user, c.hash});
     GcraCharge(c.spec->rate, *bucket, now, cost, debt_ns);
+    if (IdlesWhileRoomy(*c.spec)) NoteIdleTat(bucket->tat);
   }
 }
 

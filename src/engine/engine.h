@@ -150,6 +150,8 @@ class Engine {
     // A check's policy is charged on the response (Decision::settles); only
     // a weighed resolution can have one.
     bool settles = false;
+    // PolicySet::Resolution::idled: a check left out, counted by Settle.
+    PolicyId idled = kNoPolicy;
     Checks checks;
     // Held from the first origin, room, target or in-flight check to the end
     // of the request (see ScopeTables). The user half of a request split over
@@ -239,9 +241,12 @@ class Engine {
   // scopes in `mask`; hashes each key and starts its bucket's load, so that
   // every load is under way before any is waited on. Changes no table.
   // Finds the request's tier too (at `now`); a member of an exempt tier is
-  // marked exempt (`e.exempt`) with no checks.
+  // marked exempt (`e.exempt`) with no checks. With `idle_checks` (a
+  // decision's own resolution, not a look or a charge), a request resolved
+  // here leaves out a check that cannot deny (IdleChecks).
   void Resolve(const Request& request, MonotonicTime now, ScopeMask mask,
-               Evaluation& e, PreparedRequest* prepared = nullptr) const;
+               Evaluation& e, PreparedRequest* prepared = nullptr,
+               bool idle_checks = false) const;
   // Locates the buckets of the scopes in `mask` and evaluates them; changes
   // no table (Settle does). Counts and stops at exempt requests.
   // REQUIRES: the engine's tables do not change until `e` is settled.
@@ -590,6 +595,39 @@ class Engine {
            ip_table_.size() + user_table_.size() >= kEarlyLoadEntries;
   }
   void StartEarlyLoads(const Request& request) const;
+  // The horizon of the checks an idle resolution leaves out
+  // (src/policy/idle_checks.h): from `idle_from_` on, every bucket of a
+  // policy IdlesWhileRoomy has a byte of room. A bucket's TAT is at most
+  // `idle_tat_` (raised by every charge, sync and restore of one; found
+  // again by Install's sweep), and it has the byte once now >= TAT - (tau -
+  // T), so idle_from_ = idle_tat_ - `idle_slack_`, the smallest tau - T of
+  // those policies and their tiers' copies.
+  bool IdleChecks(MonotonicTime now) const {
+    return now.nanoseconds() >= idle_from_;
+  }
+  // A bucket of such a policy now has `tat` (a policy's test is the
+  // caller's).
+  void NoteIdleTat(int64_t tat) {
+    if (tat <= idle_tat_) return;
+    idle_tat_ = tat;
+    UpdateIdleFrom();
+  }
+  void UpdateIdleFrom();
+  bool IdleToken(uint16_t token) const;
+  // The smallest tau - T of the policies of `policies` that idle and of
+  // their copies in `tiers` (may be null); -1 when a tier blocks one (its
+  // check always denies).
+  static int64_t IdleSlack(const PolicySet& policies, const TierSet* tiers);
+  // The count a left-out check would have made (SettleOne's, for an
+  // allowed verdict).
+  void CountIdled(PolicyId policy, const Decision& d) {
+    PolicyCounters& counters = policy_counters_[policy];
+    if (d.allowed) {
+      ++counters.allowed;
+    } else {
+      ++counters.denied_by_other;
+    }
+  }
   // IsExempt for a request without the flag needs no work when no address
   // or user is exempt.
   bool MaybeExempt(const Request& request) const {
@@ -634,6 +672,13 @@ class Engine {
   // the one test a request makes before the table sizes.
   EarlyLoads early_;
   bool early_loads_ = false;
+  // See IdleChecks. No policy idles: idle_from_ is never reached.
+  int64_t idle_from_ = std::numeric_limits<int64_t>::max();
+  int64_t idle_tat_ = std::numeric_limits<int64_t>::min();
+  int64_t idle_slack_ = 0;
+  bool has_idle_policy_ = false;
+  // The bucket tokens of the policies that idle (RestoreBucket, RaiseLead).
+  std::vector<uint16_t> idle_tokens_;
   IpTable ip_table_;
   UserTable user_table_;
   std::shared_ptr<ScopeTables> scope_tables_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "mxlimit/internal/absl_compat.h"
 #include "src/engine/engine.h"
+#include "src/policy/idle_checks.h"
 
 namespace mxlimit::internal {
 
@@ -210,12 +212,28 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
     while (kept[candidate]) ++candidate;
     tokens[n] = static_cast<uint16_t>(candidate++);
   }
-  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState&) {
-    return !kept[k.policy];
+  // The sweep that drops the freed tokens' buckets also finds the latest
+  // TAT of the kept buckets whose policy idles (IdleChecks): a policy may
+  // keep buckets it charged before it idled, or restored ones.
+  std::vector<bool> idles(size_t{1} << 16, false);
+  std::vector<uint16_t> idle_tokens;
+  for (size_t n = 0; n < next->size(); ++n) {
+    if (IdlesWhileRoomy(next->policy(static_cast<PolicyId>(n)))) {
+      idles[tokens[n]] = true;
+      idle_tokens.push_back(tokens[n]);
+    }
+  }
+  int64_t idle_tat = std::numeric_limits<int64_t>::min();
+  auto sweep = [&](uint16_t token, const GcraState& state) {
+    if (!kept[token]) return true;
+    if (idles[token]) idle_tat = std::max(idle_tat, state.tat);
+    return false;
+  };
+  ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState& g) {
+    return sweep(k.policy, g);
   });
-  user_table_.EraseIf([&](const internal::UserBucketKey& k, const GcraState&) {
-    return !kept[k.policy()];
-  });
+  user_table_.EraseIf([&](const internal::UserBucketKey& k,
+                          const GcraState& g) { return sweep(k.policy(), g); });
   if (kept_tokens != nullptr) {
     *kept_tokens = kept;
   } else {
@@ -257,6 +275,11 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   tiers_ = std::move(tiers);
   early_ = FindEarlyLoads(*policies_);
   early_loads_ = early_.ip != kNoPolicy || early_.user != kNoPolicy;
+  idle_tokens_ = std::move(idle_tokens);
+  idle_tat_ = idle_tat;
+  idle_slack_ = IdleSlack(*policies_, tiers_.get());
+  has_idle_policy_ = !idle_tokens_.empty() && idle_slack_ >= 0;
+  UpdateIdleFrom();
 }
 
 }  // namespace mxlimit::internal

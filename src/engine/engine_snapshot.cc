@@ -98,6 +98,8 @@ size_t Engine::SnapshotCapacity(bool scope_tables) const {
 
 void Engine::RestoreBucket(const SnapshotEntry& e, uint16_t token,
                            int64_t tat_ns) {
+  // A restored bucket may lack its byte: IdleChecks must know.
+  if (IdleToken(token)) NoteIdleTat(tat_ns);
   if (e.table == SnapshotTable::kIp) {
     IpBucketKey key;
     std::memcpy(&key, e.key.data(), sizeof(key));

@@ -8,6 +8,7 @@
 
 #include "mxlimit/internal/mutex.h"
 #include "src/engine/engine.h"
+#include "src/policy/idle_checks.h"
 
 namespace mxlimit::internal {
 
@@ -41,6 +42,7 @@ void Engine::AddLead(const BucketCheck& c, int64_t extra_ns,
   const int64_t at = internal::ClampNow(now);
   const int64_t lead = internal::GcraLead(rate, *bucket, at);
   bucket->tat = at + std::min(lead + extra_ns, rate.tolerance_ns());
+  if (IdlesWhileRoomy(*c.spec)) NoteIdleTat(bucket->tat);
 }
 
 int64_t Engine::UnclampedLead(const BucketCheck& c, MonotonicTime now) const {
@@ -60,6 +62,9 @@ void Engine::RaiseLead(Scope scope, const BucketCheck::Key& key, int64_t lead,
     GcraState* bucket = scope == Scope::kIp ? ip_table_.FindOrAdmit(key.ip)
                                             : user_table_.FindOrAdmit(key.user);
     if (bucket->tat < tat) bucket->tat = tat;
+    const uint16_t token =
+        scope == Scope::kIp ? key.ip.policy : key.user.policy();
+    if (IdleToken(token)) NoteIdleTat(bucket->tat);
     return;
   }
   MutexLock lock(scope_tables_->mu);

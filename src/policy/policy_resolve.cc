@@ -73,7 +73,8 @@ static_assert(std::endian::native == std::endian::little,
 
 PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
                                          std::string_view query_free_path,
-                                         RequestSubjects subjects) const {
+                                         RequestSubjects subjects,
+                                         bool idle_checks) const {
   const RouteId rid = ClampRoute(route);
   const MethodClass m = ClassifyMethod(method);
   const size_t lanes = lanes_;
@@ -123,6 +124,9 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   };
   name_decision(ip_decision_slot_, r.ip, r.ip_bucket_route);
   name_decision(user_decision_slot_, r.user, r.user_bucket_route);
+  if (idle_checks && (found & idle_slots_) != 0) {
+    found &= ~IdledSlot(found & idle_slots_, best, r.idled);
+  }
   while (found != 0) {
     const auto s = static_cast<size_t>(std::countr_zero(found));
     found &= found - 1;
@@ -139,6 +143,20 @@ PolicySet::Resolution PolicySet::Resolve(std::string_view method, RouteId route,
   r.plain = !general && kinds == 0;
   r.weighed = (kinds & kWeighed) != 0;
   return r;
+}
+
+uint32_t PolicySet::IdledSlot(uint32_t candidates, const uint16_t* best,
+                              PolicyId& idled) const {
+  // One check left out: the engine counts one (Engine::CountIdled).
+  for (; candidates != 0; candidates &= candidates - 1) {
+    const auto s = static_cast<size_t>(std::countr_zero(candidates));
+    const OrderInfo o = order_info_[best[s]];
+    if ((o.kind & kIdles) != 0) {
+      idled = o.policy;
+      return 1u << s;
+    }
+  }
+  return 0;
 }
 
 void PolicySet::ResolveRawPath(std::string_view query_free_path, MethodClass m,

@@ -24,6 +24,7 @@
 #include "mxlimit/internal/canonical_path.h"
 #include "mxlimit/internal/prefix_trie.h"
 #include "src/engine/room_locator.h"
+#include "src/policy/idle_checks.h"
 #include "src/policy/policy_ranks.h"
 #include "src/policy/route_glob.h"
 #include "src/util/query.h"
@@ -441,10 +442,11 @@ void PolicySet::RankEntries() {
     const bool weighed =
         p.cost != CostKind::kRequests || p.charge != ChargeOn::kRequest;
     const bool general = weighed || p.on_limit == OnLimit::kDelay;
-    order_info_.push_back(
-        OrderInfo{e.policy, info_[e.policy].share_threshold,
-                  static_cast<uint8_t>((general ? kGeneral : 0) |
-                                       (weighed ? kWeighed : 0))});
+    order_info_.push_back(OrderInfo{
+        e.policy, info_[e.policy].share_threshold,
+        static_cast<uint8_t>((general ? kGeneral : 0) |
+                             (weighed ? kWeighed : 0) |
+                             (internal::IdlesWhileRoomy(p) ? kIdles : 0))});
     entries_.push_back(std::move(e));
   }
   // Table rows are padded to whole 8-lane vectors (see slot_lanes.h).
@@ -616,6 +618,11 @@ void PolicySet::BuildRawSide() {
     if (slots_[slot].concurrency || (slots_[slot].scope != Scope::kIp &&
                                      slots_[slot].scope != Scope::kUser)) {
       general_slots_ |= 1u << slot;
+    }
+  }
+  for (size_t i = 0; i < policies_.size(); ++i) {
+    if (internal::IdlesWhileRoomy(policies_[i])) {
+      idle_slots_ |= 1u << info_[i].slot;
     }
   }
   for (size_t has = 0; has < subject_dropped_.size(); ++has) {
