@@ -615,8 +615,7 @@ class Engine {
   void UpdateIdleFrom();
   bool IdleToken(uint16_t token) const;
   // The smallest tau - T of the policies of `policies` that idle and of
-  // their copies in `tiers` (may be null); -1 when a tier blocks one (its
-  // check always denies).
+  // their copies in `tiers` (may be null).
   static int64_t IdleSlack(const PolicySet& policies, const TierSet* tiers);
   // The count a left-out check would have made (SettleOne's, for an
   // allowed verdict).
@@ -676,8 +675,8 @@ class Engine {
   int64_t idle_from_ = std::numeric_limits<int64_t>::max();
   int64_t idle_tat_ = std::numeric_limits<int64_t>::min();
   int64_t idle_slack_ = 0;
-  bool has_idle_policy_ = false;
-  // The bucket tokens of the policies that idle (RestoreBucket, RaiseLead).
+  // The bucket tokens of the policies that idle (Install's sweep,
+  // RestoreBucket, RaiseLead); none: idle_from_ stays out of reach.
   std::vector<uint16_t> idle_tokens_;
   IpTable ip_table_;
   UserTable user_table_;

@@ -3,6 +3,7 @@
 // apart from engine.cc so that none of it joins Check's flattened call tree.
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 
@@ -13,7 +14,7 @@ namespace mxlimit::internal {
 
 void Engine::UpdateIdleFrom() {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  if (!has_idle_policy_) {
+  if (idle_tokens_.empty()) {
     idle_from_ = std::numeric_limits<int64_t>::max();
     return;
   }
@@ -29,26 +30,16 @@ bool Engine::IdleToken(uint16_t token) const {
 int64_t Engine::IdleSlack(const PolicySet& policies, const TierSet* tiers) {
   int64_t slack = std::numeric_limits<int64_t>::max();
   auto add = [&](const Rate& rate) {
-    switch (rate.kind()) {
-      case Rate::Kind::kLimited:
-        slack = std::min(slack, rate.tolerance_ns() - rate.interval_ns());
-        return true;
-      case Rate::Kind::kUnlimited:
-        return true;
-      case Rate::Kind::kBlocked:
-        break;
-    }
-    return false;
+    assert(rate.kind() == Rate::Kind::kLimited);  // IdlesWhileRoomy's note
+    slack = std::min(slack, rate.tolerance_ns() - rate.interval_ns());
   };
   for (size_t id = 0; id < policies.size(); ++id) {
     const Policy& p = policies.policy(static_cast<PolicyId>(id));
     if (!IdlesWhileRoomy(p)) continue;
-    if (!add(p.rate)) return -1;
+    add(p.rate);
     for (size_t t = 0; tiers != nullptr && t < tiers->size(); ++t) {
       const CompiledTier& tier = tiers->tier(static_cast<uint16_t>(t));
-      if (id < tier.policies.size() && !add(tier.policies[id].rate)) {
-        return -1;
-      }
+      if (id < tier.policies.size()) add(tier.policies[id].rate);
     }
   }
   return slack;

@@ -215,18 +215,16 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   // The sweep that drops the freed tokens' buckets also finds the latest
   // TAT of the kept buckets whose policy idles (IdleChecks): a policy may
   // keep buckets it charged before it idled, or restored ones.
-  std::vector<bool> idles(size_t{1} << 16, false);
-  std::vector<uint16_t> idle_tokens;
+  idle_tokens_.clear();
   for (size_t n = 0; n < next->size(); ++n) {
     if (IdlesWhileRoomy(next->policy(static_cast<PolicyId>(n)))) {
-      idles[tokens[n]] = true;
-      idle_tokens.push_back(tokens[n]);
+      idle_tokens_.push_back(tokens[n]);
     }
   }
   int64_t idle_tat = std::numeric_limits<int64_t>::min();
   auto sweep = [&](uint16_t token, const GcraState& state) {
     if (!kept[token]) return true;
-    if (idles[token]) idle_tat = std::max(idle_tat, state.tat);
+    if (IdleToken(token)) idle_tat = std::max(idle_tat, state.tat);
     return false;
   };
   ip_table_.EraseIf([&](const internal::IpBucketKey& k, const GcraState& g) {
@@ -275,10 +273,8 @@ void Engine::Install(std::shared_ptr<const PolicySet> next,
   tiers_ = std::move(tiers);
   early_ = FindEarlyLoads(*policies_);
   early_loads_ = early_.ip != kNoPolicy || early_.user != kNoPolicy;
-  idle_tokens_ = std::move(idle_tokens);
   idle_tat_ = idle_tat;
   idle_slack_ = IdleSlack(*policies_, tiers_.get());
-  has_idle_policy_ = !idle_tokens_.empty() && idle_slack_ >= 0;
   UpdateIdleFrom();
 }
 

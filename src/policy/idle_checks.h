@@ -18,18 +18,17 @@
 #define MXLIMIT_POLICY_IDLE_CHECKS_H_
 
 #include "mxlimit/policy.h"
-#include "mxlimit/rate.h"
 
 namespace mxlimit::internal {
 
 // Whether a check of `p` may be left out while no bucket of `p` lacks a
-// byte of room. Only a rate per address or user that denies (a shadow
-// policy counts its would-be denials; a delaying one queues), so that the
-// one effect of the check left out is its count (Engine::CountIdled).
+// byte of room: an enforcing policy per address or user (a shadow one
+// counts its would-be denials), so that the one effect of the check left
+// out is its count (Engine::CountIdled). Validation already gives a policy
+// charged on the response a limited rate that denies, in every tier too
+// (OutcomeProblems, TierSet::Compile).
 inline bool IdlesWhileRoomy(const Policy& p) {
-  return ChargedOnResponse(p) && p.cost == CostKind::kResponseBytes &&
-         p.rate.kind() == Rate::Kind::kLimited && !p.shadow_mode &&
-         p.on_limit == OnLimit::kDeny && !p.concurrency.has_value() &&
+  return p.cost == CostKind::kResponseBytes && !p.shadow_mode &&
          (p.scope == Scope::kIp || p.scope == Scope::kUser);
 }
 
